@@ -1,0 +1,200 @@
+# ooo — plain GNU make. `make help` lists the targets.
+#
+# Variables: V=1 (full command lines), BUILD (output dir, default build),
+# PREFIX/DESTDIR/SYSCONFDIR (install), CUDA_HOME, CC, CFLAGS, LDFLAGS.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BUILD      ?= build
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+CUDA_HOME  ?= /usr/local/cuda
+
+CC      ?= cc
+FUZZ_CC ?= clang
+VERSION := $(shell sed -n 's/^#define OOO_VERSION_STRING "\(.*\)"/\1/p' include/ooo/ooo.h)
+GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' $(1) $(2)
+endif
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wno-unused-parameter -Wformat=2 -Wvla
+CFLAGS  ?= -O2 -g
+BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fPIC \
+           -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
+           -DOOO_SYSCONFDIR='"$(SYSCONFDIR)"' -DOOO_GIT_REV='"$(GIT_REV)"' -MMD -MP
+ifeq ($(SAN),1)
+BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -U_FORTIFY_SOURCE
+SAN_LDFLAGS := -fsanitize=address,undefined
+endif
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(SAN_LDFLAGS) $(LDFLAGS) -Wl,-z,relro,-z,now
+
+# Debian libraries linked statically so the binaries run on machines that
+# do not have them installed (the GPU machine).
+STATIC_LIBS = -Wl,-Bstatic -luring -linih -Wl,-Bdynamic
+
+OBJ := $(BUILD)/obj
+
+DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c \
+               daemon/log.c daemon/notify.c daemon/admin.c
+CLIENT_SRCS := client/libooo.c client/wire.c
+POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/gen/default_conf.o
+CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
+
+UNIT_TESTS  := test_wire test_policy test_registry
+INTEG_TESTS := test_daemon
+TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
+
+BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/libooo.so $(BUILD)/libooo.a
+
+.PHONY: all test test-run asan fuzz deps install uninstall clean help check-config
+all: $(BINS) $(TEST_BINS)
+
+help:
+	@echo 'make            build binaries and tests into $(BUILD)/'
+	@echo 'make test       install missing Debian packages, build, run the test suite'
+	@echo 'make asan       the test suite under AddressSanitizer + UBSan ($(BUILD)/asan)'
+	@echo 'make fuzz       libFuzzer targets (clang), each for FUZZ_SECONDS (default 30)'
+	@echo 'make deps       install missing Debian packages (root or sudo)'
+	@echo 'make install    PREFIX=$(PREFIX) DESTDIR= SYSCONFDIR=$(SYSCONFDIR)'
+	@echo 'make V=1        show full command lines'
+
+deps:
+	$(Q)sh tools/deps.sh
+
+# ---- compile ---------------------------------------------------------------
+$(OBJ)/%.o: %.c
+	$(call msg,CC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/default_conf.c: daemon/oood.conf tools/embed.sh
+	$(call msg,GEN,$@)
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/embed.sh policy_default_text < $< > $@
+
+$(OBJ)/gen/default_conf.o: $(BUILD)/gen/default_conf.c
+	$(call msg,CC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# ---- link ------------------------------------------------------------------
+$(BUILD)/oood: $(DAEMON_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS)
+
+$(BUILD)/libooo.a: $(CLIENT_OBJS)
+	$(call msg,AR,$@)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/libooo.so: $(CLIENT_OBJS) client/libooo.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libooo.so.0 -Wl,--version-script=client/libooo.map \
+		-o $@ $(CLIENT_OBJS) -lpthread
+
+$(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(POLICY_OBJS) $(BUILD)/libooo.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
+
+$(BUILD)/ooo-bench: $(OBJ)/tools/ooo-bench.o $(BUILD)/libooo.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread -lm
+
+# ---- tests -----------------------------------------------------------------
+$(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(OBJ)/client/wire.o
+$(BUILD)/tests/test_policy: $(OBJ)/tests/unit/test_policy.o $(POLICY_OBJS)
+$(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/registry.o $(POLICY_OBJS)
+$(BUILD)/tests/test_daemon: $(OBJ)/tests/integration/test_daemon.o $(OBJ)/client/wire.o $(BUILD)/libooo.a
+
+$(TEST_BINS):
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lcmocka -lpthread
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)sh tests/run.sh $(BUILD)
+
+test-run: all
+	$(Q)sh tests/run.sh $(BUILD)
+
+asan: deps
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 CFLAGS='-O1 -g' test-run
+
+# ---- fuzz ------------------------------------------------------------------
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := fuzz_wire fuzz_policy
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
+$(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c client/wire.c
+$(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
+$(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
+	$(call msg,FUZZCC,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $^ $(STATIC_LIBS)
+
+fuzz: deps $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+	$(Q)set -e; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD)/fuzz/corpus-$$t; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
+		$(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(BUILD)/fuzz/corpus-$$t tests/fuzz/seeds/$$t 2>$(BUILD)/fuzz/$$t.log \
+			|| { tail -50 $(BUILD)/fuzz/$$t.log; exit 1; }; \
+		grep -E 'stat::number_of_executed_units|Done' $(BUILD)/fuzz/$$t.log || true; \
+	done
+
+# ---- install ---------------------------------------------------------------
+$(BUILD)/ooo.pc: client/ooo.pc.in include/ooo/ooo.h
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+$(BUILD)/oood.service: daemon/oood.service.in
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
+
+install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/ooo $(DESTDIR)$(SYSCONFDIR)/ooo $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
+	install -m 0755 $(BUILD)/oood $(DESTDIR)$(SBINDIR)/oood
+	install -m 0755 $(BUILD)/oooctl $(BUILD)/ooo-bench $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/libooo.so $(DESTDIR)$(LIBDIR)/libooo.so.$(VERSION)
+	ln -sf libooo.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libooo.so.0
+	ln -sf libooo.so.0 $(DESTDIR)$(LIBDIR)/libooo.so
+	install -m 0644 $(BUILD)/libooo.a $(DESTDIR)$(LIBDIR)/libooo.a
+	install -m 0644 include/ooo/ooo.h include/ooo/proto.h $(DESTDIR)$(INCLUDEDIR)/ooo/
+	install -m 0644 $(BUILD)/ooo.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc
+	install -m 0644 $(BUILD)/oood.service $(DESTDIR)$(UNITDIR)/oood.service
+	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/man/oood.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	test -e $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf || \
+		install -m 0644 daemon/oood.conf $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-bench \
+		$(DESTDIR)$(LIBDIR)/libooo.so* $(DESTDIR)$(LIBDIR)/libooo.a \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc $(DESTDIR)$(UNITDIR)/oood.service \
+		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 \
+		$(DESTDIR)$(MANDIR)/man5/oood.conf.5
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/ooo
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+#include "wire.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <ooo/ooo.h>
+
+_Static_assert(sizeof(struct ooo_msg_hdr) == 24, "header layout is ABI");
+_Static_assert(sizeof(struct ooo_msg_hello) == 72, "hello layout is ABI");
+_Static_assert(sizeof(struct ooo_msg_hello_reply) % 8 == 0, "no tail padding");
+_Static_assert(sizeof(struct ooo_msg_status) % 8 == 0, "no tail padding");
+_Static_assert(sizeof(struct ooo_tenant_rec) % 8 == 0, "no tail padding");
+_Static_assert(sizeof(struct ooo_session_rec) % 8 == 0, "no tail padding");
+_Static_assert(OOO_MSG_MAX >= sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_status), "status fits");
+
+static bool has_nul(const char *field, size_t cap)
+{
+	return memchr(field, '\0', cap) != NULL;
+}
+
+#define FIELD_OK(p, f) has_nul((p)->f, sizeof((p)->f))
+
+bool wire_hdr_valid(const struct wire_msg *m)
+{
+	return m->hdr.magic == OOO_PROTO_MAGIC;
+}
+
+const char *wire_type_name(uint16_t type)
+{
+	switch (type & ~OOO_MSG_REPLY) {
+	case OOO_MSG_HELLO: return "hello";
+	case OOO_MSG_PING: return "ping";
+	case OOO_MSG_BYE: return "bye";
+	case OOO_MSG_NOTICE: return "notice";
+	case OOO_MSG_STATUS: return "status";
+	case OOO_MSG_TENANTS: return "tenants";
+	case OOO_MSG_SESSIONS: return "sessions";
+	case OOO_MSG_RELOAD: return "reload";
+	default: return "unknown";
+	}
+}
+
+/* A request's payload, as the daemon accepts it. */
+static int check_request(const struct wire_msg *m, const char **why)
+{
+	const void *p = m->payload;
+	size_t n = m->plen;
+
+	if (m->hdr.status != 0) {
+		*why = "request with a non-zero status";
+		return -OOO_EPROTO;
+	}
+	switch (m->hdr.type) {
+	case OOO_MSG_HELLO: {
+		const struct ooo_msg_hello *h = p;
+		if (n != sizeof(*h)) {
+			*why = "hello payload has the wrong size";
+			return -OOO_EPROTO;
+		}
+		if (h->flags || h->reserved) {
+			*why = "hello with unknown flags";
+			return -OOO_EPROTO;
+		}
+		if (!FIELD_OK(h, name)) {
+			*why = "hello name is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_PING:
+		if (n > OOO_PING_MAX) {
+			*why = "ping payload larger than OOO_PING_MAX";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	case OOO_MSG_BYE:
+	case OOO_MSG_STATUS:
+	case OOO_MSG_RELOAD:
+		if (n != 0) {
+			*why = "unexpected payload";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	case OOO_MSG_TENANTS:
+	case OOO_MSG_SESSIONS: {
+		const struct ooo_msg_list_req *r = p;
+		if (n != sizeof(*r) || r->reserved) {
+			*why = "list request payload has the wrong size";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	default:
+		*why = "unknown request type";
+		return -OOO_EPROTO;
+	}
+}
+
+static int check_list(const struct wire_msg *m, size_t rec_size, const char **why)
+{
+	const struct ooo_msg_list *l = m->payload;
+	const char *rec;
+
+	if (m->plen < sizeof(*l)) {
+		*why = "list reply shorter than its header";
+		return -OOO_EPROTO;
+	}
+	if (l->rec_size != rec_size || l->count > l->total || l->offset > l->total - l->count ||
+	    (m->plen - sizeof(*l)) != (size_t)l->count * rec_size) {
+		*why = "list reply record count does not match its size";
+		return -OOO_EPROTO;
+	}
+	rec = (const char *)(l + 1);
+	for (uint32_t i = 0; i < l->count; i++, rec += rec_size) {
+		if (rec_size == sizeof(struct ooo_tenant_rec)) {
+			struct ooo_tenant_rec t;
+			memcpy(&t, rec, sizeof(t));
+			if (!FIELD_OK(&t, class_name))
+				goto bad;
+		} else {
+			struct ooo_session_rec s;
+			memcpy(&s, rec, sizeof(s));
+			if (!FIELD_OK(&s, name) || !FIELD_OK(&s, class_name))
+				goto bad;
+		}
+	}
+	return 0;
+bad:
+	*why = "list record string is not NUL-terminated";
+	return -OOO_EPROTO;
+}
+
+#define EXACT(T)                                                                                           \
+	do {                                                                                               \
+		if (n != sizeof(T)) {                                                                      \
+			*why = "reply payload has the wrong size";                                         \
+			return -OOO_EPROTO;                                                                \
+		}                                                                                          \
+	} while (0)
+
+/* A reply or notice, as a client accepts it. */
+static int check_to_peer(const struct wire_msg *m, const char **why)
+{
+	const void *p = m->payload;
+	size_t n = m->plen;
+	uint16_t type = m->hdr.type;
+
+	if (type == OOO_MSG_NOTICE) {
+		const struct ooo_msg_notice *no = p;
+		EXACT(*no);
+		if (!FIELD_OK(no, msg)) {
+			*why = "notice text is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	if (!(type & OOO_MSG_REPLY)) {
+		*why = "daemon sent a request";
+		return -OOO_EPROTO;
+	}
+	type &= ~OOO_MSG_REPLY;
+	if (m->hdr.status > 0) {
+		*why = "reply with a positive status";
+		return -OOO_EPROTO;
+	}
+	if (m->hdr.status < 0) {
+		const struct ooo_msg_error *e = p;
+		EXACT(*e);
+		if (!FIELD_OK(e, msg)) {
+			*why = "error text is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	switch (type) {
+	case OOO_MSG_HELLO: {
+		const struct ooo_msg_hello_reply *h = p;
+		EXACT(*h);
+		if (!FIELD_OK(h, class_name)) {
+			*why = "class name is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_PING:
+		if (n > OOO_PING_MAX) {
+			*why = "ping reply larger than OOO_PING_MAX";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	case OOO_MSG_BYE:
+		if (n != 0) {
+			*why = "unexpected payload in bye reply";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	case OOO_MSG_STATUS: {
+		const struct ooo_msg_status *s = p;
+		EXACT(*s);
+		if (!FIELD_OK(s, version) || !FIELD_OK(s, policy_source)) {
+			*why = "status string is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_TENANTS:
+		return check_list(m, sizeof(struct ooo_tenant_rec), why);
+	case OOO_MSG_SESSIONS:
+		return check_list(m, sizeof(struct ooo_session_rec), why);
+	case OOO_MSG_RELOAD: {
+		const struct ooo_msg_reload_reply *r = p;
+		EXACT(*r);
+		if (!FIELD_OK(r, msg)) {
+			*why = "reload text is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	default:
+		*why = "unknown reply type";
+		return -OOO_EPROTO;
+	}
+}
+
+int wire_decode(const void *buf, size_t len, enum wire_dir dir, struct wire_msg *m, const char **why)
+{
+	const char *dummy;
+
+	if (!why)
+		why = &dummy;
+	memset(m, 0, sizeof(*m));
+	if (len < sizeof(m->hdr)) {
+		*why = "message shorter than the header";
+		return -OOO_EPROTO;
+	}
+	memcpy(&m->hdr, buf, sizeof(m->hdr));
+	if (m->hdr.magic != OOO_PROTO_MAGIC) {
+		m->hdr.magic = 0;
+		*why = "bad magic";
+		return -OOO_EPROTO;
+	}
+	if (m->hdr.version != OOO_PROTO_VERSION) {
+		*why = "unsupported protocol version";
+		return -OOO_EVERSION;
+	}
+	if (len > OOO_MSG_MAX) {
+		*why = "message larger than OOO_MSG_MAX";
+		return -OOO_EPROTO;
+	}
+	if (m->hdr.len != len) {
+		*why = "length field does not match the message size";
+		return -OOO_EPROTO;
+	}
+	if (m->hdr.flags) {
+		*why = "unknown header flags";
+		return -OOO_EPROTO;
+	}
+	m->payload = (const char *)buf + sizeof(m->hdr);
+	m->plen = len - sizeof(m->hdr);
+	if (dir == WIRE_TO_DAEMON) {
+		if (m->hdr.type & OOO_MSG_REPLY) {
+			*why = "peer sent a reply";
+			return -OOO_EPROTO;
+		}
+		return check_request(m, why);
+	}
+	return check_to_peer(m, why);
+}
+
+ssize_t wire_encode(void *buf, size_t cap, uint16_t type, uint32_t seq, int32_t status, const void *payload,
+		    size_t plen)
+{
+	struct ooo_msg_hdr h = {
+		.magic = OOO_PROTO_MAGIC,
+		.version = OOO_PROTO_VERSION,
+		.type = type,
+		.seq = seq,
+		.status = status,
+	};
+	size_t total = sizeof(h) + plen;
+
+	if (plen > OOO_MSG_MAX - sizeof(h) || total > cap)
+		return -EMSGSIZE;
+	h.len = (uint32_t)total;
+	memcpy(buf, &h, sizeof(h));
+	/* memmove: callers may build the payload in place after the header */
+	if (plen && payload != (char *)buf + sizeof(h))
+		memmove((char *)buf + sizeof(h), payload, plen);
+	return (ssize_t)total;
+}
+
+ssize_t wire_encode_error(void *buf, size_t cap, uint16_t type, uint32_t seq, int32_t status, const char *fmt, ...)
+{
+	struct ooo_msg_error e;
+	va_list ap;
+
+	memset(&e, 0, sizeof(e));
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+	va_end(ap);
+	return wire_encode(buf, cap, (uint16_t)(type | OOO_MSG_REPLY), seq, status, &e, sizeof(e));
+}
+
+void wire_strcpy(char *dst, size_t cap, const char *src)
+{
+	size_t n;
+
+	if (!cap)
+		return;
+	n = src ? strnlen(src, cap - 1) : 0;
+	if (n)
+		memcpy(dst, src, n);
+	memset(dst + n, 0, cap - n);
+}

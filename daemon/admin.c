@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* Replies to admin requests: a read-only view of the server and registry. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "../client/wire.h"
+#include "server.h"
+
+ssize_t admin_status(struct server *srv, void *buf, size_t cap)
+{
+	struct ooo_msg_status st;
+
+	if (cap < sizeof(st))
+		return -EMSGSIZE;
+	memset(&st, 0, sizeof(st));
+	wire_strcpy(st.version, sizeof(st.version), OOO_VERSION_STRING " (" OOO_GIT_REV ")");
+	st.pid = (uint64_t)getpid();
+	st.uptime_ns = server_now_ns() - srv->start_ns;
+	st.policy_generation = srv->policy_generation;
+	st.policy_loaded_ns = srv->policy_loaded_ns;
+	wire_strcpy(st.policy_source, sizeof(st.policy_source), srv->policy->source);
+	st.classes = (uint32_t)srv->policy->nclasses;
+	st.tenants = srv->reg.ntenants;
+	st.sessions = srv->reg.nsessions;
+	st.max_sessions = srv->policy->max_sessions;
+	st.admin_sessions = srv->nadmin;
+	st.max_admin_sessions = srv->policy->max_admin_sessions;
+	st.sessions_total = srv->stats.sessions_total;
+	st.sessions_refused = srv->stats.sessions_refused;
+	st.msgs_in = srv->stats.msgs_in;
+	st.msgs_out = srv->stats.msgs_out;
+	st.proto_errors = srv->stats.proto_errors;
+	st.reloads_failed = srv->stats.reloads_failed;
+	memcpy(buf, &st, sizeof(st));
+	return sizeof(st);
+}
+
+static void fill_tenant(struct ooo_tenant_rec *r, const struct tenant *t)
+{
+	memset(r, 0, sizeof(*r));
+	r->uid = t->uid;
+	r->gid = t->gid;
+	wire_strcpy(r->class_name, sizeof(r->class_name), t->terms.name);
+	memcpy(r->used, t->used, sizeof(r->used));
+	memcpy(r->limit, t->terms.limit, sizeof(r->limit));
+}
+
+static void fill_session(struct ooo_session_rec *r, const struct session *s, uint64_t now)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = s->id;
+	r->uid = s->cred.uid;
+	r->gid = s->cred.gid;
+	r->pid = s->cred.pid;
+	r->age_ns = now - s->opened_ns;
+	r->msgs_in = s->msgs_in;
+	wire_strcpy(r->name, sizeof(r->name), s->name);
+	wire_strcpy(r->class_name, sizeof(r->class_name), s->tenant->terms.name);
+	memcpy(r->used, s->used, sizeof(r->used));
+}
+
+ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+{
+	struct ooo_msg_list hdr = { .offset = req->offset };
+	bool tenants = type == OOO_MSG_TENANTS;
+	size_t rec = tenants ? sizeof(struct ooo_tenant_rec) : sizeof(struct ooo_session_rec);
+	uint32_t room, total = tenants ? srv->reg.ntenants : srv->reg.nsessions;
+	uint64_t now = server_now_ns();
+	char *out = (char *)buf + sizeof(hdr);
+	struct list_node *tn, *sn;
+	uint32_t idx = 0;
+
+	if (type != OOO_MSG_TENANTS && type != OOO_MSG_SESSIONS)
+		return -EINVAL;
+	if (cap < sizeof(hdr))
+		return -EMSGSIZE;
+	room = (uint32_t)((cap - sizeof(hdr)) / rec);
+	hdr.total = total;
+	hdr.rec_size = (uint32_t)rec;
+	if (hdr.offset > total)
+		hdr.offset = total;
+	/* One walk in registry order; entries before the offset are skipped. */
+	list_for_each(tn, &srv->reg.tenants) {
+		struct tenant *t = list_entry(tn, struct tenant, node);
+
+		if (hdr.count >= room)
+			break;
+		if (tenants) {
+			if (idx++ < hdr.offset)
+				continue;
+			fill_tenant((struct ooo_tenant_rec *)(void *)(out + hdr.count * rec), t);
+			hdr.count++;
+			continue;
+		}
+		if (idx + t->nsessions <= hdr.offset) {
+			idx += t->nsessions;
+			continue;
+		}
+		list_for_each(sn, &t->sessions) {
+			if (idx++ < hdr.offset)
+				continue;
+			if (hdr.count >= room)
+				break;
+			fill_session((struct ooo_session_rec *)(void *)(out + hdr.count * rec),
+				     list_entry(sn, struct session, node), now);
+			hdr.count++;
+		}
+	}
+	memcpy(buf, &hdr, sizeof(hdr));
+	return (ssize_t)(sizeof(hdr) + hdr.count * rec);
+}

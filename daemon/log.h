@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Logging for oood: stderr in the foreground, syslog otherwise. */
+#ifndef OOO_LOG_H
+#define OOO_LOG_H
+
+#include <stdbool.h>
+#include <syslog.h>
+
+void log_open(bool foreground, int level);
+void log_set_level(int level); /* LOG_ERR .. LOG_DEBUG */
+int log_get_level(void);
+void log_msg(int level, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define log_err(...) log_msg(LOG_ERR, __func__, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARNING, __func__, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __func__, __VA_ARGS__)
+#define log_debug(...)                                                                                     \
+	do {                                                                                               \
+		if (log_get_level() >= LOG_DEBUG)                                                          \
+			log_msg(LOG_DEBUG, __func__, __VA_ARGS__);                                         \
+	} while (0)
+
+/* Log at `level` and return r (a negative errno), so callers log once and return in one step. */
+#define log_errno(level, r, fmt, ...) (log_msg(level, __func__, fmt ": %s", ##__VA_ARGS__, strerror(-(r))), (r))
+
+#endif

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* oood: the ooo GPU arbitration daemon. main() parses and calls run(). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "log.h"
+#include "policy.h"
+#include "server.h"
+
+struct args {
+	bool foreground;
+	bool check;
+	bool verbose;
+	const char *config;
+	const char *rundir;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: oood [OPTIONS]\n"
+		"The ooo GPU arbitration daemon: shares GPUs among tenant processes.\n"
+		"\n"
+		"Options:\n"
+		"  -f, --foreground     log to stderr (default: syslog); oood never forks\n"
+		"  -c, --config FILE    read the policy from FILE (default: %s/ooo/oood.conf\n"
+		"                       if it exists, else the embedded defaults)\n"
+		"  -n, --check          check the configuration, print the result, and exit\n"
+		"      --rundir DIR     run directory for oood.sock, admin.sock, oood.pid\n"
+		"                       (default: $OOO_RUNDIR, else %s)\n"
+		"  -v, --verbose        log at debug level (overrides log_level)\n"
+		"  -V, --version        print the version and exit\n"
+		"  -h, --help           print this help and exit\n"
+		"\n"
+		"Signals: SIGTERM/SIGINT shut down gracefully (sessions get a notice);\n"
+		"SIGHUP reloads the configuration (a bad file keeps the current policy).\n"
+		"\n"
+		"Exit status: 0 clean exit or valid configuration; 1 invalid configuration\n"
+		"or runtime error; 2 usage error.\n",
+		OOO_SYSCONFDIR, OOO_DEFAULT_RUNDIR);
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	enum { OPT_RUNDIR = 256 };
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, 'f' }, { "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'n' },      { "rundir", required_argument, NULL, OPT_RUNDIR },
+		{ "verbose", no_argument, NULL, 'v' },    { "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },       { 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "fc:nvVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': a->foreground = true; break;
+		case 'c': a->config = optarg; break;
+		case 'n': a->check = true; break;
+		case 'v': a->verbose = true; break;
+		case OPT_RUNDIR: a->rundir = optarg; break;
+		case 'V': printf("oood %s (%s)\n", OOO_VERSION_STRING, OOO_GIT_REV); exit(0);
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "oood: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (!a->rundir) {
+		a->rundir = getenv("OOO_RUNDIR");
+		if (!a->rundir || !*a->rundir)
+			a->rundir = OOO_DEFAULT_RUNDIR;
+	}
+	if (a->rundir[0] != '/') {
+		fprintf(stderr, "oood: --rundir must be an absolute path, got '%s'\n", a->rundir);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* -c FILE, else the system file if it exists, else the embedded text. */
+static int load_policy(const struct args *a, struct policy **out, const char **source)
+{
+	static char sys_path[OOO_PATH_MAX];
+	struct policy_error err = { 0 };
+	struct stat st;
+	int r;
+
+	snprintf(sys_path, sizeof(sys_path), "%s/ooo/oood.conf", OOO_SYSCONFDIR);
+	*source = a->config ? a->config : (stat(sys_path, &st) == 0 || errno != ENOENT) ? sys_path : NULL;
+	if (!*source)
+		return policy_load_default(out);
+	r = policy_load_file(*source, out, &err);
+	if (r < 0) {
+		if (err.line)
+			fprintf(stderr, "%s:%d: %s\n", *source, err.line, err.msg);
+		else
+			fprintf(stderr, "%s: %s\n", *source, err.msg[0] ? err.msg : strerror(-r));
+	}
+	return r;
+}
+
+static int run(const struct args *a)
+{
+	struct server_opts so = { .rundir = a->rundir, .config_explicit = a->config != NULL };
+	struct policy *policy = NULL;
+	struct server srv;
+	const char *source;
+	int r;
+
+	r = load_policy(a, &policy, &source);
+	if (a->check) {
+		if (r == 0)
+			printf("%s: OK (%zu classes)\n", source ? source : "(embedded defaults)", policy->nclasses);
+		policy_free(policy);
+		return r < 0 ? 1 : 0;
+	}
+	if (r < 0)
+		return 1;
+	so.config_path = source;
+	log_open(a->foreground, a->verbose ? LOG_DEBUG : policy->log_level);
+	r = server_init(&srv, &so, policy); /* the server owns policy from here on */
+	if (r == 0)
+		r = server_run(&srv);
+	server_fini(&srv);
+	return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+
+	if (parse_args(argc, argv, &a) < 0)
+		return 2;
+	return run(&a);
+}

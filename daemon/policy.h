@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Policy: the daemon settings and tenant classes of oood, parsed from INI text
+ * (libinih). Pure: no I/O besides policy_load_file() reading the file, and
+ * user/group name lookups (getpwnam_r/getgrnam_r) while parsing.
+ *
+ * Owner: the server holds the current policy; a reload builds a new one and
+ * swaps it in only if it parsed without error.
+ */
+#ifndef OOO_POLICY_H
+#define OOO_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ooo/proto.h>
+
+#define POLICY_MAX_CLASSES 256
+#define POLICY_MAX_MATCH 1024 /* ids per match list */
+#define POLICY_MAX_FILE (1u << 20)
+#define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
+
+enum policy_log_level { POLICY_LOG_ERR = 3, POLICY_LOG_WARN = 4, POLICY_LOG_INFO = 6, POLICY_LOG_DEBUG = 7 };
+
+struct ooo_class {
+	char name[OOO_NAME_MAX];
+	bool match_all;   /* match_uid = * (or match_gid = *) */
+	uint32_t *uids;   /* from match_uid and match_user */
+	size_t nuids;
+	uint32_t *gids;   /* from match_gid and match_group */
+	size_t ngids;
+	bool admit;       /* admit = no refuses matching peers outright */
+	int32_t priority; /* 0..99, higher first; default 50 */
+	uint32_t slo_us;  /* 1..60000000; default 10000 */
+	uint32_t sm_share; /* 1..100 percent; default 100 */
+	uint64_t limit[OOO_RES_COUNT]; /* per tenant, indexed by enum ooo_res */
+};
+
+struct policy {
+	char source[OOO_PATH_MAX]; /* file path or "(embedded defaults)" */
+	/* [daemon] */
+	bool has_admin_group;
+	gid_t admin_gid;
+	char admin_group[OOO_NAME_MAX];
+	uint32_t max_sessions;       /* all tenant sessions together */
+	uint32_t max_admin_sessions;
+	uint32_t hello_timeout_ms;   /* a connection must say hello within this */
+	uint32_t shutdown_grace_ms;  /* SIGTERM: wait this long for peers */
+	int log_level;               /* enum policy_log_level */
+	/* [class NAME] sections, in file order: first match wins */
+	struct ooo_class *classes;
+	size_t nclasses;
+};
+
+struct policy_error {
+	int line;      /* 1-based line of the first error; 0 if not tied to a line */
+	char msg[256]; /* the reason, e.g. "unknown key 'slo' in [class gpu]" */
+};
+
+/* The embedded default configuration text (generated from daemon/oood.conf). */
+extern const char policy_default_text[];
+
+/*
+ * Parse INI text of `len` bytes (need not be NUL-terminated); `source` is
+ * recorded in the result. On success stores a new policy in *out (free with
+ * policy_free) and returns 0. On error returns -EINVAL (or -ENOMEM, -E2BIG
+ * for text over POLICY_MAX_FILE) and fills *err; *out is untouched.
+ */
+int policy_parse(const char *text, size_t len, const char *source, struct policy **out,
+		 struct policy_error *err);
+
+/*
+ * Read and parse a file. Returns 0, -errno of open/read (err->msg says
+ * which), or what policy_parse returns.
+ */
+int policy_load_file(const char *path, struct policy **out, struct policy_error *err);
+
+/* Parse the embedded defaults. Returns 0 or -ENOMEM. */
+int policy_load_default(struct policy **out);
+
+/* Frees a policy. Accepts NULL. Returns NULL. */
+struct policy *policy_free(struct policy *p);
+
+/*
+ * The first class that matches a peer with this uid, primary gid and
+ * supplementary groups, or NULL if none does. A matching class with
+ * admit = no also yields NULL (the peer is refused).
+ */
+const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
+				     size_t ngroups);
+
+/* The class called `name`, or NULL. */
+const struct ooo_class *policy_find_class(const struct policy *p, const char *name);
+
+/* Parse "123", "64K", "16M", "2G", "1T" (powers of 1024). Returns 0 or -EINVAL/-ERANGE. */
+int policy_parse_size(const char *s, uint64_t *out);
+
+#endif /* OOO_POLICY_H */

@@ -1,0 +1,1241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control-plane event loop. Everything is a completion on one io_uring:
+ * multishot accepts on both sockets, one recvmsg and at most one send in
+ * flight per connection, a periodic tick, and reads of a signalfd.
+ *
+ * user_data is a packed tag {slot, generation, op}, never a pointer: a
+ * completion for a connection is looked up by slot and ignored if the
+ * generation does not match. A connection counts its operations in flight
+ * and is freed only when that count drops to zero after it was closed.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "../client/wire.h"
+#include "log.h"
+#include "notify.h"
+
+enum op {
+	OP_ACCEPT = 1,
+	OP_RECV,
+	OP_SEND,
+	OP_SIGNAL,
+	OP_TICK,
+	OP_CANCEL,
+};
+
+#define TICK_NS 250000000ull
+#define SLOT_NONE UINT32_MAX
+#define MAX_SLOTS (65536u + 1024u + SERVER_PENDING_MAX)
+#define MAX_RECV_FDS 16
+#define SENDQ_CAP (SERVER_SENDQ_MAX + 4) /* room for notices past the read limit */
+
+static inline uint64_t ud_make(enum op op, uint32_t slot, uint32_t gen)
+{
+	return ((uint64_t)slot << 32) | ((uint64_t)(gen & 0xffffffu) << 8) | (uint64_t)op;
+}
+
+static inline enum op ud_op(uint64_t ud)
+{
+	return (enum op)(ud & 0xff);
+}
+
+static inline uint32_t ud_slot(uint64_t ud)
+{
+	return (uint32_t)(ud >> 32);
+}
+
+static inline uint32_t ud_gen(uint64_t ud)
+{
+	return (uint32_t)(ud >> 8) & 0xffffffu;
+}
+
+enum conn_state { CONN_HELLO, CONN_OPEN, CONN_CLOSING };
+
+struct outmsg {
+	void *buf;
+	size_t len;
+};
+
+struct conn {
+	struct list_node node;  /* srv->conns */
+	struct list_node pnode; /* srv->pending while in CONN_HELLO, srv->reap once freed */
+	uint32_t slot, gen;
+	int fd;
+	bool admin;
+	enum conn_state state;
+	bool recv_armed, send_armed, close_after_send, admitted_admin, reaping;
+	unsigned inflight;
+	struct peer_cred cred;
+	struct session *sess;
+	uint64_t accepted_ns, deadline_ns;
+	char label[OOO_NAME_MAX];
+
+	struct msghdr rmsg;
+	struct iovec riov;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * MAX_RECV_FDS)];
+	} rcmsg;
+	unsigned char rbuf[SERVER_REQ_MAX + 1];
+
+	struct outmsg q[SENDQ_CAP];
+	unsigned qhead, qlen;
+};
+
+uint64_t server_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct io_uring_sqe *get_sqe(struct server *srv)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&srv->ring);
+
+	if (!sqe) {
+		io_uring_submit(&srv->ring);
+		sqe = io_uring_get_sqe(&srv->ring);
+	}
+	return sqe;
+}
+
+/* ---- slots ---------------------------------------------------------------- */
+
+static uint32_t *slot_gens;
+static uint32_t *slot_free;
+static uint32_t slot_nfree;
+
+static int slot_alloc(struct server *srv, struct conn *c)
+{
+	if (!slot_nfree) {
+		uint32_t n = srv->nslots ? srv->nslots * 2 : 64, old = srv->nslots;
+		struct conn **ns;
+		uint32_t *ng, *nf;
+
+		if (old >= MAX_SLOTS)
+			return -ENFILE;
+		if (n > MAX_SLOTS)
+			n = MAX_SLOTS;
+		ns = realloc(srv->slots, n * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		srv->slots = ns;
+		ng = realloc(slot_gens, n * sizeof(*ng));
+		if (!ng)
+			return -ENOMEM;
+		slot_gens = ng;
+		nf = realloc(slot_free, n * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		slot_free = nf;
+		for (uint32_t i = old; i < n; i++) {
+			ns[i] = NULL;
+			ng[i] = 0;
+		}
+		/* hand out low slots first */
+		for (uint32_t i = n; i > old; i--)
+			slot_free[slot_nfree++] = i - 1;
+		srv->nslots = n;
+	}
+	c->slot = slot_free[--slot_nfree];
+	c->gen = ++slot_gens[c->slot] & 0xffffffu;
+	srv->slots[c->slot] = c;
+	return 0;
+}
+
+static void slot_release(struct server *srv, struct conn *c)
+{
+	srv->slots[c->slot] = NULL;
+	slot_free[slot_nfree++] = c->slot;
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void conn_close(struct server *srv, struct conn *c, const char *why);
+
+/*
+ * A closed connection with nothing in flight is put on the reap list and
+ * freed between completion batches, so no caller up the stack is left
+ * holding a freed pointer.
+ */
+static void conn_maybe_free(struct server *srv, struct conn *c)
+{
+	if (c->state != CONN_CLOSING || c->inflight || c->reaping)
+		return;
+	c->reaping = true;
+	list_add_tail(&srv->reap, &c->pnode);
+}
+
+static void conn_free(struct server *srv, struct conn *c)
+{
+	while (c->qlen) {
+		free(c->q[c->qhead].buf);
+		c->qhead = (c->qhead + 1) % SENDQ_CAP;
+		c->qlen--;
+	}
+	close(c->fd);
+	list_del(&c->node);
+	slot_release(srv, c);
+	srv->nconns--;
+	free(c);
+}
+
+static void reap(struct server *srv)
+{
+	while (!list_empty(&srv->reap)) {
+		struct conn *c = list_entry(srv->reap.next, struct conn, pnode);
+
+		list_del(&c->pnode);
+		conn_free(srv, c);
+	}
+}
+
+static void conn_arm_recv(struct server *srv, struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (c->recv_armed || c->state == CONN_CLOSING || c->close_after_send || c->qlen >= SERVER_SENDQ_MAX)
+		return;
+	sqe = get_sqe(srv);
+	if (!sqe) {
+		conn_close(srv, c, "submission queue full");
+		return;
+	}
+	c->riov.iov_base = c->rbuf;
+	c->riov.iov_len = sizeof(c->rbuf);
+	memset(&c->rmsg, 0, sizeof(c->rmsg));
+	memset(&c->rcmsg, 0, sizeof(c->rcmsg));
+	c->rmsg.msg_iov = &c->riov;
+	c->rmsg.msg_iovlen = 1;
+	c->rmsg.msg_control = c->rcmsg.buf;
+	c->rmsg.msg_controllen = sizeof(c->rcmsg.buf);
+	io_uring_prep_recvmsg(sqe, c->fd, &c->rmsg, MSG_CMSG_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_RECV, c->slot, c->gen));
+	c->recv_armed = true;
+	c->inflight++;
+}
+
+static void conn_flush(struct server *srv, struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+	struct outmsg *m;
+
+	if (c->send_armed || !c->qlen || c->state == CONN_CLOSING)
+		return;
+	sqe = get_sqe(srv);
+	if (!sqe) {
+		conn_close(srv, c, "submission queue full");
+		return;
+	}
+	m = &c->q[c->qhead];
+	io_uring_prep_send(sqe, c->fd, m->buf, m->len, MSG_NOSIGNAL);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_SEND, c->slot, c->gen));
+	c->send_armed = true;
+	c->inflight++;
+}
+
+/* Queue a ready-made datagram (takes ownership of buf). */
+static void conn_queue(struct server *srv, struct conn *c, void *buf, size_t len)
+{
+	if (c->state == CONN_CLOSING || c->qlen >= SENDQ_CAP) {
+		free(buf);
+		if (c->state != CONN_CLOSING)
+			conn_close(srv, c, "reply queue overflow");
+		return;
+	}
+	c->q[(c->qhead + c->qlen) % SENDQ_CAP] = (struct outmsg){ buf, len };
+	c->qlen++;
+	srv->stats.msgs_out++;
+	conn_flush(srv, c);
+}
+
+static void conn_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *payload,
+		       size_t plen)
+{
+	size_t cap = sizeof(struct ooo_msg_hdr) + plen;
+	void *buf = malloc(cap);
+	ssize_t n;
+
+	if (!buf) {
+		conn_close(srv, c, "out of memory");
+		return;
+	}
+	n = wire_encode(buf, cap, (uint16_t)(type | OOO_MSG_REPLY), seq, 0, payload, plen);
+	if (n < 0) {
+		free(buf);
+		conn_close(srv, c, "reply too large");
+		return;
+	}
+	conn_queue(srv, c, buf, (size_t)n);
+}
+
+static void __attribute__((format(printf, 6, 7)))
+conn_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt, ...)
+{
+	size_t cap = sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_error);
+	char msg[OOO_ERRMSG_MAX];
+	void *buf = malloc(cap);
+	va_list ap;
+	ssize_t n;
+
+	if (!buf) {
+		conn_close(srv, c, "out of memory");
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = wire_encode_error(buf, cap, type, seq, status, "%s", msg);
+	if (n < 0) {
+		free(buf);
+		conn_close(srv, c, "reply too large");
+		return;
+	}
+	conn_queue(srv, c, buf, (size_t)n);
+}
+
+static void conn_notice(struct server *srv, struct conn *c, uint32_t kind, const char *msg)
+{
+	struct ooo_msg_notice no = { .kind = kind };
+	size_t cap = sizeof(struct ooo_msg_hdr) + sizeof(no);
+	void *buf;
+	ssize_t n;
+
+	if (c->state == CONN_CLOSING)
+		return;
+	buf = malloc(cap);
+	if (!buf) {
+		conn_close(srv, c, "out of memory");
+		return;
+	}
+	wire_strcpy(no.msg, sizeof(no.msg), msg);
+	n = wire_encode(buf, cap, OOO_MSG_NOTICE, 0, 0, &no, sizeof(no));
+	if (n < 0) {
+		free(buf);
+		conn_close(srv, c, "notice too large");
+		return;
+	}
+	conn_queue(srv, c, buf, (size_t)n);
+}
+
+/* Send what is queued, then close. */
+static void conn_finish(struct server *srv, struct conn *c)
+{
+	c->close_after_send = true;
+	if (!c->qlen && !c->send_armed)
+		conn_close(srv, c, "done");
+}
+
+static void conn_close(struct server *srv, struct conn *c, const char *why)
+{
+	if (c->state == CONN_CLOSING)
+		return;
+	if (c->sess) {
+		log_info("session %llu (uid %u pid %u) closed: %s", (unsigned long long)c->sess->id, c->cred.uid,
+			 c->cred.pid, why);
+		registry_close(&srv->reg, c->sess);
+		c->sess = NULL;
+	} else {
+		log_debug("%s connection of pid %u closed: %s", c->admin ? "admin" : "tenant", c->cred.pid, why);
+	}
+	if (c->state == CONN_HELLO) {
+		list_del(&c->pnode);
+		srv->npending--;
+	}
+	if (c->admitted_admin)
+		srv->nadmin--;
+	c->state = CONN_CLOSING;
+	/* Wakes the recv in flight (it completes with 0) and fails a blocked send. */
+	shutdown(c->fd, SHUT_RDWR);
+	conn_maybe_free(srv, c);
+}
+
+static int read_cred(int fd, struct peer_cred *cred)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	memset(cred, 0, sizeof(*cred));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+		return -errno;
+	cred->pid = (uint32_t)uc.pid;
+	cred->uid = uc.uid;
+	cred->gid = uc.gid;
+	len = sizeof(cred->groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, cred->groups, &len) == 0)
+		cred->ngroups = len / sizeof(gid_t);
+	else if (errno == ERANGE)
+		/* More groups than we keep: match on the first REG_MAX_GROUPS. */
+		cred->ngroups = 0;
+	return 0;
+}
+
+/* Refuse a connection we cannot even track; best effort, never blocks. */
+static void refuse_now(struct server *srv, int fd, int status, const char *why)
+{
+	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_error)];
+	ssize_t n = wire_encode_error(buf, sizeof(buf), OOO_MSG_HELLO, 0, status, "%s", why);
+
+	if (n > 0)
+		(void)send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	srv->stats.sessions_refused++;
+	close(fd);
+}
+
+static void conn_new(struct server *srv, int fd, bool admin)
+{
+	struct conn *c;
+	int r;
+
+	if (srv->stopping) {
+		refuse_now(srv, fd, -OOO_ESHUTDOWN, "oood is shutting down");
+		return;
+	}
+	if (srv->npending >= SERVER_PENDING_MAX) {
+		log_warn("%u connections have not said hello yet, refusing another", srv->npending);
+		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections waiting for hello");
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		refuse_now(srv, fd, -ENOMEM, "out of memory");
+		return;
+	}
+	c->fd = fd;
+	c->admin = admin;
+	r = read_cred(fd, &c->cred);
+	if (r < 0) {
+		log_warn("cannot read peer credentials: %s, closing", strerror(-r));
+		free(c);
+		refuse_now(srv, fd, r, "cannot read peer credentials");
+		return;
+	}
+	r = slot_alloc(srv, c);
+	if (r < 0) {
+		free(c);
+		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections");
+		return;
+	}
+	list_add_tail(&srv->conns, &c->node);
+	list_add_tail(&srv->pending, &c->pnode);
+	srv->npending++;
+	srv->nconns++;
+	c->state = CONN_HELLO;
+	c->accepted_ns = server_now_ns();
+	c->deadline_ns = c->accepted_ns + (uint64_t)srv->policy->hello_timeout_ms * 1000000ull;
+	conn_arm_recv(srv, c);
+}
+
+/* ---- requests --------------------------------------------------------------- */
+
+static void hello_tenant(struct server *srv, struct conn *c, const struct wire_msg *m)
+{
+	const struct ooo_msg_hello *h = m->payload;
+	struct ooo_msg_hello_reply rep = { 0 };
+	char why[OOO_ERRMSG_MAX];
+	struct session *s;
+	int r;
+
+	r = registry_admit(&srv->reg, srv->policy, &c->cred, h->name, server_now_ns(), &s, why, sizeof(why));
+	if (r < 0) {
+		srv->stats.sessions_refused++;
+		log_info("refused tenant pid %u uid %u: %s", c->cred.pid, c->cred.uid, why);
+		conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, r, "%s", why);
+		conn_finish(srv, c);
+		return;
+	}
+	c->sess = s;
+	s->owner = c;
+	srv->stats.sessions_total++;
+	rep.session_id = s->id;
+	rep.daemon_version = OOO_VERSION_NUM;
+	rep.max_msg = SERVER_REQ_MAX;
+	wire_strcpy(rep.class_name, sizeof(rep.class_name), s->tenant->terms.name);
+	rep.priority = s->tenant->terms.priority;
+	rep.slo_us = s->tenant->terms.slo_us;
+	rep.sm_share = s->tenant->terms.sm_share;
+	memcpy(rep.limit, s->tenant->terms.limit, sizeof(rep.limit));
+	log_info("session %llu: pid %u uid %u gid %u class '%s' name '%s'", (unsigned long long)s->id, c->cred.pid,
+		 c->cred.uid, c->cred.gid, rep.class_name, s->name);
+	conn_reply(srv, c, OOO_MSG_HELLO, m->hdr.seq, &rep, sizeof(rep));
+}
+
+static void hello_admin(struct server *srv, struct conn *c, const struct wire_msg *m)
+{
+	const struct ooo_msg_hello *h = m->payload;
+	struct ooo_msg_hello_reply rep = { 0 };
+
+	if (!registry_admin_allowed(srv->policy, &c->cred, geteuid())) {
+		srv->stats.sessions_refused++;
+		log_info("refused admin pid %u uid %u: not an administrator", c->cred.pid, c->cred.uid);
+		if (srv->policy->has_admin_group)
+			conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, -OOO_ENOTADMIN,
+					 "uid %u is neither root nor in the admin group '%s'", c->cred.uid,
+					 srv->policy->admin_group);
+		else
+			conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, -OOO_ENOTADMIN,
+					 "uid %u is not root and no admin_group is configured", c->cred.uid);
+		conn_finish(srv, c);
+		return;
+	}
+	if (srv->nadmin >= srv->policy->max_admin_sessions) {
+		srv->stats.sessions_refused++;
+		conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, -OOO_ELIMIT,
+				 "admin session limit reached (max_admin_sessions = %u)",
+				 srv->policy->max_admin_sessions);
+		conn_finish(srv, c);
+		return;
+	}
+	c->admitted_admin = true;
+	srv->nadmin++;
+	wire_strcpy(c->label, sizeof(c->label), h->name);
+	rep.daemon_version = OOO_VERSION_NUM;
+	rep.max_msg = SERVER_REQ_MAX;
+	log_debug("admin connection: pid %u uid %u name '%s'", c->cred.pid, c->cred.uid, c->label);
+	conn_reply(srv, c, OOO_MSG_HELLO, m->hdr.seq, &rep, sizeof(rep));
+}
+
+static void handle_admin(struct server *srv, struct conn *c, const struct wire_msg *m)
+{
+	uint16_t type = m->hdr.type;
+	size_t cap = OOO_MSG_MAX - sizeof(struct ooo_msg_hdr);
+	void *buf;
+	ssize_t n;
+
+	if (type == OOO_MSG_RELOAD) {
+		struct ooo_msg_reload_reply rep = { 0 };
+		char msg[OOO_ERRMSG_MAX];
+		int r = server_reload(srv, msg, sizeof(msg));
+
+		if (r < 0) {
+			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", msg);
+			return;
+		}
+		rep.policy_generation = srv->policy_generation;
+		wire_strcpy(rep.msg, sizeof(rep.msg), msg);
+		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
+		return;
+	}
+	buf = malloc(OOO_MSG_MAX);
+	if (!buf) {
+		conn_reply_error(srv, c, type, m->hdr.seq, -ENOMEM, "out of memory");
+		return;
+	}
+	/* Build the payload right after the header so the reply needs no copy. */
+	if (type == OOO_MSG_STATUS)
+		n = admin_status(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	else
+		n = admin_list(srv, type, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	if (n < 0) {
+		free(buf);
+		conn_reply_error(srv, c, type, m->hdr.seq, (int)n, "%s", strerror((int)-n));
+		return;
+	}
+	n = wire_encode(buf, OOO_MSG_MAX, (uint16_t)(type | OOO_MSG_REPLY), m->hdr.seq, 0,
+			(char *)buf + sizeof(struct ooo_msg_hdr), (size_t)n);
+	if (n < 0) {
+		free(buf);
+		conn_close(srv, c, "admin reply too large");
+		return;
+	}
+	conn_queue(srv, c, buf, (size_t)n);
+}
+
+static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *m)
+{
+	uint16_t type = m->hdr.type;
+	uint32_t seq = m->hdr.seq;
+
+	if (c->sess)
+		c->sess->msgs_in++;
+	if (c->state == CONN_HELLO) {
+		if (type != OOO_MSG_HELLO) {
+			srv->stats.proto_errors++;
+			conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "the first message must be hello, got %s",
+					 wire_type_name(type));
+			conn_finish(srv, c);
+			return;
+		}
+		list_del(&c->pnode);
+		srv->npending--;
+		c->state = CONN_OPEN;
+		if (c->admin)
+			hello_admin(srv, c, m);
+		else
+			hello_tenant(srv, c, m);
+		return;
+	}
+	switch (type) {
+	case OOO_MSG_HELLO:
+		srv->stats.proto_errors++;
+		conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "duplicate hello");
+		conn_finish(srv, c);
+		return;
+	case OOO_MSG_PING:
+		conn_reply(srv, c, type, seq, m->payload, m->plen);
+		return;
+	case OOO_MSG_BYE:
+		conn_reply(srv, c, type, seq, NULL, 0);
+		conn_finish(srv, c);
+		return;
+	case OOO_MSG_STATUS:
+	case OOO_MSG_TENANTS:
+	case OOO_MSG_SESSIONS:
+	case OOO_MSG_RELOAD:
+		if (!c->admin) {
+			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
+					 wire_type_name(type), srv->sock_path[1]);
+			return;
+		}
+		handle_admin(srv, c, m);
+		return;
+	default:
+		/* wire_decode only passes known types */
+		conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "unexpected %s", wire_type_name(type));
+		conn_finish(srv, c);
+	}
+}
+
+/* Close every descriptor passed with a message; returns how many there were. */
+static unsigned drop_fds(struct conn *c)
+{
+	unsigned n = 0;
+
+	if (c->rmsg.msg_controllen < sizeof(struct cmsghdr))
+		return 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&c->rmsg); cm; cm = CMSG_NXTHDR(&c->rmsg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)CMSG_DATA(cm);
+		for (size_t i = 0; i < nfd; i++) {
+			int fd;
+			memcpy(&fd, &fds[i], sizeof(fd));
+			if (fd >= 0)
+				close(fd);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void on_recv(struct server *srv, struct conn *c, int res)
+{
+	struct wire_msg m;
+	const char *why = NULL;
+	unsigned nfds;
+	int r;
+
+	c->recv_armed = false;
+	nfds = res > 0 ? drop_fds(c) : 0; /* even when closing: never leak what a peer passed */
+	if (c->state == CONN_CLOSING)
+		return;
+	if (res == 0) {
+		conn_close(srv, c, "peer closed the connection");
+		return;
+	}
+	if (res < 0) {
+		conn_close(srv, c, strerror(-res));
+		return;
+	}
+	if (c->close_after_send)
+		return; /* closing: whatever it sends now is not read */
+	srv->stats.msgs_in++;
+	r = wire_decode(c->rbuf, (size_t)res > SERVER_REQ_MAX ? SERVER_REQ_MAX : (size_t)res, WIRE_TO_DAEMON, &m,
+			&why);
+	if ((size_t)res > SERVER_REQ_MAX || (c->rmsg.msg_flags & MSG_TRUNC)) {
+		r = -OOO_EPROTO;
+		why = "message larger than the daemon accepts (8192 bytes)";
+	} else if (r == 0 && (nfds || (c->rmsg.msg_flags & MSG_CTRUNC))) {
+		r = -OOO_EPROTO;
+		why = "file descriptors passed with a message that takes none";
+	}
+	if (r < 0) {
+		srv->stats.proto_errors++;
+		log_info("protocol error from pid %u uid %u: %s, closing", c->cred.pid, c->cred.uid, why);
+		if (r == -OOO_EVERSION)
+			conn_reply_error(srv, c, m.hdr.type, m.hdr.seq, r,
+					 "protocol version %u is not supported; oood speaks version %u",
+					 m.hdr.version, OOO_PROTO_VERSION);
+		else
+			conn_reply_error(srv, c, wire_hdr_valid(&m) ? m.hdr.type : 0, m.hdr.seq, r, "%s", why);
+		conn_finish(srv, c);
+		return;
+	}
+	dispatch(srv, c, &m);
+	conn_arm_recv(srv, c);
+}
+
+static void on_send(struct server *srv, struct conn *c, int res)
+{
+	struct outmsg *m = &c->q[c->qhead];
+	size_t len = m->len;
+
+	c->send_armed = false;
+	free(m->buf);
+	m->buf = NULL;
+	c->qhead = (c->qhead + 1) % SENDQ_CAP;
+	c->qlen--;
+	if (c->state == CONN_CLOSING)
+		return;
+	if (res < 0 || (size_t)res != len) {
+		conn_close(srv, c, res < 0 ? strerror(-res) : "short send");
+		return;
+	}
+	if (c->qlen) {
+		conn_flush(srv, c);
+		return;
+	}
+	if (c->close_after_send) {
+		conn_close(srv, c, "closed by the daemon after its reply");
+		return;
+	}
+	conn_arm_recv(srv, c); /* reading may have paused on a full queue */
+}
+
+/* ---- listeners, signals, ticks ----------------------------------------------- */
+
+static void arm_accept(struct server *srv, int i)
+{
+	struct io_uring_sqe *sqe = get_sqe(srv);
+
+	if (!sqe) {
+		log_err("submission queue full, cannot accept on %s", srv->sock_path[i]);
+		return;
+	}
+	io_uring_prep_multishot_accept(sqe, srv->listen_fd[i], NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_ACCEPT, (uint32_t)i, 0));
+	srv->accept_armed[i] = true;
+}
+
+static void arm_signal(struct server *srv)
+{
+	struct io_uring_sqe *sqe = get_sqe(srv);
+
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, srv->sig_fd, &srv->siginfo, sizeof(srv->siginfo), 0);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_SIGNAL, 0, 0));
+}
+
+static void arm_tick(struct server *srv)
+{
+	struct io_uring_sqe *sqe = get_sqe(srv);
+
+	if (!sqe)
+		return;
+	srv->tick.tv_sec = 0;
+	srv->tick.tv_nsec = (long long)TICK_NS;
+	io_uring_prep_timeout(sqe, &srv->tick, 0, 0);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_TICK, 0, 0));
+}
+
+static void begin_shutdown(struct server *srv, const char *why)
+{
+	struct list_node *n, *tmp;
+
+	if (srv->stopping)
+		return;
+	srv->stopping = true;
+	srv->stop_deadline_ns = server_now_ns() + (uint64_t)srv->policy->shutdown_grace_ms * 1000000ull;
+	log_info("shutting down (%s): closing %u sessions", why, srv->reg.nsessions);
+	notify_send("STOPPING=1");
+	for (int i = 0; i < 2; i++) {
+		struct io_uring_sqe *sqe;
+
+		/* New clients get ENOENT at once instead of waiting on a backlog. */
+		unlink(srv->sock_path[i]);
+		if (!srv->accept_armed[i])
+			continue;
+		sqe = get_sqe(srv);
+		if (sqe) {
+			io_uring_prep_cancel64(sqe, ud_make(OP_ACCEPT, (uint32_t)i, 0), 0);
+			io_uring_sqe_set_data64(sqe, ud_make(OP_CANCEL, 0, 0));
+		}
+	}
+	list_for_each_safe(n, tmp, &srv->conns) {
+		struct conn *c = list_entry(n, struct conn, node);
+
+		conn_notice(srv, c, OOO_NOTICE_SHUTDOWN, "oood is shutting down");
+		if (c->state != CONN_CLOSING)
+			conn_finish(srv, c);
+	}
+}
+
+static void on_tick(struct server *srv)
+{
+	uint64_t now = server_now_ns();
+	struct list_node *n, *tmp;
+
+	list_for_each_safe(n, tmp, &srv->pending) {
+		struct conn *c = list_entry(n, struct conn, pnode);
+
+		if (c->deadline_ns > now)
+			break; /* oldest first */
+		log_info("pid %u uid %u sent no hello within %u ms, closing", c->cred.pid, c->cred.uid,
+			 srv->policy->hello_timeout_ms);
+		srv->stats.sessions_refused++;
+		/* leave the pending list now so the walk stays on it */
+		list_del(&c->pnode);
+		srv->npending--;
+		c->state = CONN_OPEN;
+		conn_reply_error(srv, c, OOO_MSG_HELLO, 0, -ETIMEDOUT, "no hello within %u ms",
+				 srv->policy->hello_timeout_ms);
+		conn_finish(srv, c);
+	}
+	if (srv->stopping && now >= srv->stop_deadline_ns) {
+		list_for_each_safe(n, tmp, &srv->conns) {
+			struct conn *c = list_entry(n, struct conn, node);
+			conn_close(srv, c, "shutdown grace period over");
+		}
+	}
+	arm_tick(srv);
+}
+
+static void on_signal(struct server *srv, int res)
+{
+	char msg[OOO_ERRMSG_MAX];
+
+	if (res != (int)sizeof(srv->siginfo)) {
+		if (res < 0 && res != -EAGAIN && res != -EINTR)
+			log_warn("signalfd read failed: %s", strerror(-res));
+		arm_signal(srv);
+		return;
+	}
+	switch (srv->siginfo.ssi_signo) {
+	case SIGHUP:
+		server_reload(srv, msg, sizeof(msg));
+		break;
+	case SIGTERM:
+	case SIGINT:
+		begin_shutdown(srv, srv->siginfo.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+		break;
+	default:
+		break;
+	}
+	arm_signal(srv);
+}
+
+static void on_accept(struct server *srv, int i, struct io_uring_cqe *cqe)
+{
+	if (!(cqe->flags & IORING_CQE_F_MORE)) {
+		srv->accept_armed[i] = false;
+		if (!srv->stopping && cqe->res != -ECANCELED)
+			arm_accept(srv, i);
+	}
+	if (cqe->res >= 0) {
+		conn_new(srv, cqe->res, i == 1);
+		return;
+	}
+	if (cqe->res == -ECANCELED)
+		return;
+	/* EMFILE and friends: the listener stays armed; say so once per failure. */
+	log_warn("accept on %s failed: %s", srv->sock_path[i], strerror(-cqe->res));
+}
+
+static void handle_cqe(struct server *srv, struct io_uring_cqe *cqe)
+{
+	uint64_t ud = io_uring_cqe_get_data64(cqe);
+	uint32_t slot = ud_slot(ud);
+	struct conn *c;
+
+	switch (ud_op(ud)) {
+	case OP_ACCEPT:
+		on_accept(srv, (int)slot, cqe);
+		return;
+	case OP_SIGNAL:
+		on_signal(srv, cqe->res);
+		return;
+	case OP_TICK:
+		on_tick(srv);
+		return;
+	case OP_CANCEL:
+		return;
+	case OP_RECV:
+	case OP_SEND:
+		break;
+	default:
+		log_warn("completion with unknown tag %#llx, ignoring", (unsigned long long)ud);
+		return;
+	}
+	c = slot < srv->nslots ? srv->slots[slot] : NULL;
+	if (!c || c->gen != ud_gen(ud)) {
+		log_warn("completion for a freed connection (slot %u), ignoring", slot);
+		return;
+	}
+	c->inflight--;
+	if (ud_op(ud) == OP_RECV)
+		on_recv(srv, c, cqe->res);
+	else
+		on_send(srv, c, cqe->res);
+	conn_maybe_free(srv, c);
+}
+
+/* ---- policy ------------------------------------------------------------------ */
+
+static void revoke_session(struct session *s, void *arg)
+{
+	struct server *srv = arg;
+	struct conn *c = s->owner;
+
+	log_info("session %llu (uid %u) is no longer admitted by the policy, closing", (unsigned long long)s->id,
+		 s->cred.uid);
+	conn_notice(srv, c, OOO_NOTICE_REVOKED, "the reloaded policy no longer admits this uid");
+	if (c->state != CONN_CLOSING)
+		conn_finish(srv, c);
+}
+
+static int sync_admin_socket(struct server *srv)
+{
+	gid_t g = srv->policy->has_admin_group ? srv->policy->admin_gid : getegid();
+
+	if (!srv->sock_path[1][0])
+		return 0;
+	if (geteuid() == 0 && chown(srv->sock_path[1], 0, g) < 0)
+		return log_errno(LOG_WARNING, -errno, "cannot give %s to gid %u", srv->sock_path[1], g);
+	return 0;
+}
+
+static void resolve_config(struct server *srv, char *path, size_t cap)
+{
+	struct stat st;
+
+	if (srv->config_explicit) {
+		wire_strcpy(path, cap, srv->config_path);
+		return;
+	}
+	snprintf(path, cap, "%s/ooo/oood.conf", OOO_SYSCONFDIR);
+	if (stat(path, &st) < 0 && errno == ENOENT)
+		path[0] = '\0';
+}
+
+int server_reload(struct server *srv, char *msg, size_t cap)
+{
+	struct policy_error err = { 0 };
+	struct policy *np = NULL, *old;
+	char path[OOO_PATH_MAX];
+	unsigned revoked;
+	int r;
+
+	resolve_config(srv, path, sizeof(path));
+	r = path[0] ? policy_load_file(path, &np, &err) : policy_load_default(&np);
+	if (r < 0) {
+		srv->stats.reloads_failed++;
+		if (err.line)
+			snprintf(msg, cap, "%s:%d: %s; keeping the current policy", path, err.line, err.msg);
+		else
+			snprintf(msg, cap, "%s: %s; keeping the current policy", path[0] ? path : "(embedded defaults)",
+				 err.msg[0] ? err.msg : strerror(-r));
+		log_err("reload failed: %s", msg);
+		return r == -ENOMEM ? r : -EINVAL;
+	}
+	old = srv->policy;
+	srv->policy = np;
+	revoked = registry_apply_policy(&srv->reg, np, revoke_session, srv);
+	policy_free(old);
+	srv->policy_generation++;
+	srv->policy_loaded_ns = realtime_ns();
+	log_set_level(np->log_level);
+	sync_admin_socket(srv);
+	snprintf(msg, cap, "policy generation %llu from %s: %zu classes, %u sessions revoked",
+		 (unsigned long long)srv->policy_generation, np->source, np->nclasses, revoked);
+	log_info("reloaded: %s", msg);
+	return 0;
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static int mkdir_p(const char *dir, mode_t mode)
+{
+	char buf[OOO_PATH_MAX];
+	struct stat st;
+
+	wire_strcpy(buf, sizeof(buf), dir);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	if (stat(buf, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int take_lock(struct server *srv)
+{
+	char path[OOO_PATH_MAX], pid[32];
+	int fd, n;
+
+	n = snprintf(path, sizeof(path), "%s/oood.pid", srv->rundir);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return log_errno(LOG_ERR, -errno, "cannot open %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		ssize_t k = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[k > 0 ? k : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			log_err("another oood (pid %s) is running on %s", pid[0] ? pid : "?", srv->rundir);
+			return -EADDRINUSE;
+		}
+		return log_errno(LOG_ERR, -e, "cannot lock %s", path);
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		log_warn("cannot write %s: %s, ignoring", path, strerror(errno));
+	srv->lock_fd = fd;
+	return 0;
+}
+
+static int make_listener(struct server *srv, int i, const char *name, mode_t mode)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int fd, n, r;
+
+	n = snprintf(srv->sock_path[i], sizeof(srv->sock_path[i]), "%s/%s", srv->rundir, name);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+		log_err("socket path %s/%s is too long", srv->rundir, name);
+		srv->sock_path[i][0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, srv->sock_path[i], (size_t)n + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return log_errno(LOG_ERR, -errno, "socket");
+	/* We hold the run directory's lock, so a socket file left here is stale. */
+	unlink(sa.sun_path);
+	old = umask(0177); /* never reachable with looser permissions than `mode` */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0) {
+		r = log_errno(LOG_ERR, -errno, "cannot bind %s", sa.sun_path);
+		close(fd);
+		srv->sock_path[i][0] = '\0';
+		return r;
+	}
+	if (chmod(sa.sun_path, mode) < 0 || listen(fd, 4096) < 0) {
+		r = log_errno(LOG_ERR, -errno, "cannot set up %s", sa.sun_path);
+		close(fd);
+		return r;
+	}
+	srv->listen_fd[i] = fd;
+	return 0;
+}
+
+static int setup_ring(struct server *srv)
+{
+	struct io_uring_params p;
+	int r;
+
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
+		  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	p.cq_entries = 16384;
+	r = io_uring_queue_init_params(1024, &srv->ring, &p);
+	if (r == -EINVAL) {
+		/* older kernels: plain ring */
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_CQSIZE;
+		p.cq_entries = 16384;
+		r = io_uring_queue_init_params(1024, &srv->ring, &p);
+	}
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "io_uring_queue_init");
+	srv->ring_ok = true;
+	return 0;
+}
+
+static int setup_signals(struct server *srv)
+{
+	sigset_t mask;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return log_errno(LOG_ERR, -errno, "sigprocmask");
+	srv->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (srv->sig_fd < 0)
+		return log_errno(LOG_ERR, -errno, "signalfd");
+	return 0;
+}
+
+int server_init(struct server *srv, const struct server_opts *opts, struct policy *policy)
+{
+	int r, n;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->listen_fd[0] = srv->listen_fd[1] = srv->sig_fd = srv->lock_fd = -1;
+	list_init(&srv->conns);
+	list_init(&srv->pending);
+	list_init(&srv->reap);
+	registry_init(&srv->reg);
+	srv->policy = policy;
+	srv->policy_generation = 1;
+	srv->policy_loaded_ns = realtime_ns();
+	srv->start_ns = server_now_ns();
+	srv->config_explicit = opts->config_explicit;
+	if (opts->config_path)
+		wire_strcpy(srv->config_path, sizeof(srv->config_path), opts->config_path);
+	n = snprintf(srv->rundir, sizeof(srv->rundir), "%s", opts->rundir);
+	if (n < 0 || (size_t)n >= sizeof(srv->rundir)) {
+		log_err("run directory path is too long: %s", opts->rundir);
+		return -ENAMETOOLONG;
+	}
+	r = mkdir_p(srv->rundir, 0755);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot create run directory %s", srv->rundir);
+	r = take_lock(srv);
+	if (r < 0)
+		return r;
+	r = setup_signals(srv);
+	if (r < 0)
+		return r;
+	r = setup_ring(srv);
+	if (r < 0)
+		return r;
+	r = make_listener(srv, 0, OOO_SOCKET_NAME, 0666);
+	if (r < 0)
+		return r;
+	r = make_listener(srv, 1, OOO_ADMIN_SOCKET_NAME, 0660);
+	if (r < 0)
+		return r;
+	sync_admin_socket(srv);
+	return 0;
+}
+
+int server_run(struct server *srv)
+{
+	arm_accept(srv, 0);
+	arm_accept(srv, 1);
+	arm_signal(srv);
+	arm_tick(srv);
+	log_info("oood %s ready: %s, %s (policy: %s, %zu classes)", OOO_VERSION_STRING, srv->sock_path[0],
+		 srv->sock_path[1], srv->policy->source, srv->policy->nclasses);
+	notify_send("READY=1");
+
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned head, count = 0;
+		int r;
+
+		if (srv->stopping && !srv->nconns && !srv->accept_armed[0] && !srv->accept_armed[1])
+			break;
+		if (srv->stopping && server_now_ns() > srv->stop_deadline_ns + 5000000000ull) {
+			log_warn("%u connections still busy after the grace period, exiting anyway", srv->nconns);
+			break;
+		}
+		r = io_uring_submit_and_wait(&srv->ring, 1);
+		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+			return log_errno(LOG_ERR, r, "io_uring_submit_and_wait");
+		io_uring_for_each_cqe(&srv->ring, head, cqe) {
+			handle_cqe(srv, cqe);
+			count++;
+		}
+		io_uring_cq_advance(&srv->ring, count);
+		reap(srv);
+	}
+	log_info("stopped");
+	return 0;
+}
+
+void server_fini(struct server *srv)
+{
+	struct list_node *n, *tmp;
+
+	list_for_each_safe(n, tmp, &srv->conns)
+		conn_close(srv, list_entry(n, struct conn, node), "daemon exit");
+	/*
+	 * Let the kernel finish every operation that points into a connection
+	 * before its memory goes: closing shut the sockets, so they complete.
+	 */
+	for (int i = 0; srv->ring_ok && srv->nconns && i < 200; i++) {
+		struct __kernel_timespec ts = { .tv_nsec = 10000000 };
+		struct io_uring_cqe *cqe;
+		unsigned head, count = 0;
+
+		io_uring_submit(&srv->ring);
+		if (io_uring_wait_cqe_timeout(&srv->ring, &cqe, &ts) < 0)
+			continue;
+		io_uring_for_each_cqe(&srv->ring, head, cqe) {
+			handle_cqe(srv, cqe);
+			count++;
+		}
+		io_uring_cq_advance(&srv->ring, count);
+		reap(srv);
+	}
+	if (srv->ring_ok)
+		io_uring_queue_exit(&srv->ring);
+	/* Whatever is left could not be drained; the ring is gone, so free it now. */
+	reap(srv);
+	list_for_each_safe(n, tmp, &srv->conns)
+		conn_free(srv, list_entry(n, struct conn, node));
+	srv->ring_ok = false;
+	for (int i = 0; i < 2; i++) {
+		if (srv->listen_fd[i] >= 0) {
+			close(srv->listen_fd[i]);
+			if (!srv->stopping && srv->sock_path[i][0])
+				unlink(srv->sock_path[i]);
+		}
+		srv->listen_fd[i] = -1;
+	}
+	if (srv->sig_fd >= 0)
+		close(srv->sig_fd);
+	srv->sig_fd = -1;
+	if (srv->lock_fd >= 0) {
+		char path[OOO_PATH_MAX + 16];
+		snprintf(path, sizeof(path), "%s/oood.pid", srv->rundir);
+		unlink(path);
+		close(srv->lock_fd);
+	}
+	srv->lock_fd = -1;
+	srv->policy = policy_free(srv->policy);
+	free(srv->slots);
+	srv->slots = NULL;
+	free(slot_gens);
+	slot_gens = NULL;
+	free(slot_free);
+	slot_free = NULL;
+	slot_nfree = 0;
+	srv->nslots = 0;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The oood control plane: one io_uring loop serving oood.sock (tenants) and
+ * admin.sock (operators), signals and timers.
+ *
+ * Ownership: the server owns the ring, the listening sockets, every
+ * connection, the registry and the current policy. A connection owns its
+ * socket and buffers and is freed only once no io_uring operation that
+ * refers to it is in flight.
+ */
+#ifndef OOO_SERVER_H
+#define OOO_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/signalfd.h>
+
+#include <liburing.h>
+
+#include "policy.h"
+#include "registry.h"
+
+#define SERVER_PENDING_MAX 256   /* connections that have not said hello yet */
+#define SERVER_REQ_MAX 8192u     /* largest request datagram accepted */
+#define SERVER_SENDQ_MAX 16      /* queued replies before reading pauses */
+
+struct conn;
+
+struct server_opts {
+	const char *rundir;
+	const char *config_path; /* NULL: embedded defaults */
+	bool config_explicit;    /* given with -c: must exist at reload too */
+};
+
+struct server_stats {
+	uint64_t sessions_total;
+	uint64_t sessions_refused;
+	uint64_t msgs_in;
+	uint64_t msgs_out;
+	uint64_t proto_errors;
+	uint64_t reloads_failed;
+};
+
+struct server {
+	struct io_uring ring;
+	bool ring_ok;
+	int listen_fd[2]; /* 0: tenants, 1: admin */
+	bool accept_armed[2];
+	int sig_fd;
+	int lock_fd;
+	struct signalfd_siginfo siginfo;
+	struct __kernel_timespec tick;
+
+	char rundir[OOO_PATH_MAX - 16];
+	char sock_path[2][OOO_PATH_MAX];
+	char config_path[OOO_PATH_MAX];
+	bool config_explicit;
+	bool has_config;
+
+	struct policy *policy;
+	uint64_t policy_generation;
+	uint64_t policy_loaded_ns; /* CLOCK_REALTIME */
+	struct registry reg;
+	struct server_stats stats;
+
+	struct conn **slots;
+	uint32_t nslots;
+	uint32_t free_head; /* UINT32_MAX when none */
+	struct list_node conns;   /* every connection */
+	struct list_node pending; /* not yet said hello, oldest first */
+	struct list_node reap;    /* closed, nothing in flight: free after this batch */
+	uint32_t npending;
+	uint32_t nadmin;
+	uint32_t nconns;
+
+	uint64_t start_ns;
+	bool stopping;
+	uint64_t stop_deadline_ns;
+	bool ops_listeners; /* accepts or the tick still in flight */
+};
+
+/* Set up sockets, ring and signals. Returns 0 or -errno (logged). */
+int server_init(struct server *srv, const struct server_opts *opts, struct policy *policy);
+
+/* Run until SIGTERM/SIGINT and every session is closed. Returns 0 or -errno. */
+int server_run(struct server *srv);
+
+/* Release everything. Safe on a partly initialised server. */
+void server_fini(struct server *srv);
+
+uint64_t server_now_ns(void);
+
+/* admin.c: build reply payloads for admin requests into buf; return the length or -errno. */
+ssize_t admin_status(struct server *srv, void *buf, size_t cap);
+ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap);
+
+/* Reload the policy from its source. Fills msg with what happened. Returns 0 or -errno. */
+int server_reload(struct server *srv, char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libooo: the client library of the ooo GPU arbitration service.
+ *
+ * A tenant opens a session with oood over its Unix socket. Every call that
+ * returns int returns 0 on success or a negative error code: either a
+ * negative errno value (-ECONNREFUSED, -ETIMEDOUT, ...) or one of the
+ * negative OOO_E* codes below. ooo_strerror() turns either kind into text.
+ * Constructors return NULL and set errno (to a positive errno or OOO_E*
+ * value) on failure.
+ *
+ * A session may be used from several threads of one process at once: calls
+ * on one session are serialised internally. Do not use a session in a child
+ * after fork(); open a new one there.
+ *
+ * libooo has no CUDA dependency.
+ */
+#ifndef OOO_OOO_H
+#define OOO_OOO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OOO_VERSION_MAJOR 0
+#define OOO_VERSION_MINOR 1
+#define OOO_VERSION_PATCH 0
+#define OOO_VERSION_NUM (OOO_VERSION_MAJOR * 10000 + OOO_VERSION_MINOR * 100 + OOO_VERSION_PATCH)
+#define OOO_VERSION_STRING "0.1.0"
+
+/* Default paths; OOO_SOCKET and OOO_RUNDIR in the environment override. */
+#define OOO_DEFAULT_RUNDIR "/run/ooo"
+#define OOO_SOCKET_NAME "oood.sock"
+#define OOO_ADMIN_SOCKET_NAME "admin.sock"
+
+/*
+ * ooo-specific error codes, returned negated. They lie above the errno range
+ * so they never collide with -errno values.
+ */
+enum ooo_error {
+	OOO_EPROTO = 1000, /* malformed message, on either side */
+	OOO_EVERSION,      /* peer speaks another protocol version */
+	OOO_EDENIED,       /* policy does not admit this uid/gid */
+	OOO_ELIMIT,        /* a per-tenant or daemon-wide limit was reached */
+	OOO_ESHUTDOWN,     /* the daemon is shutting down */
+	OOO_EREVOKED,      /* a policy reload no longer admits this peer */
+	OOO_ENODEV,        /* no usable GPU */
+	OOO_EDEVRESET,     /* the GPU executor was restarted under the command */
+	OOO_EFAULT,        /* a kernel faulted on the GPU */
+	OOO_ECLOSED,       /* the daemon closed the session */
+	OOO_ENOTADMIN,     /* admin request from a peer that is not an admin */
+	OOO_EMAX
+};
+
+typedef struct ooo_session ooo_session;
+
+struct ooo_open_opts {
+	size_t sz;        /* sizeof(struct ooo_open_opts), for growth */
+	const char *path; /* socket path; NULL: $OOO_SOCKET, $OOO_RUNDIR/oood.sock, default */
+	const char *name; /* label shown by `oooctl sessions`; NULL: program name */
+	int timeout_ms;   /* for connect and each request; <= 0: 10000 */
+};
+
+/*
+ * Open a session with oood. `path` is the socket path; NULL uses $OOO_SOCKET,
+ * else $OOO_RUNDIR/oood.sock, else /run/ooo/oood.sock.
+ * Returns a session the caller frees with ooo_close(), or NULL with errno
+ * set: ENOENT/ECONNREFUSED (daemon not running), EACCES, ETIMEDOUT,
+ * OOO_EDENIED (policy refused this uid/gid), OOO_ELIMIT (session limit),
+ * OOO_EVERSION, OOO_EPROTO, OOO_ESHUTDOWN. The daemon's reason for a refusal
+ * is available from ooo_last_error() in the calling thread.
+ */
+ooo_session *ooo_open(const char *path);
+
+/* Like ooo_open with options; opts may be NULL. Same returns as ooo_open. */
+ooo_session *ooo_open_opts(const struct ooo_open_opts *opts);
+
+/*
+ * Open a session on the admin socket (path NULL: $OOO_RUNDIR/admin.sock or
+ * /run/ooo/admin.sock). Admin sessions may use ooo_admin_call() and
+ * ooo_ping(). Same returns as ooo_open; EACCES when the caller may not
+ * connect to the admin socket.
+ */
+ooo_session *ooo_admin_open(const char *path, int timeout_ms);
+
+/*
+ * Close a session: says goodbye to the daemon (best effort) and frees it.
+ * Accepts NULL. Returns NULL.
+ */
+ooo_session *ooo_close(ooo_session *s);
+
+/*
+ * One round trip to the daemon. Returns 0, or -ETIMEDOUT, -OOO_ECLOSED,
+ * -OOO_ESHUTDOWN, -OOO_EREVOKED, -OOO_EPROTO, or another negative errno.
+ */
+int ooo_ping(ooo_session *s);
+
+/*
+ * Send an admin request (enum ooo_msg_type in <ooo/proto.h>) with `req` of
+ * `req_len` bytes and copy the reply payload into `reply` (capacity `cap`).
+ * Returns the reply payload length (>= 0), or a negative error: the
+ * daemon's status (with its reason in ooo_last_error()), -EMSGSIZE if the
+ * reply does not fit, or a transport error as for ooo_ping.
+ */
+int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply,
+		   size_t cap);
+
+/* The session id the daemon assigned (0 for admin sessions). */
+uint64_t ooo_session_id(const ooo_session *s);
+
+/* The tenant class the daemon placed this session in ("" for admin). */
+const char *ooo_session_class(const ooo_session *s);
+
+/*
+ * Text for an error code, negative or positive, errno or OOO_E*. Never NULL;
+ * the string is static.
+ */
+const char *ooo_strerror(int err);
+
+/*
+ * The daemon's last reason for a failed call in this thread (for example
+ * "uid 65534 is not admitted by any tenant class"), or "" if none. Valid
+ * until the next libooo call in this thread.
+ */
+const char *ooo_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OOO_OOO_H */

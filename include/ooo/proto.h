@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ooo wire protocol: the messages exchanged over the Unix SOCK_SEQPACKET
+ * sockets of oood (oood.sock for tenants, admin.sock for operators).
+ *
+ * Every message is one datagram: a fixed header followed by a payload whose
+ * size and layout are fixed by the message type. Integers are in host byte
+ * order (both ends are on the same host). Strings are NUL-terminated inside
+ * fixed-size fields; a field without its NUL is malformed.
+ *
+ * Requests carry a sequence number chosen by the sender; the reply carries
+ * the same sequence number, the request's type with OOO_MSG_REPLY set, and a
+ * status: 0, or a negative errno / OOO_E* code. A reply with a negative
+ * status carries a struct ooo_msg_error payload (a readable reason) instead
+ * of the type's normal reply payload.
+ *
+ * The daemon may send unsolicited OOO_MSG_NOTICE messages (sequence 0).
+ */
+#ifndef OOO_PROTO_H
+#define OOO_PROTO_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OOO_PROTO_MAGIC 0x314f4f4fu /* "OOO1" in memory on little endian */
+#define OOO_PROTO_VERSION 1u
+
+/* Largest datagram either side sends or accepts, header included. */
+#define OOO_MSG_MAX 65536u
+#define OOO_NAME_MAX 64u  /* class and session names, NUL included */
+#define OOO_PING_MAX 4096u /* largest ping payload */
+#define OOO_ERRMSG_MAX 256u
+#define OOO_PATH_MAX 256u
+
+/* Message types. Admin types are only accepted on admin.sock. */
+enum ooo_msg_type {
+	OOO_MSG_HELLO = 1,  /* tenant: struct ooo_msg_hello -> ooo_msg_hello_reply */
+	OOO_MSG_PING = 2,   /* tenant or admin: 0..OOO_PING_MAX opaque bytes, echoed */
+	OOO_MSG_BYE = 3,    /* tenant or admin: no payload; empty reply, then close */
+	OOO_MSG_NOTICE = 4, /* daemon -> peer, unsolicited: struct ooo_msg_notice */
+
+	OOO_MSG_STATUS = 32,   /* admin: no payload -> struct ooo_msg_status */
+	OOO_MSG_TENANTS = 33,  /* admin: ooo_msg_list_req -> ooo_msg_list + tenant recs */
+	OOO_MSG_SESSIONS = 34, /* admin: ooo_msg_list_req -> ooo_msg_list + session recs */
+	OOO_MSG_RELOAD = 35,   /* admin: no payload -> struct ooo_msg_reload_reply */
+};
+
+#define OOO_MSG_REPLY 0x8000u /* set in the type of every reply */
+
+struct ooo_msg_hdr {
+	uint32_t magic;   /* OOO_PROTO_MAGIC */
+	uint16_t version; /* OOO_PROTO_VERSION of the sender */
+	uint16_t type;    /* enum ooo_msg_type, | OOO_MSG_REPLY for replies */
+	uint32_t len;     /* whole datagram, header included */
+	uint32_t seq;     /* request: sender's choice; reply: the request's */
+	int32_t status;   /* request: 0; reply: 0 or negative error code */
+	uint32_t flags;   /* must be 0 */
+};
+
+/* Payload of any reply with a negative status. */
+struct ooo_msg_error {
+	char msg[OOO_ERRMSG_MAX];
+};
+
+/* First message on oood.sock. Anything else first is refused. */
+struct ooo_msg_hello {
+	uint32_t flags; /* must be 0 */
+	uint32_t reserved;
+	char name[OOO_NAME_MAX]; /* free-form label shown by oooctl; may be "" */
+};
+
+/* Resource kinds charged to a tenant, in the order of the limit arrays. */
+enum ooo_res {
+	OOO_RES_SESSIONS = 0,
+	OOO_RES_QUEUES,
+	OOO_RES_BUFFERS,
+	OOO_RES_MEM_BYTES,
+	OOO_RES_MODULES,
+	OOO_RES_INFLIGHT,
+	OOO_RES_COUNT
+};
+
+struct ooo_msg_hello_reply {
+	uint64_t session_id;
+	uint32_t daemon_version; /* OOO_VERSION_NUM of the daemon */
+	uint32_t max_msg;        /* OOO_MSG_MAX of the daemon */
+	char class_name[OOO_NAME_MAX];
+	int32_t priority;
+	uint32_t slo_us;
+	uint32_t sm_share; /* percent */
+	uint32_t reserved;
+	uint64_t limit[OOO_RES_COUNT]; /* per tenant, indexed by enum ooo_res */
+};
+
+enum ooo_notice_kind {
+	OOO_NOTICE_SHUTDOWN = 1, /* daemon is stopping; the session will close */
+	OOO_NOTICE_REVOKED = 2,  /* policy reload no longer admits this peer */
+};
+
+struct ooo_msg_notice {
+	uint32_t kind; /* enum ooo_notice_kind */
+	uint32_t reserved;
+	char msg[OOO_ERRMSG_MAX];
+};
+
+struct ooo_msg_status {
+	char version[32]; /* daemon version string */
+	uint64_t pid;
+	uint64_t uptime_ns;
+	uint64_t policy_generation; /* 1 at start, +1 per successful reload */
+	uint64_t policy_loaded_ns;  /* CLOCK_REALTIME of the last load */
+	char policy_source[OOO_PATH_MAX]; /* file path or "(embedded defaults)" */
+	uint32_t classes;
+	uint32_t tenants;
+	uint32_t sessions;
+	uint32_t max_sessions;
+	uint32_t admin_sessions;
+	uint32_t max_admin_sessions;
+	uint64_t sessions_total;   /* sessions admitted since start */
+	uint64_t sessions_refused; /* hello refused: policy, limits, bad hello */
+	uint64_t msgs_in;
+	uint64_t msgs_out;
+	uint64_t proto_errors; /* malformed messages received */
+	uint64_t reloads_failed;
+};
+
+/* Paged list request: entries [offset, offset + count) of a snapshot. */
+struct ooo_msg_list_req {
+	uint32_t offset;
+	uint32_t reserved;
+};
+
+/* List reply header, followed by `count` records of the list's type. */
+struct ooo_msg_list {
+	uint32_t total; /* entries in the whole list */
+	uint32_t offset;
+	uint32_t count; /* records in this message */
+	uint32_t rec_size;
+};
+
+struct ooo_tenant_rec {
+	uint32_t uid;
+	uint32_t gid; /* gid of the tenant's first session */
+	char class_name[OOO_NAME_MAX];
+	uint64_t used[OOO_RES_COUNT];
+	uint64_t limit[OOO_RES_COUNT];
+};
+
+struct ooo_session_rec {
+	uint64_t id;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t pid;
+	uint32_t reserved;
+	uint64_t age_ns;
+	uint64_t msgs_in;
+	char name[OOO_NAME_MAX];
+	char class_name[OOO_NAME_MAX];
+	uint64_t used[OOO_RES_COUNT];
+};
+
+struct ooo_msg_reload_reply {
+	uint64_t policy_generation;
+	char msg[OOO_ERRMSG_MAX]; /* what changed, for the operator */
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OOO_PROTO_H */
