@@ -62,11 +62,13 @@ TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/libooo.so $(BUILD)/libooo.a
 
-.PHONY: all test test-run asan fuzz deps install uninstall clean help check-config
+.PHONY: all run test test-run asan fuzz deps install uninstall clean help
 all: $(BINS) $(TEST_BINS)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
+	@echo 'make run        install missing Debian packages, build, run oood in the foreground'
+	@echo '                (RUN_ARGS="--rundir DIR -c FILE" to pass options)'
 	@echo 'make test       install missing Debian packages, build, run the test suite'
 	@echo 'make asan       the test suite under AddressSanitizer + UBSan ($(BUILD)/asan)'
 	@echo 'make fuzz       libFuzzer targets (clang), each for FUZZ_SECONDS (default 30)'
@@ -117,15 +119,20 @@ $(BUILD)/ooo-bench: $(OBJ)/tools/ooo-bench.o $(BUILD)/libooo.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread -lm
 
 # ---- tests -----------------------------------------------------------------
-$(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(OBJ)/client/wire.o
+$(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(BUILD)/libooo.a
 $(BUILD)/tests/test_policy: $(OBJ)/tests/unit/test_policy.o $(POLICY_OBJS)
-$(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/registry.o $(POLICY_OBJS)
+$(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/registry.o $(POLICY_OBJS) $(OBJ)/client/wire.o
 $(BUILD)/tests/test_daemon: $(OBJ)/tests/integration/test_daemon.o $(OBJ)/client/wire.o $(BUILD)/libooo.a
 
 $(TEST_BINS):
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lcmocka -lpthread
+
+RUN_ARGS ?=
+run: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/oood $(BUILD)/oooctl
+	exec $(BUILD)/oood -f $(RUN_ARGS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all

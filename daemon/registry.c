@@ -244,32 +244,3 @@ bool registry_admin_allowed(const struct policy *p, const struct peer_cred *cred
 	}
 	return false;
 }
-
-struct tenant *registry_tenant_at(struct registry *r, uint32_t idx)
-{
-	struct list_node *n;
-
-	list_for_each(n, &r->tenants) {
-		if (idx-- == 0)
-			return list_entry(n, struct tenant, node);
-	}
-	return NULL;
-}
-
-struct session *registry_session_at(struct registry *r, uint32_t idx)
-{
-	struct list_node *tn, *sn;
-
-	list_for_each(tn, &r->tenants) {
-		struct tenant *t = list_entry(tn, struct tenant, node);
-		if (idx >= t->nsessions) {
-			idx -= t->nsessions;
-			continue;
-		}
-		list_for_each(sn, &t->sessions) {
-			if (idx-- == 0)
-				return list_entry(sn, struct session, node);
-		}
-	}
-	return NULL;
-}

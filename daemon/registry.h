@@ -113,10 +113,6 @@ unsigned registry_apply_policy(struct registry *r, const struct policy *p,
  */
 bool registry_admin_allowed(const struct policy *p, const struct peer_cred *cred, uid_t daemon_uid);
 
-/* Iteration helpers: the idx-th tenant / session in a stable order, or NULL. */
-struct tenant *registry_tenant_at(struct registry *r, uint32_t idx);
-struct session *registry_session_at(struct registry *r, uint32_t idx);
-
 #define list_entry(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 #define list_for_each(pos, head) for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
 #define list_for_each_safe(pos, tmp, head)                                                                 \

@@ -1,0 +1,39 @@
+#!/bin/sh
+# run.sh BUILD: run every test program under BUILD/tests, then print one
+# line "N passed, N failed, N skipped" summing the cmocka test cases.
+# A program exiting 77 is skipped (it prints why); one that dies without a
+# cmocka summary counts as one failure.
+set -u
+build=${1:-build}
+export OOO_BUILD="$build"
+passed=0 failed=0 skipped=0
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+for t in "$build"/tests/test_*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	echo "== $name"
+	timeout -k 5 300 "$t" >"$tmp" 2>&1
+	rc=$?
+	cat "$tmp"
+	if [ $rc -eq 77 ]; then
+		skipped=$((skipped + 1))
+		continue
+	fi
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp" | tail -1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$tmp" | tail -1)
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$tmp" | tail -1)
+	passed=$((passed + ${p:-0}))
+	skipped=$((skipped + ${s:-0}))
+	if [ -z "$p" ] && [ -z "$f" ]; then
+		echo "$name: exited $rc without a test summary"
+		failed=$((failed + 1))
+	elif [ $rc -ne 0 ] && [ -z "$f" ]; then
+		echo "$name: exited $rc"
+		failed=$((failed + 1))
+	else
+		failed=$((failed + ${f:-0}))
+	fi
+done
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
