@@ -658,6 +658,9 @@ static void test_err_numbers(void **state)
 	check_err("[daemon]\nhello_timeout_ms = 500 # ms\n", 2,
 		  "trailing junk after the number in '500 # ms' (inline comments start with ';')");
 	check_err("[daemon]\nhello_timeout_ms = 5e3\n", 2, "hello_timeout_ms: trailing junk");
+	/* control characters from the file do not reach the message */
+	check_err("[daemon]\nmax_sessions = 1\x1b[2J\n", 2, "trailing junk after the number in '1?[2J'");
+	check_err("[daemon]\nmax_sessions = 1\r\n\r\nlog_level = a\rb\r\n", 4, "got 'a?b'");
 }
 
 static void test_err_match(void **state)
