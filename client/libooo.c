@@ -92,6 +92,27 @@ static int notice_error(const struct ooo_msg_notice *n)
 }
 
 /*
+ * The daemon closed the connection: a notice it sent before closing may
+ * still be queued, and says why. Returns the error every later call gets.
+ */
+static int closed_error(struct ooo_session *s)
+{
+	struct wire_msg m;
+	ssize_t n;
+
+	while (!s->dead) {
+		n = recv(s->fd, s->rbuf, sizeof(s->rbuf), MSG_DONTWAIT);
+		if (n <= 0)
+			break;
+		if (wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, NULL) == 0 && m.hdr.type == OOO_MSG_NOTICE)
+			s->dead = notice_error(m.payload);
+	}
+	if (!s->dead)
+		s->dead = -OOO_ECLOSED;
+	return s->dead;
+}
+
+/*
  * Send one request and wait for its reply. On success returns the reply's
  * status (0 or negative) and points *reply at its payload in s->rbuf.
  * Caller holds s->lock.
@@ -113,10 +134,9 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 	if (n < 0)
 		return (int)n;
 	if (send(s->fd, s->sbuf, (size_t)n, MSG_NOSIGNAL) != n) {
-		int err = errno == EPIPE || errno == ECONNRESET ? -OOO_ECLOSED : -errno;
-		if (err == -OOO_ECLOSED)
-			s->dead = err;
-		return err;
+		if (errno == EPIPE || errno == ECONNRESET)
+			return closed_error(s);
+		return -errno;
 	}
 	deadline = now_ms() + s->timeout_ms;
 	for (;;) {
@@ -139,16 +159,10 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 		n = recvmsg(s->fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			if (errno == ECONNRESET)
-				return s->dead = s->dead ? s->dead : -OOO_ECLOSED;
-			return -errno;
-		}
-		if (n == 0) {
-			if (!s->dead)
-				s->dead = -OOO_ECLOSED;
-			return s->dead;
-		}
+		if (n < 0)
+			return errno == ECONNRESET ? closed_error(s) : -errno;
+		if (n == 0)
+			return closed_error(s);
 		if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 			set_last_error("oversized message from oood");
 			return s->dead = -OOO_EPROTO;

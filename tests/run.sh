@@ -20,9 +20,10 @@ for t in "$build"/tests/test_*; do
 		skipped=$((skipped + 1))
 		continue
 	fi
-	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp" | tail -1)
-	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$tmp" | tail -1)
-	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$tmp" | tail -1)
+	# a program may run several groups: add up every summary line
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp" | awk '{s+=$1} END {if (NR) print s}')
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$tmp" | awk '{s+=$1} END {if (NR) print s}')
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$tmp" | awk '{s+=$1} END {if (NR) print s}')
 	passed=$((passed + ${p:-0}))
 	skipped=$((skipped + ${s:-0}))
 	if [ -z "$p" ] && [ -z "$f" ]; then

@@ -1,0 +1,1116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Integration tests: real oood processes in temporary run directories,
+ * driven through libooo, raw sockets and oooctl.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+#include <ooo/proto.h>
+
+#include "../../client/wire.h"
+
+struct daemon {
+	pid_t pid;
+	char dir[64];
+	char conf[128];
+	char sock[160];
+	char admin[160];
+};
+
+static const char *build_dir(void)
+{
+	const char *b = getenv("OOO_BUILD");
+	return b && *b ? b : "build";
+}
+
+static void bin_path(char *out, size_t cap, const char *name)
+{
+	snprintf(out, cap, "%s/%s", build_dir(), name);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static bool daemon_answers(struct daemon *d)
+{
+	ooo_session *s = ooo_admin_open(d->admin, 1000);
+	bool ok = s && ooo_ping(s) == 0;
+
+	ooo_close(s);
+	return ok;
+}
+
+/* Start oood -f --rundir DIR [-c DIR/oood.conf]; conf NULL: embedded defaults. */
+static void daemon_start(struct daemon *d, const char *conf)
+{
+	char oood[256];
+	uint64_t deadline;
+
+	memset(d, 0, sizeof(*d));
+	strcpy(d->dir, "/tmp/ooo-test-XXXXXX");
+	assert_non_null(mkdtemp(d->dir));
+	chmod(d->dir, 0755); /* so tests running as nobody can reach the sockets */
+	snprintf(d->conf, sizeof(d->conf), "%s/oood.conf", d->dir);
+	snprintf(d->sock, sizeof(d->sock), "%s/oood.sock", d->dir);
+	snprintf(d->admin, sizeof(d->admin), "%s/admin.sock", d->dir);
+	if (conf)
+		write_file(d->conf, conf);
+	bin_path(oood, sizeof(oood), "oood");
+	d->pid = fork();
+	assert_true(d->pid >= 0);
+	if (d->pid == 0) {
+		char log[128];
+		int fd;
+
+		snprintf(log, sizeof(log), "%s/oood.log", d->dir);
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (conf)
+			execl(oood, oood, "-f", "-v", "--rundir", d->dir, "-c", d->conf, (char *)NULL);
+		else
+			execl(oood, oood, "-f", "-v", "--rundir", d->dir, (char *)NULL);
+		_exit(127);
+	}
+	deadline = now_ms() + 10000;
+	while (!daemon_answers(d)) {
+		int st;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid)
+			fail_msg("oood exited during start-up (status %d); see %s/oood.log", st, d->dir);
+		if (now_ms() > deadline)
+			fail_msg("oood did not answer within 10 s");
+		sleep_ms(20);
+	}
+}
+
+static void rm_dir(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	char p[512];
+
+	if (!dp)
+		return;
+	while ((e = readdir(dp))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(dp);
+	rmdir(dir);
+}
+
+/* Wait for the daemon to exit; SIGKILL after timeout_ms. Returns the wait status. */
+static int daemon_wait(struct daemon *d, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	int st = -1;
+
+	while (waitpid(d->pid, &st, WNOHANG) == 0) {
+		if (now_ms() > deadline) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, &st, 0);
+			d->pid = 0;
+			fail_msg("oood did not exit within %u ms", timeout_ms);
+		}
+		sleep_ms(10);
+	}
+	d->pid = 0;
+	return st;
+}
+
+static void print_log(struct daemon *d)
+{
+	char p[128], line[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/oood.log", d->dir);
+	f = fopen(p, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		fprintf(stderr, "  | %s", line);
+	fclose(f);
+}
+
+static void daemon_stop(struct daemon *d)
+{
+	int st;
+
+	if (d->pid > 0) {
+		kill(d->pid, SIGTERM);
+		st = daemon_wait(d, 10000);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			print_log(d);
+			fail_msg("oood exited with status %#x", st);
+		}
+	}
+	rm_dir(d->dir);
+}
+
+static void get_status(struct daemon *d, struct ooo_msg_status *st)
+{
+	ooo_session *s = ooo_admin_open(d->admin, 5000);
+	int n;
+
+	assert_non_null(s);
+	n = ooo_admin_call(s, OOO_MSG_STATUS, NULL, 0, st, sizeof(*st));
+	assert_int_equal(n, sizeof(*st));
+	ooo_close(s);
+}
+
+/* Poll until the daemon reports `want` tenant sessions (closing is asynchronous). */
+static void wait_sessions(struct daemon *d, uint32_t want)
+{
+	struct ooo_msg_status st;
+	uint64_t deadline = now_ms() + 5000;
+
+	for (;;) {
+		get_status(d, &st);
+		if (st.sessions == want)
+			return;
+		if (now_ms() > deadline)
+			fail_msg("daemon has %u sessions, expected %u", st.sessions, want);
+		sleep_ms(10);
+	}
+}
+
+/* ---- raw protocol helpers ---------------------------------------------------- */
+
+static int raw_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void raw_send(int fd, uint16_t type, uint32_t seq, const void *p, size_t n)
+{
+	unsigned char buf[OOO_MSG_MAX];
+	ssize_t len = wire_encode(buf, sizeof(buf), type, seq, 0, p, n);
+
+	assert_true(len > 0);
+	assert_int_equal(send(fd, buf, (size_t)len, MSG_NOSIGNAL), len);
+}
+
+static void raw_hello(int fd)
+{
+	struct ooo_msg_hello h = { 0 };
+	strcpy(h.name, "raw");
+	raw_send(fd, OOO_MSG_HELLO, 1, &h, sizeof(h));
+}
+
+/*
+ * Receive one datagram within timeout_ms. Returns its length, 0 on EOF,
+ * -ETIMEDOUT, or -errno.
+ */
+static ssize_t raw_recv(int fd, void *buf, size_t cap, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return -ETIMEDOUT;
+	n = recv(fd, buf, cap, 0);
+	return n < 0 ? -errno : n;
+}
+
+/* Expect an error reply with `status` (0: any negative), then EOF. */
+static void expect_error_then_eof(int fd, int status, const char *text)
+{
+	static unsigned char buf[OOO_MSG_MAX];
+	struct wire_msg m;
+	ssize_t n = raw_recv(fd, buf, sizeof(buf), 5000);
+
+	assert_true(n > 0);
+	assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+	assert_true(m.hdr.type & OOO_MSG_REPLY);
+	if (status)
+		assert_int_equal(m.hdr.status, status);
+	else
+		assert_true(m.hdr.status < 0);
+	if (text) {
+		const struct ooo_msg_error *e = m.payload;
+		if (!strstr(e->msg, text))
+			fail_msg("error '%s' does not mention '%s'", e->msg, text);
+	}
+	n = raw_recv(fd, buf, sizeof(buf), 5000);
+	assert_int_equal(n, 0);
+}
+
+/* ---- shared daemon ------------------------------------------------------------ */
+
+static struct daemon shared;
+
+static const char *shared_conf = "[daemon]\n"
+				 "hello_timeout_ms = 500\n"
+				 "[class default]\n"
+				 "match_uid = *\n"
+				 "max_sessions = 200\n";
+
+static int setup_shared(void **state)
+{
+	daemon_start(&shared, shared_conf);
+	return 0;
+}
+
+static int teardown_shared(void **state)
+{
+	daemon_stop(&shared);
+	return 0;
+}
+
+static void test_ping_and_status(void **state)
+{
+	struct ooo_msg_status st;
+	ooo_session *s = ooo_open(shared.sock);
+
+	assert_non_null(s);
+	assert_true(ooo_session_id(s) > 0);
+	assert_string_equal(ooo_session_class(s), "default");
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(ooo_ping(s), 0);
+	get_status(&shared, &st);
+	assert_int_equal(st.sessions, 1);
+	assert_int_equal(st.tenants, 1);
+	assert_int_equal(st.pid, (uint64_t)shared.pid);
+	assert_int_equal(st.policy_generation, 1);
+	assert_int_equal(st.classes, 1);
+	assert_string_equal(st.policy_source, shared.conf);
+	assert_true(st.msgs_in >= 101);
+	ooo_close(s);
+	wait_sessions(&shared, 0);
+}
+
+static void test_env_socket_and_errors(void **state)
+{
+	ooo_session *s;
+
+	setenv("OOO_SOCKET", shared.sock, 1);
+	s = ooo_open(NULL);
+	unsetenv("OOO_SOCKET");
+	assert_non_null(s);
+	ooo_close(s);
+	setenv("OOO_RUNDIR", shared.dir, 1);
+	s = ooo_open_opts(&(struct ooo_open_opts){ .sz = sizeof(struct ooo_open_opts), .name = "env" });
+	unsetenv("OOO_RUNDIR");
+	assert_non_null(s);
+	ooo_close(s);
+	/* daemon not running */
+	s = ooo_open("/tmp/ooo-test-does-not-exist/oood.sock");
+	assert_null(s);
+	assert_int_equal(errno, ENOENT);
+	assert_null(ooo_close(NULL));
+	assert_int_equal(ooo_ping(NULL), -EINVAL);
+	wait_sessions(&shared, 0);
+}
+
+#define NTHREADS 100
+
+struct worker {
+	pthread_barrier_t *start, *held;
+	int failures;
+};
+
+static void *ping_worker(void *arg)
+{
+	struct worker *w = arg;
+	ooo_session *s;
+
+	pthread_barrier_wait(w->start);
+	s = ooo_open(shared.sock);
+	if (!s) {
+		w->failures++;
+	} else {
+		for (int i = 0; i < 50; i++)
+			if (ooo_ping(s) != 0)
+				w->failures++;
+	}
+	pthread_barrier_wait(w->held); /* every session is open here */
+	pthread_barrier_wait(w->held); /* main thread has checked the count */
+	ooo_close(s);
+	return NULL;
+}
+
+static void test_hundred_concurrent_sessions(void **state)
+{
+	pthread_barrier_t start, held;
+	pthread_t th[NTHREADS];
+	struct worker w[NTHREADS];
+	struct ooo_msg_status st;
+
+	pthread_barrier_init(&start, NULL, NTHREADS);
+	pthread_barrier_init(&held, NULL, NTHREADS + 1);
+	for (int i = 0; i < NTHREADS; i++) {
+		w[i] = (struct worker){ .start = &start, .held = &held };
+		assert_int_equal(pthread_create(&th[i], NULL, ping_worker, &w[i]), 0);
+	}
+	pthread_barrier_wait(&held);
+	get_status(&shared, &st);
+	assert_int_equal(st.sessions, NTHREADS);
+	pthread_barrier_wait(&held);
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].failures, 0);
+	}
+	pthread_barrier_destroy(&start);
+	pthread_barrier_destroy(&held);
+	wait_sessions(&shared, 0);
+}
+
+static void *shared_session_pinger(void *arg)
+{
+	ooo_session *s = arg;
+	intptr_t bad = 0;
+
+	for (int i = 0; i < 200; i++)
+		if (ooo_ping(s) != 0)
+			bad++;
+	return (void *)bad;
+}
+
+static void test_one_session_many_threads(void **state)
+{
+	ooo_session *s = ooo_open(shared.sock);
+	pthread_t th[8];
+
+	assert_non_null(s);
+	for (int i = 0; i < 8; i++)
+		pthread_create(&th[i], NULL, shared_session_pinger, s);
+	for (int i = 0; i < 8; i++) {
+		void *bad;
+		pthread_join(th[i], &bad);
+		assert_int_equal((intptr_t)bad, 0);
+	}
+	ooo_close(s);
+	wait_sessions(&shared, 0);
+}
+
+static void test_disconnect_mid_message(void **state)
+{
+	unsigned char buf[64];
+	ooo_session *good = ooo_open(shared.sock);
+	struct ooo_msg_hdr h = { .magic = OOO_PROTO_MAGIC, .version = OOO_PROTO_VERSION, .type = OOO_MSG_PING,
+				 .len = 100, .seq = 2 };
+	int fd;
+
+	assert_non_null(good);
+	/* connect and vanish */
+	close(raw_connect(shared.sock));
+	/* hello, then half a header, then vanish */
+	fd = raw_connect(shared.sock);
+	raw_hello(fd);
+	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+	assert_int_equal(send(fd, &h, 10, MSG_NOSIGNAL), 10);
+	close(fd);
+	/* a header announcing more than is sent, then vanish without reading */
+	fd = raw_connect(shared.sock);
+	raw_hello(fd);
+	memcpy(buf, &h, sizeof(h));
+	assert_int_equal(send(fd, buf, 50, MSG_NOSIGNAL), 50);
+	close(fd);
+	/* hello sent, reply never read */
+	fd = raw_connect(shared.sock);
+	raw_hello(fd);
+	close(fd);
+	assert_int_equal(ooo_ping(good), 0);
+	ooo_close(good);
+	wait_sessions(&shared, 0);
+}
+
+static void test_garbage_and_truncation(void **state)
+{
+	struct ooo_msg_status before, after;
+	ooo_session *good = ooo_open(shared.sock);
+	unsigned char buf[512], valid[128];
+	struct ooo_msg_hello h = { 0 };
+	ssize_t vlen;
+	unsigned seed = 12345;
+
+	assert_non_null(good);
+	get_status(&shared, &before);
+	vlen = wire_encode(valid, sizeof(valid), OOO_MSG_HELLO, 1, 0, &h, sizeof(h));
+	for (int i = 0; i < 200; i++) {
+		int fd = raw_connect(shared.sock);
+		size_t n;
+
+		if (i % 2) {
+			/* random bytes of random length, some with a valid magic */
+			n = (size_t)(rand_r(&seed) % 300);
+			for (size_t k = 0; k < n; k++)
+				buf[k] = (unsigned char)rand_r(&seed);
+			if (i % 4 == 1 && n >= 4)
+				memcpy(buf, valid, 4);
+		} else {
+			/* a valid hello cut short */
+			n = (size_t)(rand_r(&seed) % vlen);
+			memcpy(buf, valid, n);
+		}
+		assert_int_equal(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
+		if (n == 0) {
+			/* an empty datagram reads as end of file: the daemon just closes */
+			assert_int_equal(raw_recv(fd, buf, sizeof(buf), 5000), 0);
+		} else {
+			expect_error_then_eof(fd, 0, NULL);
+		}
+		close(fd);
+		if (i % 50 == 0)
+			assert_int_equal(ooo_ping(good), 0);
+	}
+	/* garbage after a successful hello closes that session only */
+	{
+		int fd = raw_connect(shared.sock);
+		raw_hello(fd);
+		assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+		assert_int_equal(send(fd, "garbage!garbage!garbage!garbage!", 32, MSG_NOSIGNAL), 32);
+		expect_error_then_eof(fd, -OOO_EPROTO, "bad magic");
+		close(fd);
+	}
+	assert_int_equal(ooo_ping(good), 0);
+	get_status(&shared, &after);
+	assert_true(after.proto_errors >= before.proto_errors + 190);
+	ooo_close(good);
+	wait_sessions(&shared, 0);
+}
+
+static void test_protocol_violations(void **state)
+{
+	unsigned char big[9000] = { 0 };
+	unsigned char buf[512];
+	ooo_session *good = ooo_open(shared.sock);
+	int fd;
+
+	assert_non_null(good);
+	/* request before hello */
+	fd = raw_connect(shared.sock);
+	raw_send(fd, OOO_MSG_PING, 1, "x", 1);
+	expect_error_then_eof(fd, -OOO_EPROTO, "first message must be hello");
+	close(fd);
+	/* duplicate hello */
+	fd = raw_connect(shared.sock);
+	raw_hello(fd);
+	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+	raw_hello(fd);
+	expect_error_then_eof(fd, -OOO_EPROTO, "duplicate hello");
+	close(fd);
+	/* oversized: more than the daemon accepts */
+	fd = raw_connect(shared.sock);
+	raw_hello(fd);
+	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+	{
+		ssize_t n = wire_encode(big, sizeof(big), OOO_MSG_PING, 2, 0, NULL, 0);
+		struct ooo_msg_hdr h;
+		memcpy(&h, big, sizeof(h));
+		h.len = sizeof(big);
+		memcpy(big, &h, sizeof(h));
+		assert_true(n > 0);
+		assert_int_equal(send(fd, big, sizeof(big), MSG_NOSIGNAL), (ssize_t)sizeof(big));
+	}
+	expect_error_then_eof(fd, -OOO_EPROTO, "larger than");
+	close(fd);
+	/* another protocol version */
+	fd = raw_connect(shared.sock);
+	{
+		unsigned char m[128];
+		struct ooo_msg_hello h = { 0 };
+		struct ooo_msg_hdr hd;
+		ssize_t n = wire_encode(m, sizeof(m), OOO_MSG_HELLO, 1, 0, &h, sizeof(h));
+		memcpy(&hd, m, sizeof(hd));
+		hd.version = 2;
+		memcpy(m, &hd, sizeof(hd));
+		assert_int_equal(send(fd, m, (size_t)n, MSG_NOSIGNAL), n);
+	}
+	expect_error_then_eof(fd, -OOO_EVERSION, "version 2 is not supported");
+	close(fd);
+	/* an admin request on the tenant socket: refused, session stays */
+	fd = raw_connect(shared.sock);
+	raw_hello(fd);
+	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+	raw_send(fd, OOO_MSG_STATUS, 2, NULL, 0);
+	{
+		struct wire_msg m;
+		ssize_t n = raw_recv(fd, buf, sizeof(buf), 5000);
+		assert_true(n > 0);
+		assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, -OOO_ENOTADMIN);
+		assert_int_equal(m.hdr.seq, 2);
+	}
+	raw_send(fd, OOO_MSG_PING, 3, "abc", 3);
+	{
+		struct wire_msg m;
+		ssize_t n = raw_recv(fd, buf, sizeof(buf), 5000);
+		assert_true(n > 0);
+		assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, 0);
+		assert_int_equal(m.plen, 3);
+		assert_memory_equal(m.payload, "abc", 3);
+	}
+	/* bye: empty reply, then the daemon closes */
+	raw_send(fd, OOO_MSG_BYE, 4, NULL, 0);
+	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+	assert_int_equal(raw_recv(fd, buf, sizeof(buf), 5000), 0);
+	close(fd);
+	assert_int_equal(ooo_ping(good), 0);
+	ooo_close(good);
+	wait_sessions(&shared, 0);
+}
+
+static int count_fds(pid_t pid)
+{
+	char p[64];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
+	d = opendir(p);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* The daemon's descriptor count once no connection is closing any more. */
+static int settled_fds(pid_t pid)
+{
+	int a = count_fds(pid), b;
+
+	for (int i = 0; i < 100; i++, a = b) {
+		sleep_ms(50);
+		b = count_fds(pid);
+		if (a == b)
+			break;
+	}
+	return a;
+}
+
+static void test_passed_fds_are_closed(void **state)
+{
+	int before = settled_fds(shared.pid), after;
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	assert_true(before > 0);
+	for (int i = 0; i < 50; i++) {
+		unsigned char m[128];
+		struct ooo_msg_hello h = { 0 };
+		ssize_t n = wire_encode(m, sizeof(m), OOO_MSG_HELLO, 1, 0, &h, sizeof(h));
+		struct iovec iov = { m, (size_t)n };
+		union {
+			struct cmsghdr c;
+			char b[CMSG_SPACE(sizeof(int) * 3)];
+		} u;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+				     .msg_controllen = sizeof(u.b) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		int fds[3] = { devnull, devnull, devnull };
+		int fd = raw_connect(shared.sock);
+
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+		assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), n);
+		expect_error_then_eof(fd, -OOO_EPROTO, "file descriptors");
+		close(fd);
+	}
+	close(devnull);
+	wait_sessions(&shared, 0);
+	after = settled_fds(shared.pid);
+	assert_int_equal(after, before);
+}
+
+static void test_hello_timeout(void **state)
+{
+	uint64_t t0 = now_ms();
+	int fd = raw_connect(shared.sock);
+
+	expect_error_then_eof(fd, -ETIMEDOUT, "no hello within 500 ms");
+	assert_true(now_ms() - t0 >= 400);
+	close(fd);
+}
+
+/* ---- separate daemons ------------------------------------------------------------ */
+
+static bool have_nobody(uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam("nobody");
+
+	if (geteuid() != 0 || !pw)
+		return false;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return true;
+}
+
+/* Run fn(arg) in a child as uid/gid with no supplementary groups; return its exit code. */
+static int run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
+{
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+			_exit(99);
+		_exit(fn(arg));
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static int child_open_tenant(void *arg)
+{
+	struct daemon *d = arg;
+	ooo_session *s = ooo_open(d->sock);
+
+	if (s) {
+		ooo_close(s);
+		return 0;
+	}
+	if (errno == OOO_EDENIED && strstr(ooo_last_error(), "is not admitted"))
+		return 10;
+	return 20;
+}
+
+static int child_open_admin(void *arg)
+{
+	struct daemon *d = arg;
+	ooo_session *s = ooo_admin_open(d->admin, 2000);
+
+	if (s) {
+		int r = ooo_ping(s);
+		ooo_close(s);
+		return r == 0 ? 0 : 30;
+	}
+	if (errno == EACCES)
+		return 11;
+	if (errno == OOO_ENOTADMIN)
+		return 12;
+	return 21;
+}
+
+static void test_unauthorized_uid(void **state)
+{
+	struct daemon d;
+	uid_t uid;
+	gid_t gid;
+	struct group *g;
+	char conf[256];
+
+	if (!have_nobody(&uid, &gid)) {
+		skip();
+		return;
+	}
+	g = getgrgid(gid);
+	assert_non_null(g);
+	daemon_start(&d, "[class root]\nmatch_uid = 0\n");
+	assert_int_equal(run_as(uid, gid, child_open_tenant, &d), 10);
+	/* the admin socket is for root and the admin group: nobody may not even connect */
+	assert_int_equal(run_as(uid, gid, child_open_admin, &d), 11);
+	/* root is admitted */
+	assert_int_equal(child_open_tenant(&d), 0);
+	daemon_stop(&d);
+
+	/* with nobody's group as the admin group, nobody is an administrator */
+	snprintf(conf, sizeof(conf), "[daemon]\nadmin_group = %s\n[class root]\nmatch_uid = 0\n", g->gr_name);
+	daemon_start(&d, conf);
+	assert_int_equal(run_as(uid, gid, child_open_admin, &d), 0);
+	assert_int_equal(run_as(uid, gid, child_open_tenant, &d), 10);
+	daemon_stop(&d);
+}
+
+static void test_session_limit_and_reclaim(void **state)
+{
+	struct daemon d;
+	ooo_session *s[4];
+	struct ooo_msg_status st;
+	int pipefd[2];
+	pid_t child;
+	char c;
+
+	daemon_start(&d, "[class default]\nmatch_uid = *\nmax_sessions = 3\n");
+	for (int i = 0; i < 3; i++) {
+		s[i] = ooo_open(d.sock);
+		assert_non_null(s[i]);
+	}
+	s[3] = ooo_open(d.sock);
+	assert_null(s[3]);
+	assert_int_equal(errno, OOO_ELIMIT);
+	assert_non_null(strstr(ooo_last_error(), "maximum of 3 sessions"));
+	ooo_close(s[0]);
+	wait_sessions(&d, 2);
+	s[0] = ooo_open(d.sock);
+	assert_non_null(s[0]);
+	for (int i = 0; i < 3; i++)
+		ooo_close(s[i]);
+	wait_sessions(&d, 0);
+
+	/* a tenant killed with SIGKILL while holding sessions: everything returns */
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		ooo_session *cs[3];
+		for (int i = 0; i < 3; i++)
+			if (!(cs[i] = ooo_open(d.sock)))
+				_exit(1);
+		(void)!write(pipefd[1], "x", 1);
+		for (;;)
+			ooo_ping(cs[0]);
+	}
+	close(pipefd[1]);
+	assert_int_equal(read(pipefd[0], &c, 1), 1);
+	close(pipefd[0]);
+	get_status(&d, &st);
+	assert_int_equal(st.sessions, 3);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	wait_sessions(&d, 0);
+	get_status(&d, &st);
+	assert_int_equal(st.tenants, 0);
+	s[0] = ooo_open(d.sock);
+	assert_non_null(s[0]);
+	ooo_close(s[0]);
+	daemon_stop(&d);
+}
+
+struct revoke_arg {
+	struct daemon *d;
+	int ready[2], go[2];
+};
+
+static int child_revoked(void *arg)
+{
+	struct revoke_arg *a = arg;
+	ooo_session *s = ooo_open(a->d->sock);
+	char c;
+	int r;
+
+	if (!s)
+		return 1;
+	if (write(a->ready[1], "x", 1) != 1 || read(a->go[0], &c, 1) != 1)
+		return 2;
+	r = ooo_ping(s);
+	ooo_close(s);
+	return r == -OOO_EREVOKED ? 0 : 3;
+}
+
+static void test_sighup_reload(void **state)
+{
+	struct daemon d;
+	struct ooo_msg_status st;
+	struct ooo_msg_reload_reply rr;
+	ooo_session *s, *a;
+	uint64_t deadline;
+	int n;
+
+	daemon_start(&d, "[class default]\nmatch_uid = *\n");
+	s = ooo_open(d.sock);
+	assert_non_null(s);
+	assert_string_equal(ooo_session_class(s), "default");
+
+	/* a good file: the new class applies to new and existing sessions */
+	write_file(d.conf, "[class renamed]\nmatch_uid = *\nmax_sessions = 7\n");
+	kill(d.pid, SIGHUP);
+	deadline = now_ms() + 5000;
+	do {
+		get_status(&d, &st);
+	} while (st.policy_generation != 2 && now_ms() < deadline && (sleep_ms(10), 1));
+	assert_int_equal(st.policy_generation, 2);
+	assert_int_equal(st.sessions, 1);
+	{
+		ooo_session *s2 = ooo_open(d.sock);
+		assert_non_null(s2);
+		assert_string_equal(ooo_session_class(s2), "renamed");
+		ooo_close(s2);
+	}
+	assert_int_equal(ooo_ping(s), 0);
+
+	/* a bad file: refused, current policy kept, daemon serves on */
+	write_file(d.conf, "[class renamed]\nmatch_uid = *\nbogus = 1\n");
+	kill(d.pid, SIGHUP);
+	deadline = now_ms() + 5000;
+	do {
+		get_status(&d, &st);
+	} while (st.reloads_failed != 1 && now_ms() < deadline && (sleep_ms(10), 1));
+	assert_int_equal(st.reloads_failed, 1);
+	assert_int_equal(st.policy_generation, 2);
+	assert_int_equal(ooo_ping(s), 0);
+
+	/* reload through the admin socket reports the reason */
+	a = ooo_admin_open(d.admin, 5000);
+	assert_non_null(a);
+	n = ooo_admin_call(a, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
+	assert_int_equal(n, -EINVAL);
+	assert_non_null(strstr(ooo_last_error(), ":3: "));
+	assert_non_null(strstr(ooo_last_error(), "bogus"));
+	write_file(d.conf, "[class again]\nmatch_uid = *\n");
+	n = ooo_admin_call(a, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
+	assert_int_equal(n, sizeof(rr));
+	assert_int_equal(rr.policy_generation, 3);
+	assert_non_null(strstr(rr.msg, "generation 3"));
+	ooo_close(a);
+	ooo_close(s);
+
+	/* a peer the new policy no longer admits is told and closed */
+	{
+		uid_t uid;
+		gid_t gid;
+		struct revoke_arg ra = { .d = &d };
+		pid_t child;
+		char c;
+		int wst;
+
+		if (!have_nobody(&uid, &gid)) {
+			daemon_stop(&d);
+			return;
+		}
+		assert_int_equal(pipe2(ra.ready, O_CLOEXEC), 0);
+		assert_int_equal(pipe2(ra.go, O_CLOEXEC), 0);
+		child = fork();
+		assert_true(child >= 0);
+		if (child == 0) {
+			if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+				_exit(99);
+			_exit(child_revoked(&ra));
+		}
+		assert_int_equal(read(ra.ready[0], &c, 1), 1);
+		write_file(d.conf, "[class root]\nmatch_uid = 0\n");
+		a = ooo_admin_open(d.admin, 5000);
+		assert_non_null(a);
+		n = ooo_admin_call(a, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
+		assert_int_equal(n, sizeof(rr));
+		assert_non_null(strstr(rr.msg, "1 sessions revoked"));
+		ooo_close(a);
+		assert_int_equal(write(ra.go[1], "x", 1), 1);
+		assert_int_equal(waitpid(child, &wst, 0), child);
+		assert_true(WIFEXITED(wst));
+		assert_int_equal(WEXITSTATUS(wst), 0);
+		for (int i = 0; i < 2; i++) {
+			close(ra.ready[i]);
+			close(ra.go[i]);
+		}
+		wait_sessions(&d, 0);
+	}
+	daemon_stop(&d);
+}
+
+static void test_sigterm_with_sessions(void **state)
+{
+	struct daemon d;
+	ooo_session *s[10];
+	struct stat sb;
+	char pidfile[128];
+	int st;
+
+	daemon_start(&d, NULL);
+	for (int i = 0; i < 10; i++) {
+		s[i] = ooo_open(d.sock);
+		assert_non_null(s[i]);
+	}
+	kill(d.pid, SIGTERM);
+	st = daemon_wait(&d, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	for (int i = 0; i < 10; i++) {
+		int r = ooo_ping(s[i]);
+		if (r != -OOO_ESHUTDOWN && r != -OOO_ECLOSED)
+			fail_msg("ping after shutdown returned %d (%s)", r, ooo_strerror(r));
+		ooo_close(s[i]);
+	}
+	/* at least the first session read the notice */
+	assert_int_equal(stat(d.sock, &sb), -1);
+	assert_int_equal(stat(d.admin, &sb), -1);
+	snprintf(pidfile, sizeof(pidfile), "%s/oood.pid", d.dir);
+	assert_int_equal(stat(pidfile, &sb), -1);
+	assert_null(ooo_open(d.sock));
+	assert_int_equal(errno, ENOENT);
+	daemon_stop(&d);
+}
+
+static void test_shutdown_notice(void **state)
+{
+	struct daemon d;
+	ooo_session *s;
+	int st, r;
+
+	daemon_start(&d, NULL);
+	s = ooo_open(d.sock);
+	assert_non_null(s);
+	kill(d.pid, SIGTERM);
+	st = daemon_wait(&d, 10000);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	r = ooo_ping(s);
+	assert_int_equal(r, -OOO_ESHUTDOWN);
+	assert_non_null(strstr(ooo_last_error(), "shutting down"));
+	ooo_close(s);
+	daemon_stop(&d);
+}
+
+static int run_cmd(char *out, size_t cap, const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	FILE *p;
+	size_t n = 0;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	if (out) {
+		n = fread(out, 1, cap - 1, p);
+		out[n] = '\0';
+	} else {
+		char sink[4096];
+		while (fread(sink, 1, sizeof(sink), p) > 0)
+			;
+	}
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_second_instance_and_check(void **state)
+{
+	char oood[256], out[4096], bad[160];
+
+	bin_path(oood, sizeof(oood), "oood");
+	/* a second daemon on the same run directory refuses and leaves the first alone */
+	assert_int_equal(run_cmd(out, sizeof(out), "%s -f --rundir %s 2>&1", oood, shared.dir), 1);
+	assert_non_null(strstr(out, "another oood"));
+	assert_true(daemon_answers(&shared));
+	/* -n checks a configuration */
+	assert_int_equal(run_cmd(out, sizeof(out), "%s -n -c %s 2>&1", oood, shared.conf), 0);
+	assert_non_null(strstr(out, "OK (1 classes)"));
+	snprintf(bad, sizeof(bad), "%s/bad.conf", shared.dir);
+	write_file(bad, "[daemon]\nmax_sessions = 5\n[class x]\nmatch_uid = *\npriority = 500\n");
+	assert_int_equal(run_cmd(out, sizeof(out), "%s -n -c %s 2>&1", oood, bad), 1);
+	assert_non_null(strstr(out, "bad.conf:5: "));
+	assert_non_null(strstr(out, "priority"));
+	unlink(bad);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s -n -c /nonexistent.conf 2>&1", oood), 1);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --bogus 2>&1", oood), 2);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --help", oood), 0);
+	assert_non_null(strstr(out, "--rundir"));
+}
+
+static void test_oooctl(void **state)
+{
+	char ctl[256], out[65536];
+	ooo_session *s = ooo_open_opts(
+		&(struct ooo_open_opts){ .sz = sizeof(struct ooo_open_opts), .path = shared.sock, .name = "ctltest" });
+
+	assert_non_null(s);
+	bin_path(ctl, sizeof(ctl), "oooctl");
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s status", ctl, shared.dir), 0);
+	assert_non_null(strstr(out, shared.conf));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s --json status", ctl, shared.dir), 0);
+	assert_true(out[0] == '{');
+	assert_non_null(strstr(out, "\"sessions\": 1") ? strstr(out, "\"sessions\": 1") : strstr(out, "\"sessions\":1"));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sessions", ctl, shared.dir), 0);
+	assert_non_null(strstr(out, "ctltest"));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s --json tenants", ctl, shared.dir), 0);
+	assert_non_null(strstr(out, "\"default\""));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s config check %s", ctl, shared.conf), 0);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s config check /nonexistent.conf 2>&1", ctl), 1);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir /tmp/ooo-test-nothing-here status 2>&1", ctl), 3);
+	assert_non_null(strstr(out, "not running"));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s nosuchcommand 2>&1", ctl, shared.dir), 2);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --help", ctl), 0);
+	{
+		uid_t uid;
+		gid_t gid;
+		if (have_nobody(&uid, &gid)) {
+			assert_int_equal(run_cmd(out, sizeof(out), "setpriv --reuid=%u --regid=%u --clear-groups "
+							      "%s --rundir %s status 2>&1",
+						 uid, gid, ctl, shared.dir),
+					 4);
+			assert_non_null(strstr(out, "ermission denied"));
+		}
+	}
+	ooo_close(s);
+	wait_sessions(&shared, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest shared_tests[] = {
+		cmocka_unit_test(test_ping_and_status),
+		cmocka_unit_test(test_env_socket_and_errors),
+		cmocka_unit_test(test_hundred_concurrent_sessions),
+		cmocka_unit_test(test_one_session_many_threads),
+		cmocka_unit_test(test_disconnect_mid_message),
+		cmocka_unit_test(test_garbage_and_truncation),
+		cmocka_unit_test(test_protocol_violations),
+		cmocka_unit_test(test_passed_fds_are_closed),
+		cmocka_unit_test(test_hello_timeout),
+		cmocka_unit_test(test_second_instance_and_check),
+		cmocka_unit_test(test_oooctl),
+	};
+	const struct CMUnitTest own_tests[] = {
+		cmocka_unit_test(test_unauthorized_uid),
+		cmocka_unit_test(test_session_limit_and_reclaim),
+		cmocka_unit_test(test_sighup_reload),
+		cmocka_unit_test(test_sigterm_with_sessions),
+		cmocka_unit_test(test_shutdown_notice),
+	};
+	int r;
+
+	signal(SIGPIPE, SIG_IGN);
+	r = cmocka_run_group_tests_name("shared daemon", shared_tests, setup_shared, teardown_shared);
+	return r | cmocka_run_group_tests_name("own daemons", own_tests, NULL, NULL);
+}
