@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -103,8 +104,10 @@ static int load_policy(const struct args *a, struct policy **out, const char **s
 	if (r < 0) {
 		if (err.line)
 			fprintf(stderr, "%s:%d: %s\n", *source, err.line, err.msg);
+		else if (err.msg[0]) /* errors not tied to a line already name the file */
+			fprintf(stderr, "%s\n", err.msg);
 		else
-			fprintf(stderr, "%s: %s\n", *source, err.msg[0] ? err.msg : strerror(-r));
+			fprintf(stderr, "%s: %s\n", *source, strerror(-r));
 	}
 	return r;
 }
@@ -120,7 +123,8 @@ static int run(const struct args *a)
 	r = load_policy(a, &policy, &source);
 	if (a->check) {
 		if (r == 0)
-			printf("%s: OK (%zu classes)\n", source ? source : "(embedded defaults)", policy->nclasses);
+			printf("%s: OK (%zu class%s)\n", source ? source : "(embedded defaults)", policy->nclasses,
+			       policy->nclasses == 1 ? "" : "es");
 		policy_free(policy);
 		return r < 0 ? 1 : 0;
 	}
@@ -128,6 +132,15 @@ static int run(const struct args *a)
 		return 1;
 	so.config_path = source;
 	log_open(a->foreground, a->verbose ? LOG_DEBUG : policy->log_level);
+	{
+		/* every session is a descriptor: use all the hard limit allows */
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+				log_warn("cannot raise RLIMIT_NOFILE: %s, ignoring", strerror(errno));
+		}
+	}
 	r = server_init(&srv, &so, policy); /* the server owns policy from here on */
 	if (r == 0)
 		r = server_run(&srv);

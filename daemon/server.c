@@ -368,7 +368,7 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 	}
 	if (c->state == CONN_HELLO) {
 		list_del(&c->pnode);
-		srv->npending--;
+		srv->npending[c->admin]--;
 	}
 	if (c->admitted_admin)
 		srv->nadmin--;
@@ -410,6 +410,18 @@ static void refuse_now(struct server *srv, int fd, int status, const char *why)
 	close(fd);
 }
 
+static uint32_t pending_of_uid(struct server *srv, uint32_t uid)
+{
+	struct list_node *n;
+	uint32_t k = 0;
+
+	list_for_each(n, &srv->pending) {
+		if (list_entry(n, struct conn, pnode)->cred.uid == uid)
+			k++;
+	}
+	return k;
+}
+
 static void conn_new(struct server *srv, int fd, bool admin)
 {
 	struct conn *c;
@@ -417,11 +429,6 @@ static void conn_new(struct server *srv, int fd, bool admin)
 
 	if (srv->stopping) {
 		refuse_now(srv, fd, -OOO_ESHUTDOWN, "oood is shutting down");
-		return;
-	}
-	if (srv->npending >= SERVER_PENDING_MAX) {
-		log_warn("%u connections have not said hello yet, refusing another", srv->npending);
-		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections waiting for hello");
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -438,6 +445,19 @@ static void conn_new(struct server *srv, int fd, bool admin)
 		refuse_now(srv, fd, r, "cannot read peer credentials");
 		return;
 	}
+	/*
+	 * Connections that have not said hello cost memory and a slot: cap
+	 * them per socket (so tenants cannot lock operators out) and per uid
+	 * (so one tenant cannot lock the others out).
+	 */
+	if (srv->npending[admin] >= (admin ? SERVER_PENDING_ADMIN_MAX : SERVER_PENDING_MAX) ||
+	    pending_of_uid(srv, c->cred.uid) >= SERVER_PENDING_PER_UID) {
+		log_warn("too many connections waiting for hello (uid %u), refusing pid %u", c->cred.uid,
+			 c->cred.pid);
+		free(c);
+		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections waiting for hello");
+		return;
+	}
 	r = slot_alloc(srv, c);
 	if (r < 0) {
 		free(c);
@@ -446,7 +466,7 @@ static void conn_new(struct server *srv, int fd, bool admin)
 	}
 	list_add_tail(&srv->conns, &c->node);
 	list_add_tail(&srv->pending, &c->pnode);
-	srv->npending++;
+	srv->npending[admin]++;
 	srv->nconns++;
 	c->state = CONN_HELLO;
 	c->accepted_ns = server_now_ns();
@@ -585,7 +605,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 			return;
 		}
 		list_del(&c->pnode);
-		srv->npending--;
+		srv->npending[c->admin]--;
 		c->state = CONN_OPEN;
 		if (c->admin)
 			hello_admin(srv, c, m);
@@ -707,7 +727,11 @@ static void on_send(struct server *srv, struct conn *c, int res)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (res < 0 || (size_t)res != len) {
-		conn_close(srv, c, res < 0 ? strerror(-res) : "short send");
+		/* EPIPE after bye or an error reply: the peer left first, as it may */
+		conn_close(srv, c,
+			   res == -EPIPE || res == -ECONNRESET ? "peer closed the connection"
+			   : res < 0			      ? strerror(-res)
+							      : "short send");
 		return;
 	}
 	if (c->qlen) {
@@ -805,11 +829,15 @@ static void on_tick(struct server *srv)
 		srv->stats.sessions_refused++;
 		/* leave the pending list now so the walk stays on it */
 		list_del(&c->pnode);
-		srv->npending--;
+		srv->npending[c->admin]--;
 		c->state = CONN_OPEN;
 		conn_reply_error(srv, c, OOO_MSG_HELLO, 0, -ETIMEDOUT, "no hello within %u ms",
 				 srv->policy->hello_timeout_ms);
 		conn_finish(srv, c);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (!srv->stopping && !srv->accept_armed[i] && srv->listen_fd[i] >= 0)
+			arm_accept(srv, i);
 	}
 	if (srv->stopping && now >= srv->stop_deadline_ns) {
 		list_for_each_safe(n, tmp, &srv->conns) {
@@ -846,19 +874,20 @@ static void on_signal(struct server *srv, int res)
 
 static void on_accept(struct server *srv, int i, struct io_uring_cqe *cqe)
 {
+	bool failed = cqe->res < 0 && cqe->res != -ECANCELED;
+
 	if (!(cqe->flags & IORING_CQE_F_MORE)) {
 		srv->accept_armed[i] = false;
-		if (!srv->stopping && cqe->res != -ECANCELED)
+		/* after a failure (EMFILE...) retry on the next tick, not in a tight loop */
+		if (!srv->stopping && cqe->res != -ECANCELED && !failed)
 			arm_accept(srv, i);
 	}
 	if (cqe->res >= 0) {
 		conn_new(srv, cqe->res, i == 1);
 		return;
 	}
-	if (cqe->res == -ECANCELED)
-		return;
-	/* EMFILE and friends: the listener stays armed; say so once per failure. */
-	log_warn("accept on %s failed: %s", srv->sock_path[i], strerror(-cqe->res));
+	if (failed)
+		log_warn("accept on %s failed: %s", srv->sock_path[i], strerror(-cqe->res));
 }
 
 static void handle_cqe(struct server *srv, struct io_uring_cqe *cqe)
@@ -945,16 +974,20 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	unsigned revoked;
 	int r;
 
+	notify_send("RELOADING=1");
 	resolve_config(srv, path, sizeof(path));
 	r = path[0] ? policy_load_file(path, &np, &err) : policy_load_default(&np);
 	if (r < 0) {
 		srv->stats.reloads_failed++;
 		if (err.line)
 			snprintf(msg, cap, "%s:%d: %s; keeping the current policy", path, err.line, err.msg);
+		else if (err.msg[0]) /* errors not tied to a line already name the file */
+			snprintf(msg, cap, "%s; keeping the current policy", err.msg);
 		else
 			snprintf(msg, cap, "%s: %s; keeping the current policy", path[0] ? path : "(embedded defaults)",
-				 err.msg[0] ? err.msg : strerror(-r));
+				 strerror(-r));
 		log_err("reload failed: %s", msg);
+		notify_send("READY=1");
 		return r == -ENOMEM ? r : -EINVAL;
 	}
 	old = srv->policy;
@@ -968,6 +1001,7 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	snprintf(msg, cap, "policy generation %llu from %s: %zu classes, %u sessions revoked",
 		 (unsigned long long)srv->policy_generation, np->source, np->nclasses, revoked);
 	log_info("reloaded: %s", msg);
+	notify_send("READY=1");
 	return 0;
 }
 

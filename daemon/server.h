@@ -20,7 +20,9 @@
 #include "policy.h"
 #include "registry.h"
 
-#define SERVER_PENDING_MAX 256   /* connections that have not said hello yet */
+#define SERVER_PENDING_MAX 256   /* tenant connections that have not said hello yet */
+#define SERVER_PENDING_ADMIN_MAX 32 /* the same on admin.sock */
+#define SERVER_PENDING_PER_UID 32 /* the same, for one uid on either socket */
 #define SERVER_REQ_MAX 8192u     /* largest request datagram accepted */
 #define SERVER_SENDQ_MAX 16      /* queued replies before reading pauses */
 
@@ -69,7 +71,7 @@ struct server {
 	struct list_node conns;   /* every connection */
 	struct list_node pending; /* not yet said hello, oldest first */
 	struct list_node reap;    /* closed, nothing in flight: free after this batch */
-	uint32_t npending;
+	uint32_t npending[2]; /* per listener: tenants, admin */
 	uint32_t nadmin;
 	uint32_t nconns;
 

@@ -1,0 +1,1436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * oooctl: the operator's view of oood over its admin socket, and an offline
+ * checker for oood.conf.
+ *
+ * Every command prints either aligned human-readable text or, with --json,
+ * one JSON document on stdout. Errors go to stderr; the exit code says what
+ * kind of failure it was so scripts need not parse messages (see usage()).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+#include <ooo/proto.h>
+
+#include "../daemon/policy.h"
+
+#ifndef OOO_GIT_REV
+#define OOO_GIT_REV "unknown"
+#endif
+#ifndef OOO_SYSCONFDIR
+#define OOO_SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONF OOO_SYSCONFDIR "/ooo/oood.conf"
+
+/* Exit codes: part of the interface, documented in usage() and oooctl(8). */
+enum {
+	RC_OK = 0,
+	RC_FAIL = 1,  /* oood reported a failure, or the config file is invalid */
+	RC_USAGE = 2,
+	RC_DOWN = 3,  /* oood not running or unreachable */
+	RC_PERM = 4,  /* permission denied on admin.sock */
+	RC_PROTO = 5, /* timeout or protocol error */
+};
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define NS_PER_S 1000000000ull
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;  /* one line for the command list */
+	const char *usage; /* arguments, after "oooctl [OPTIONS] NAME" */
+	const char *more;  /* option lines and details for `oooctl help NAME` */
+};
+
+static const struct cmd *cur_cmd;
+static bool opt_json;
+static int opt_timeout_ms = DEFAULT_TIMEOUT_MS;
+static char admin_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+/*
+ * The reason that goes with the last failed call: the daemon's text from
+ * ooo_last_error(), or ours for a malformed reply. Copied at once because
+ * libooo overwrites its copy on the next call.
+ */
+static char reason[OOO_ERRMSG_MAX];
+
+static const char *const res_names[OOO_RES_COUNT] = {
+	[OOO_RES_SESSIONS] = "sessions", [OOO_RES_QUEUES] = "queues",   [OOO_RES_BUFFERS] = "buffers",
+	[OOO_RES_MEM_BYTES] = "mem_bytes", [OOO_RES_MODULES] = "modules", [OOO_RES_INFLIGHT] = "inflight",
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+__attribute__((format(printf, 1, 2))) static void err_msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("oooctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void __attribute__((noreturn)) oom(void)
+{
+	err_msg("out of memory");
+	exit(RC_FAIL);
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		oom();
+	return d;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * (int64_t)NS_PER_S + ts.tv_nsec;
+}
+
+/* Length of a valid UTF-8 sequence of 2..4 bytes at p, or 0. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0];
+	uint32_t cp;
+	size_t n;
+
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0; /* also stops at the NUL */
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * Names and labels come from tenants: keep their bytes off the terminal's
+ * control path. Control characters (C0, DEL, C1) and bytes that are not
+ * valid UTF-8 become '?', in place.
+ */
+static void sanitize(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		size_t n;
+
+		if (*p < 0x20 || *p == 0x7f) {
+			*p++ = '?';
+		} else if (*p < 0x80) {
+			p++;
+		} else if ((n = utf8_len(p)) && !(p[0] == 0xc2 && p[1] < 0xa0)) {
+			p += n;
+		} else {
+			/* C1 controls are U+0080..U+009F, that is 0xc2 0x80..0x9f */
+			*p++ = '?';
+		}
+	}
+}
+
+static const char *fmt_dur(char *buf, size_t cap, uint64_t ns)
+{
+	uint64_t s = ns / NS_PER_S;
+
+	if (ns < 1000000)
+		snprintf(buf, cap, "%" PRIu64 "us", ns / 1000);
+	else if (ns < NS_PER_S)
+		snprintf(buf, cap, "%" PRIu64 "ms", ns / 1000000);
+	else if (s < 60)
+		snprintf(buf, cap, "%" PRIu64 ".%" PRIu64 "s", s, ns / 100000000 % 10);
+	else if (s < 3600)
+		snprintf(buf, cap, "%" PRIu64 "m %" PRIu64 "s", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, cap, "%" PRIu64 "h %" PRIu64 "m", s / 3600, s / 60 % 60);
+	else
+		snprintf(buf, cap, "%" PRIu64 "d %" PRIu64 "h", s / 86400, s / 3600 % 24);
+	return buf;
+}
+
+static const char *fmt_size(char *buf, size_t cap, uint64_t b)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)b;
+	int u = -1;
+
+	if (b < 1024) {
+		snprintf(buf, cap, "%" PRIu64 " B", b);
+		return buf;
+	}
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+/* A limit nobody can reach reads better as a word than as 18446744073709551615. */
+static const char *fmt_limit(char *buf, size_t cap, uint64_t v, bool bytes)
+{
+	if (v == UINT64_MAX)
+		snprintf(buf, cap, "unlimited");
+	else if (bytes)
+		fmt_size(buf, cap, v);
+	else
+		snprintf(buf, cap, "%" PRIu64, v);
+	return buf;
+}
+
+static const char *fmt_realtime(char *buf, size_t cap, uint64_t ns, bool utc)
+{
+	time_t t = (time_t)(ns / NS_PER_S);
+	struct tm tm;
+
+	if (!ns || !(utc ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)) ||
+	    !strftime(buf, cap, utc ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%S %z", &tm))
+		snprintf(buf, cap, "%s", "-");
+	return buf;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Local user names, cached: a session list repeats the same few uids, and NSS may be remote. */
+static const char *user_name(uint32_t uid)
+{
+	static struct {
+		uint32_t uid;
+		char *name; /* NULL: no such user */
+	} *cache;
+	static size_t ncache;
+	struct passwd pw, *res = NULL;
+	char buf[16384];
+	size_t i;
+
+	for (i = 0; i < ncache; i++)
+		if (cache[i].uid == uid)
+			return cache[i].name;
+	cache = xrealloc(cache, (ncache + 1) * sizeof(*cache));
+	cache[ncache].uid = uid;
+	cache[ncache].name = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res) {
+		cache[ncache].name = xstrdup(pw.pw_name);
+		sanitize(cache[ncache].name);
+	}
+	return cache[ncache++].name;
+}
+
+/* For tables: the name, or the number when the uid has no local account. */
+static const char *user_label(uint32_t uid, char *buf, size_t cap)
+{
+	const char *n = user_name(uid);
+
+	if (n)
+		return n;
+	snprintf(buf, cap, "%" PRIu32, uid);
+	return buf;
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+#define TABLE_MAX_COLS 12
+
+struct table {
+	int ncols;
+	const char *hdr[TABLE_MAX_COLS];
+	bool right[TABLE_MAX_COLS]; /* numbers line up on the right */
+	char **cells;               /* row-major, ncols per row */
+	size_t n, cap;
+};
+
+/* Columns: "NAME" left-aligned, ">NAME" right-aligned. */
+static void table_init(struct table *t, int ncols, const char *const *cols)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+	for (int i = 0; i < ncols; i++) {
+		t->right[i] = cols[i][0] == '>';
+		t->hdr[i] = cols[i] + t->right[i];
+	}
+}
+
+__attribute__((format(printf, 2, 3))) static void table_cell(struct table *t, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->cells = xrealloc(t->cells, t->cap * sizeof(*t->cells));
+	}
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		oom();
+	sanitize(s);
+	t->cells[t->n++] = s;
+}
+
+/* Display width, near enough: UTF-8 continuation bytes take no column. */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+static void table_print(struct table *t)
+{
+	size_t width[TABLE_MAX_COLS];
+	int nc = t->ncols;
+
+	for (int c = 0; c < nc; c++)
+		width[c] = text_width(t->hdr[c]);
+	for (size_t i = 0; i < t->n; i++) {
+		size_t w = text_width(t->cells[i]);
+		if (w > width[i % nc])
+			width[i % nc] = w;
+	}
+	for (size_t row = 0; row <= t->n / nc; row++) {
+		for (int c = 0; c < nc; c++) {
+			const char *s = row ? t->cells[(row - 1) * nc + c] : t->hdr[c];
+			size_t pad = width[c] - text_width(s);
+
+			if (c)
+				fputs("  ", stdout);
+			if (t->right[c])
+				printf("%*s", (int)pad, "");
+			fputs(s, stdout);
+			/* no trailing blanks after the last column */
+			if (!t->right[c] && c < nc - 1)
+				printf("%*s", (int)pad, "");
+		}
+		putchar('\n');
+	}
+	for (size_t i = 0; i < t->n; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	t->cells = NULL;
+	t->n = t->cap = 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+/*
+ * A streaming writer: enough state to place commas and indentation. Output
+ * is indented for people; every value is valid JSON for machines.
+ */
+static struct {
+	int depth;
+	bool need_comma;
+} J;
+
+/* Strings from the daemon are arbitrary bytes; JSON must be valid UTF-8. */
+static void j_putstr(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	putchar('"');
+	while (*p) {
+		size_t n;
+
+		if (*p == '"' || *p == '\\') {
+			putchar('\\');
+			putchar(*p++);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			printf("\\u%04x", *p++);
+		} else if (*p < 0x80) {
+			putchar(*p++);
+		} else if ((n = utf8_len(p))) {
+			fwrite(p, 1, n, stdout);
+			p += n;
+		} else {
+			fputs("\\ufffd", stdout);
+			p++;
+		}
+	}
+	putchar('"');
+}
+
+static void j_key(const char *key)
+{
+	if (J.need_comma)
+		putchar(',');
+	if (J.depth) {
+		putchar('\n');
+		printf("%*s", 2 * J.depth, "");
+	}
+	if (key) {
+		j_putstr(key);
+		fputs(": ", stdout);
+	}
+	J.need_comma = true;
+}
+
+static void j_open(const char *key, char c)
+{
+	j_key(key);
+	putchar(c);
+	J.depth++;
+	J.need_comma = false;
+}
+
+static void j_close(char c)
+{
+	J.depth--;
+	if (J.need_comma) { /* not empty */
+		putchar('\n');
+		printf("%*s", 2 * J.depth, "");
+	}
+	putchar(c);
+	J.need_comma = true;
+	if (!J.depth) {
+		putchar('\n');
+		J.need_comma = false;
+	}
+}
+
+#define j_obj(key) j_open(key, '{')
+#define j_obj_end() j_close('}')
+#define j_arr(key) j_open(key, '[')
+#define j_arr_end() j_close(']')
+
+static void j_str(const char *key, const char *v)
+{
+	j_key(key);
+	if (v)
+		j_putstr(v);
+	else
+		fputs("null", stdout);
+}
+
+static void j_u64(const char *key, uint64_t v)
+{
+	j_key(key);
+	printf("%" PRIu64, v);
+}
+
+static void j_i64(const char *key, int64_t v)
+{
+	j_key(key);
+	printf("%" PRId64, v);
+}
+
+static void j_bool(const char *key, bool v)
+{
+	j_key(key);
+	fputs(v ? "true" : "false", stdout);
+}
+
+static void j_null(const char *key)
+{
+	j_key(key);
+	fputs("null", stdout);
+}
+
+static void j_num(const char *key, double v)
+{
+	j_key(key);
+	if (isfinite(v))
+		printf("%.3f", v);
+	else
+		fputs("null", stdout);
+}
+
+static void j_res(const char *key, const uint64_t *v)
+{
+	j_obj(key);
+	for (int i = 0; i < OOO_RES_COUNT; i++)
+		j_u64(res_names[i], v[i]);
+	j_obj_end();
+}
+
+/* ---- errors and the admin connection ------------------------------------- */
+
+/*
+ * Describe a failed libooo call (err negative: -errno or -OOO_E*) in buf and
+ * return the exit code for it. The daemon's reason, if any, is in `reason`.
+ */
+static int describe(int err, char *buf, size_t cap)
+{
+	int e = err < 0 ? -err : err;
+	const char *sep = reason[0] ? ": " : "";
+
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		snprintf(buf, cap, "oood is not running (no socket at %s)", admin_path);
+		return RC_DOWN;
+	case ECONNREFUSED:
+		snprintf(buf, cap, "oood is not running (nothing listens on %s)", admin_path);
+		return RC_DOWN;
+	case EACCES:
+	case EPERM:
+	case OOO_ENOTADMIN:
+		snprintf(buf, cap, "permission denied: %s is for root and the admin group%s%s", admin_path, sep,
+			 reason);
+		return RC_PERM;
+	case ETIMEDOUT:
+	case EAGAIN:
+		snprintf(buf, cap, "timed out: oood did not answer on %s within %d ms (see --timeout)", admin_path,
+			 opt_timeout_ms);
+		return RC_PROTO;
+	case OOO_EPROTO:
+	case OOO_EVERSION:
+	case EMSGSIZE:
+	case EPROTO:
+		snprintf(buf, cap, "protocol error talking to oood on %s: %s%s%s", admin_path, ooo_strerror(e), sep,
+			 reason);
+		return RC_PROTO;
+	case OOO_ECLOSED:
+	case OOO_ESHUTDOWN:
+	case ECONNRESET:
+	case EPIPE:
+		snprintf(buf, cap, "oood is unreachable on %s: %s%s%s", admin_path, ooo_strerror(e), sep, reason);
+		return RC_DOWN;
+	case ENAMETOOLONG:
+		snprintf(buf, cap, "socket path too long: %s", admin_path);
+		return RC_USAGE;
+	default:
+		/* What the daemon refused: its own words are the useful part. */
+		if (reason[0])
+			snprintf(buf, cap, "%s", reason);
+		else
+			snprintf(buf, cap, "%s", ooo_strerror(e));
+		return RC_FAIL;
+	}
+}
+
+/* Print a failure of `what` on stderr; returns the exit code. */
+static int report(const char *what, int err)
+{
+	char buf[1024];
+	int rc = describe(err, buf, sizeof(buf));
+
+	if (rc == RC_FAIL && what)
+		err_msg("%s failed: %s", what, buf);
+	else
+		err_msg("%s", buf);
+	if (rc == RC_DOWN && (-err == ENOENT || -err == ECONNREFUSED || -err == ENOTDIR))
+		fprintf(stderr, "oooctl: if oood runs with another run directory, pass --rundir DIR or set OOO_RUNDIR\n");
+	return rc;
+}
+
+static void take_reason(void)
+{
+	snprintf(reason, sizeof(reason), "%s", ooo_last_error());
+}
+
+static ooo_session *admin_open_quiet(int *err)
+{
+	ooo_session *s;
+
+	reason[0] = 0;
+	s = ooo_admin_open(admin_path, opt_timeout_ms);
+	if (!s) {
+		*err = -errno;
+		take_reason();
+	}
+	return s;
+}
+
+/* Open the admin session or report why not; *rc gets the exit code. */
+static ooo_session *admin_open(int *rc)
+{
+	ooo_session *s;
+	int err;
+
+	s = admin_open_quiet(&err);
+	if (!s)
+		*rc = report(NULL, err);
+	return s;
+}
+
+static int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
+{
+	int r;
+
+	reason[0] = 0;
+	r = ooo_admin_call(s, type, req, req_len, reply, cap);
+	if (r < 0)
+		take_reason();
+	return r;
+}
+
+static int get_status(ooo_session *s, struct ooo_msg_status *st)
+{
+	int r = call(s, OOO_MSG_STATUS, NULL, 0, st, sizeof(*st));
+
+	if (r >= 0 && (size_t)r != sizeof(*st)) {
+		snprintf(reason, sizeof(reason), "status reply of %d bytes, expected %zu", r, sizeof(*st));
+		return -OOO_EPROTO;
+	}
+	return r < 0 ? r : 0;
+}
+
+/*
+ * Fetch a whole paged list into a malloc'd array of records. Each request
+ * is answered from a fresh snapshot, so a list that changes while we page
+ * may show an entry twice or miss one: fine for a report.
+ */
+static int fetch_list(ooo_session *s, uint16_t type, size_t rec_size, void **out, size_t *nout)
+{
+	struct ooo_msg_list_req req = { 0 };
+	unsigned char *buf = xrealloc(NULL, OOO_MSG_MAX);
+	char *recs = NULL;
+	size_t n = 0;
+	int r;
+
+	for (;;) {
+		struct ooo_msg_list l;
+
+		r = call(s, type, &req, sizeof(req), buf, OOO_MSG_MAX);
+		if (r < 0)
+			goto fail;
+		if ((size_t)r < sizeof(l)) {
+			snprintf(reason, sizeof(reason), "list reply shorter than its header");
+			r = -OOO_EPROTO;
+			goto fail;
+		}
+		memcpy(&l, buf, sizeof(l));
+		if (l.rec_size != rec_size || (size_t)r - sizeof(l) != (size_t)l.count * rec_size) {
+			snprintf(reason, sizeof(reason), "list records of %" PRIu32 " bytes, expected %zu", l.rec_size,
+				 rec_size);
+			r = -OOO_EPROTO;
+			goto fail;
+		}
+		if (!l.count)
+			break; /* the list shrank under us, or is empty */
+		recs = xrealloc(recs, (n + l.count) * rec_size);
+		memcpy(recs + n * rec_size, buf + sizeof(l), (size_t)l.count * rec_size);
+		n += l.count;
+		req.offset += l.count;
+		if (req.offset >= l.total)
+			break;
+	}
+	free(buf);
+	*out = recs;
+	*nout = n;
+	return 0;
+fail:
+	free(buf);
+	free(recs);
+	return r;
+}
+
+/* ---- option parsing for commands ----------------------------------------- */
+
+static void cmd_usage(FILE *f, const struct cmd *c)
+{
+	fprintf(f, "Usage: oooctl [OPTIONS] %s%s%s\n", c->name, c->usage[0] ? " " : "", c->usage);
+	fprintf(f, "%s.\n", c->help);
+	if (c->more && c->more[0])
+		fprintf(f, "\n%s", c->more);
+	fputs("\nCommand options:\n"
+	      "  --json      JSON on stdout (also accepted before the command)\n"
+	      "  -h, --help  this help\n",
+	      f);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("oooctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (cur_cmd)
+		fprintf(stderr, "Try 'oooctl %s --help'.\n", cur_cmd->name);
+	else
+		fprintf(stderr, "Try 'oooctl --help'.\n");
+	return RC_USAGE;
+}
+
+/*
+ * getopt_long for a command: handles --help and --json itself and returns
+ * the command's own options; exits on --help and on usage errors.
+ */
+static int cmd_getopt(int argc, char **argv, const char *shortopts)
+{
+	static const struct option common[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "count", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char so[32];
+	int c;
+
+	snprintf(so, sizeof(so), ":h%s", shortopts);
+	for (;;) {
+		c = getopt_long(argc, argv, so, common, NULL);
+		switch (c) {
+		case 'h':
+			cmd_usage(stdout, cur_cmd);
+			exit(RC_OK);
+		case 'J':
+			opt_json = true;
+			continue;
+		case ':':
+			exit(usage_error("option '%s' needs an argument", argv[optind - 1]));
+		case '?':
+			if (optopt)
+				exit(usage_error("unknown option '-%c'", optopt));
+			exit(usage_error("unknown option '%s'", argv[optind - 1]));
+		default:
+			/* --count belongs to ping only */
+			if (c == 'c' && !strchr(shortopts, 'c'))
+				exit(usage_error("unknown option '%s'", argv[optind - 1]));
+			return c;
+		}
+	}
+}
+
+/* Commands that take no arguments beyond the common options. */
+static int no_args(int argc, char **argv)
+{
+	optind = 0;
+	if (cmd_getopt(argc, argv, "") != -1)
+		return RC_USAGE;
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* ---- status ------------------------------------------------------------------ */
+
+static void kv(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void kv(const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		oom();
+	sanitize(s);
+	printf("%-18s %s\n", key, s);
+	free(s);
+}
+
+static int do_status(int argc, char **argv)
+{
+	struct ooo_msg_status st;
+	char b1[64], b2[64], b3[64];
+	ooo_session *s;
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = get_status(s, &st);
+	ooo_close(s);
+	if (r < 0)
+		return report("status", r);
+
+	if (opt_json) {
+		j_obj(NULL);
+		j_str("version", st.version);
+		j_u64("pid", st.pid);
+		j_u64("uptime_ns", st.uptime_ns);
+		j_str("policy_source", st.policy_source);
+		j_u64("policy_generation", st.policy_generation);
+		j_u64("policy_loaded_ns", st.policy_loaded_ns);
+		j_str("policy_loaded", fmt_realtime(b1, sizeof(b1), st.policy_loaded_ns, true));
+		j_u64("classes", st.classes);
+		j_u64("tenants", st.tenants);
+		j_u64("sessions", st.sessions);
+		j_u64("max_sessions", st.max_sessions);
+		j_u64("admin_sessions", st.admin_sessions);
+		j_u64("max_admin_sessions", st.max_admin_sessions);
+		j_u64("sessions_total", st.sessions_total);
+		j_u64("sessions_refused", st.sessions_refused);
+		j_u64("msgs_in", st.msgs_in);
+		j_u64("msgs_out", st.msgs_out);
+		j_u64("proto_errors", st.proto_errors);
+		j_u64("reloads_failed", st.reloads_failed);
+		j_obj_end();
+		return RC_OK;
+	}
+	{
+		uint64_t now = realtime_ns();
+		uint64_t ago = now > st.policy_loaded_ns ? now - st.policy_loaded_ns : 0;
+
+		kv("oood", "%s, pid %" PRIu64 ", up %s", st.version, st.pid, fmt_dur(b1, sizeof(b1), st.uptime_ns));
+		kv("policy", "%s", st.policy_source);
+		kv("  generation", "%" PRIu64, st.policy_generation);
+		kv("  loaded", "%s (%s ago)", fmt_realtime(b2, sizeof(b2), st.policy_loaded_ns, false),
+		   fmt_dur(b3, sizeof(b3), ago));
+		kv("  classes", "%" PRIu32, st.classes);
+		kv("tenants", "%" PRIu32, st.tenants);
+		kv("sessions", "%" PRIu32 " / %" PRIu32, st.sessions, st.max_sessions);
+		kv("admin sessions", "%" PRIu32 " / %" PRIu32, st.admin_sessions, st.max_admin_sessions);
+		kv("sessions admitted", "%" PRIu64, st.sessions_total);
+		kv("sessions refused", "%" PRIu64, st.sessions_refused);
+		kv("messages", "%" PRIu64 " in, %" PRIu64 " out", st.msgs_in, st.msgs_out);
+		kv("protocol errors", "%" PRIu64, st.proto_errors);
+		kv("failed reloads", "%" PRIu64, st.reloads_failed);
+	}
+	return RC_OK;
+}
+
+/* ---- tenants and sessions ------------------------------------------------------ */
+
+static int cmp_tenant(const void *a, const void *b)
+{
+	const struct ooo_tenant_rec *x = a, *y = b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	return strcmp(x->class_name, y->class_name);
+}
+
+static int cmp_session(const void *a, const void *b)
+{
+	const struct ooo_session_rec *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* "used/limit" for a tenant's resource. */
+static const char *fmt_used(char *buf, size_t cap, uint64_t used, uint64_t limit, bool bytes)
+{
+	char u[32], l[32];
+
+	if (bytes)
+		fmt_size(u, sizeof(u), used);
+	else
+		snprintf(u, sizeof(u), "%" PRIu64, used);
+	snprintf(buf, cap, "%s/%s", u, fmt_limit(l, sizeof(l), limit, bytes));
+	return buf;
+}
+
+static int do_tenants(int argc, char **argv)
+{
+	static const char *const cols[] = { ">UID", "USER", "CLASS", ">SESSIONS", ">QUEUES", ">BUFFERS",
+					    ">MEMORY", ">MODULES", ">INFLIGHT" };
+	struct ooo_tenant_rec *t;
+	struct table tab;
+	ooo_session *s;
+	size_t n;
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = fetch_list(s, OOO_MSG_TENANTS, sizeof(*t), (void **)&t, &n);
+	ooo_close(s);
+	if (r < 0)
+		return report("tenants", r);
+	if (n)
+		qsort(t, n, sizeof(*t), cmp_tenant);
+
+	if (opt_json) {
+		j_obj(NULL);
+		j_arr("tenants");
+		for (size_t i = 0; i < n; i++) {
+			j_obj(NULL);
+			j_u64("uid", t[i].uid);
+			j_str("user", user_name(t[i].uid));
+			j_u64("gid", t[i].gid);
+			j_str("class", t[i].class_name);
+			j_res("used", t[i].used);
+			j_res("limit", t[i].limit);
+			j_obj_end();
+		}
+		j_arr_end();
+		j_obj_end();
+		free(t);
+		return RC_OK;
+	}
+	if (!n) {
+		printf("no tenants\n");
+		free(t);
+		return RC_OK;
+	}
+	table_init(&tab, 9, cols);
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t *u = t[i].used, *l = t[i].limit;
+		char b[96];
+
+		table_cell(&tab, "%" PRIu32, t[i].uid);
+		table_cell(&tab, "%s", user_label(t[i].uid, b, sizeof(b)));
+		table_cell(&tab, "%s", t[i].class_name);
+		for (int k = 0; k < OOO_RES_COUNT; k++)
+			table_cell(&tab, "%s", fmt_used(b, sizeof(b), u[k], l[k], k == OOO_RES_MEM_BYTES));
+	}
+	table_print(&tab);
+	free(t);
+	return RC_OK;
+}
+
+static int do_sessions(int argc, char **argv)
+{
+	static const char *const cols[] = { ">ID", ">PID", ">UID", "USER", "CLASS", "NAME", ">AGE", ">MESSAGES" };
+	struct ooo_session_rec *ss;
+	struct table tab;
+	ooo_session *s;
+	size_t n;
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = fetch_list(s, OOO_MSG_SESSIONS, sizeof(*ss), (void **)&ss, &n);
+	ooo_close(s);
+	if (r < 0)
+		return report("sessions", r);
+	if (n)
+		qsort(ss, n, sizeof(*ss), cmp_session);
+
+	if (opt_json) {
+		j_obj(NULL);
+		j_arr("sessions");
+		for (size_t i = 0; i < n; i++) {
+			j_obj(NULL);
+			j_u64("id", ss[i].id);
+			j_u64("pid", ss[i].pid);
+			j_u64("uid", ss[i].uid);
+			j_str("user", user_name(ss[i].uid));
+			j_u64("gid", ss[i].gid);
+			j_str("class", ss[i].class_name);
+			j_str("name", ss[i].name);
+			j_u64("age_ns", ss[i].age_ns);
+			j_u64("msgs_in", ss[i].msgs_in);
+			j_res("used", ss[i].used);
+			j_obj_end();
+		}
+		j_arr_end();
+		j_obj_end();
+		free(ss);
+		return RC_OK;
+	}
+	if (!n) {
+		printf("no sessions\n");
+		free(ss);
+		return RC_OK;
+	}
+	table_init(&tab, 8, cols);
+	for (size_t i = 0; i < n; i++) {
+		char b[64];
+
+		table_cell(&tab, "%" PRIu64, ss[i].id);
+		table_cell(&tab, "%" PRIu32, ss[i].pid);
+		table_cell(&tab, "%" PRIu32, ss[i].uid);
+		table_cell(&tab, "%s", user_label(ss[i].uid, b, sizeof(b)));
+		table_cell(&tab, "%s", ss[i].class_name);
+		table_cell(&tab, "%s", ss[i].name[0] ? ss[i].name : "-");
+		table_cell(&tab, "%s", fmt_dur(b, sizeof(b), ss[i].age_ns));
+		table_cell(&tab, "%" PRIu64, ss[i].msgs_in);
+	}
+	table_print(&tab);
+	free(ss);
+	return RC_OK;
+}
+
+/* ---- reload -------------------------------------------------------------------- */
+
+static int do_reload(int argc, char **argv)
+{
+	struct ooo_msg_reload_reply rr;
+	ooo_session *s;
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = call(s, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
+	ooo_close(s);
+	if (r >= 0 && (size_t)r != sizeof(rr)) {
+		snprintf(reason, sizeof(reason), "reload reply of %d bytes, expected %zu", r, sizeof(rr));
+		r = -OOO_EPROTO;
+	}
+	if (r < 0) {
+		char buf[1024];
+
+		rc = describe(r, buf, sizeof(buf));
+		/* Only a refusal by the daemon is a reload result; transport errors are not. */
+		if (opt_json && rc == RC_FAIL) {
+			j_obj(NULL);
+			j_bool("ok", false);
+			j_str("error", buf);
+			j_obj_end();
+		}
+		return report("reload", r);
+	}
+	if (opt_json) {
+		j_obj(NULL);
+		j_bool("ok", true);
+		j_u64("policy_generation", rr.policy_generation);
+		j_str("message", rr.msg);
+		j_obj_end();
+		return RC_OK;
+	}
+	sanitize(rr.msg);
+	/* the daemon's message already says what changed, generation included */
+	if (rr.msg[0])
+		printf("reloaded: %s\n", rr.msg);
+	else
+		printf("reloaded: policy generation %" PRIu64 "\n", rr.policy_generation);
+	return RC_OK;
+}
+
+/* ---- config ------------------------------------------------------------------- */
+
+static const char *log_level_name(int l)
+{
+	switch (l) {
+	case POLICY_LOG_ERR: return "err";
+	case POLICY_LOG_WARN: return "warn";
+	case POLICY_LOG_INFO: return "info";
+	case POLICY_LOG_DEBUG: return "debug";
+	default: return "unknown";
+	}
+}
+
+static void json_policy(const char *file, const struct policy *p)
+{
+	j_obj(NULL);
+	j_str("file", file);
+	j_bool("ok", true);
+	j_obj("daemon");
+	if (p->has_admin_group) {
+		j_str("admin_group", p->admin_group);
+		j_u64("admin_gid", p->admin_gid);
+	} else {
+		j_null("admin_group");
+		j_null("admin_gid");
+	}
+	j_u64("max_sessions", p->max_sessions);
+	j_u64("max_admin_sessions", p->max_admin_sessions);
+	j_u64("hello_timeout_ms", p->hello_timeout_ms);
+	j_u64("shutdown_grace_ms", p->shutdown_grace_ms);
+	j_str("log_level", log_level_name(p->log_level));
+	j_obj_end();
+	j_arr("classes");
+	for (size_t i = 0; i < p->nclasses; i++) {
+		const struct ooo_class *c = &p->classes[i];
+
+		j_obj(NULL);
+		j_str("name", c->name);
+		j_bool("match_all", c->match_all);
+		j_arr("uids");
+		for (size_t k = 0; k < c->nuids; k++)
+			j_u64(NULL, c->uids[k]);
+		j_arr_end();
+		j_arr("gids");
+		for (size_t k = 0; k < c->ngids; k++)
+			j_u64(NULL, c->gids[k]);
+		j_arr_end();
+		j_bool("admit", c->admit);
+		j_i64("priority", c->priority);
+		j_u64("slo_us", c->slo_us);
+		j_u64("sm_share", c->sm_share);
+		j_res("limit", c->limit);
+		j_obj_end();
+	}
+	j_arr_end();
+	j_obj_end();
+}
+
+static int config_check(int argc, char **argv)
+{
+	struct policy_error perr = { 0 };
+	struct policy *p = NULL;
+	const char *file;
+	int r;
+
+	optind = 0;
+	if (cmd_getopt(argc, argv, "") != -1)
+		return RC_USAGE;
+	if (argc - optind > 1)
+		return usage_error("config check takes one FILE");
+	file = optind < argc ? argv[optind] : DEFAULT_CONF;
+	r = policy_load_file(file, &p, &perr);
+	if (r < 0) {
+		perr.msg[sizeof(perr.msg) - 1] = 0;
+		if (!perr.msg[0])
+			snprintf(perr.msg, sizeof(perr.msg), "%s", strerror(-r));
+		if (opt_json) {
+			j_obj(NULL);
+			j_str("file", file);
+			j_bool("ok", false);
+			if (perr.line > 0)
+				j_u64("line", (uint64_t)perr.line);
+			else
+				j_null("line");
+			j_str("error", perr.msg);
+			j_obj_end();
+		}
+		/* compiler-style, so editors can jump to the line */
+		fflush(stdout);
+		if (perr.line > 0)
+			fprintf(stderr, "%s:%d: %s\n", file, perr.line, perr.msg);
+		else /* errors not tied to a line already name the file */
+			fprintf(stderr, "%s\n", perr.msg);
+		return RC_FAIL;
+	}
+	if (opt_json)
+		json_policy(file, p);
+	else
+		printf("%s: OK (%zu class%s)\n", file, p->nclasses, p->nclasses == 1 ? "" : "es");
+	policy_free(p);
+	return RC_OK;
+}
+
+static int config_default(int argc, char **argv)
+{
+	optind = 0;
+	if (cmd_getopt(argc, argv, "") != -1)
+		return RC_USAGE;
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	fputs(policy_default_text, stdout);
+	return RC_OK;
+}
+
+static int do_config(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_error("config needs a subcommand: check or default");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		cmd_usage(stdout, cur_cmd);
+		return RC_OK;
+	}
+	if (!strcmp(argv[1], "check"))
+		return config_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "default"))
+		return config_default(argc - 1, argv + 1);
+	return usage_error("unknown config subcommand '%s'", argv[1]);
+}
+
+/* ---- ping ---------------------------------------------------------------------- */
+
+static int do_ping(int argc, char **argv)
+{
+	unsigned long count = 10;
+	int64_t min = INT64_MAX, max = 0, sum = 0;
+	ooo_session *s;
+	int c, rc;
+
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "c:")) != -1) {
+		if (c == 'c' && !parse_uint(optarg, 1, 1000000, &count))
+			return usage_error("-c wants a count from 1 to 1000000, not '%s'", optarg);
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (!(s = admin_open(&rc)))
+		return rc;
+	for (unsigned long i = 0; i < count; i++) {
+		int64_t t0 = mono_ns(), dt;
+		int r;
+
+		reason[0] = 0;
+		r = ooo_ping(s);
+		dt = mono_ns() - t0;
+		if (r < 0) {
+			take_reason();
+			ooo_close(s);
+			return report("ping", r);
+		}
+		min = dt < min ? dt : min;
+		max = dt > max ? dt : max;
+		sum += dt;
+	}
+	ooo_close(s);
+	if (opt_json) {
+		j_obj(NULL);
+		j_str("socket", admin_path);
+		j_u64("count", count);
+		j_num("min_us", (double)min / 1e3);
+		j_num("avg_us", (double)sum / (double)count / 1e3);
+		j_num("max_us", (double)max / 1e3);
+		j_obj_end();
+		return RC_OK;
+	}
+	printf("%s: %lu round trip%s, min/avg/max = %.1f/%.1f/%.1f us\n", admin_path, count, count == 1 ? "" : "s",
+	       (double)min / 1e3, (double)sum / (double)count / 1e3, (double)max / 1e3);
+	return RC_OK;
+}
+
+/* ---- version -------------------------------------------------------------------- */
+
+static int do_version(int argc, char **argv)
+{
+	struct ooo_msg_status st;
+	char why[1024] = "";
+	bool have = false;
+	ooo_session *s;
+	int rc, err;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	/* The daemon's version is a bonus: its absence is reported, not an error. */
+	s = admin_open_quiet(&err);
+	if (s) {
+		err = get_status(s, &st);
+		ooo_close(s);
+		have = err == 0;
+	}
+	if (!have)
+		describe(err, why, sizeof(why));
+
+	if (opt_json) {
+		j_obj(NULL);
+		j_str("oooctl_version", OOO_VERSION_STRING);
+		j_str("git_rev", OOO_GIT_REV);
+		j_str("socket", admin_path);
+		if (have) {
+			j_str("oood_version", st.version);
+			j_u64("oood_pid", st.pid);
+			j_null("oood_error");
+		} else {
+			j_null("oood_version");
+			j_null("oood_pid");
+			j_str("oood_error", why);
+		}
+		j_obj_end();
+		return RC_OK;
+	}
+	printf("oooctl %s (git %s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
+	if (have) {
+		sanitize(st.version);
+		printf("oood %s (pid %" PRIu64 ", %s)\n", st.version, st.pid, admin_path);
+	} else {
+		printf("oood: version unknown: %s\n", why);
+	}
+	return RC_OK;
+}
+
+/* ---- help and main -------------------------------------------------------------- */
+
+static int do_help(int argc, char **argv);
+
+static const struct cmd cmds[] = {
+	{ "status", do_status, "Show the daemon's state, policy and counters", "", NULL },
+	{ "tenants", do_tenants, "List tenants (uid and class) with their resource use and limits", "", NULL },
+	{ "sessions", do_sessions, "List open tenant sessions", "", NULL },
+	{ "reload", do_reload, "Ask oood to reload its configuration file", "",
+	  "oood keeps its current policy if the new file does not parse; the\n"
+	  "reason (FILE:LINE: MESSAGE) is printed and the exit status is 1.\n" },
+	{ "config", do_config, "Check a configuration file, or print the built-in default", "check [FILE] | default",
+	  "  config check [FILE]  parse FILE (default " DEFAULT_CONF ") as oood\n"
+	  "                       would, without contacting it; prints 'FILE: OK (N classes)'\n"
+	  "                       or 'FILE:LINE: MESSAGE' on stderr and exits 1\n"
+	  "  config default       print the configuration built into oood\n" },
+	{ "ping", do_ping, "Measure round trips to oood over the admin socket", "[-c COUNT]",
+	  "  -c, --count COUNT  round trips to make (default 10)\n" },
+	{ "version", do_version, "Show oooctl's version and, if it is reachable, oood's", "", NULL },
+	{ "help", do_help, "Show help for oooctl or for one command", "[COMMAND]", NULL },
+};
+
+static const struct cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmds[i].name, name))
+			return &cmds[i];
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: oooctl [OPTIONS] COMMAND [ARGS]\n"
+	      "Query and control oood, the ooo GPU arbitration daemon, over its admin\n"
+	      "socket DIR/admin.sock (root and members of the admin group only).\n"
+	      "\n"
+	      "Options (before COMMAND):\n"
+	      "  --rundir DIR   oood's run directory (default: $OOO_RUNDIR, else " OOO_DEFAULT_RUNDIR ")\n"
+	      "  --json         print JSON on stdout instead of text\n"
+	      "  --timeout MS   connect and request timeout in milliseconds (default 5000)\n"
+	      "  -h, --help     this help\n"
+	      "  --version      print oooctl's version\n"
+	      "\n"
+	      "Commands:\n",
+	      f);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].help);
+	fputs("\n"
+	      "Exit status:\n"
+	      "  0  success\n"
+	      "  1  failure reported by oood, or an invalid configuration file\n"
+	      "  2  usage error\n"
+	      "  3  oood is not running or not reachable\n"
+	      "  4  permission denied (admin.sock is for root and the admin group)\n"
+	      "  5  timeout or protocol error\n"
+	      "\n"
+	      "'oooctl help COMMAND' or 'oooctl COMMAND --help' describes a command.\n",
+	      f);
+}
+
+static int do_help(int argc, char **argv)
+{
+	const struct cmd *c;
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return RC_OK;
+	}
+	cur_cmd = NULL; /* errors here point at the top-level help */
+	if (argc > 2)
+		return usage_error("help takes one COMMAND");
+	c = find_cmd(argv[1]);
+	if (!c)
+		return usage_error("unknown command '%s'", argv[1]);
+	cmd_usage(stdout, c);
+	return RC_OK;
+}
+
+static int set_admin_path(const char *rundir)
+{
+	size_t n;
+	int r;
+
+	if (!rundir) {
+		rundir = getenv("OOO_RUNDIR");
+		if (!rundir || !*rundir)
+			rundir = OOO_DEFAULT_RUNDIR;
+	}
+	if (!*rundir)
+		return usage_error("--rundir wants a directory");
+	n = strlen(rundir);
+	while (n > 1 && rundir[n - 1] == '/')
+		n--;
+	r = snprintf(admin_path, sizeof(admin_path), "%.*s/%s", (int)n, rundir, OOO_ADMIN_SOCKET_NAME);
+	if (r < 0 || (size_t)r >= sizeof(admin_path))
+		return usage_error("run directory too long for a socket path (%zu bytes at most): %s",
+				   sizeof(admin_path) - 1 - strlen("/" OOO_ADMIN_SOCKET_NAME), rundir);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rundir", required_argument, NULL, 'r' }, { "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },      { NULL, 0, NULL, 0 },
+	};
+	const char *rundir = NULL;
+	unsigned long v;
+	int c, rc;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			rundir = optarg;
+			break;
+		case 'j':
+			opt_json = true;
+			break;
+		case 't':
+			if (!parse_uint(optarg, 1, 3600000, &v))
+				return usage_error("--timeout wants milliseconds from 1 to 3600000, not '%s'", optarg);
+			opt_timeout_ms = (int)v;
+			break;
+		case 'h':
+			usage(stdout);
+			return RC_OK;
+		case 'V':
+			printf("oooctl %s (git %s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
+			return RC_OK;
+		case ':':
+			return usage_error("option '%s' needs an argument", argv[optind - 1]);
+		default:
+			if (optopt)
+				return usage_error("unknown option '-%c'", optopt);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return RC_USAGE;
+	}
+	cur_cmd = find_cmd(argv[optind]);
+	if (!cur_cmd)
+		return usage_error("unknown command '%s'", argv[optind]);
+	if ((rc = set_admin_path(rundir)))
+		return rc;
+	rc = cur_cmd->fn(argc - optind, argv + optind);
+	if (fflush(stdout) || ferror(stdout)) {
+		err_msg("cannot write output: %s", strerror(errno));
+		if (!rc)
+			rc = RC_FAIL;
+	}
+	return rc;
+}
