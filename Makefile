@@ -35,7 +35,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 CFLAGS  ?= -O2 -g
 BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fPIC \
            -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
-           -DOOO_SYSCONFDIR='"$(SYSCONFDIR)"' -DOOO_GIT_REV='"$(GIT_REV)"' -MMD -MP
+           -DOOO_SYSCONFDIR='"$(SYSCONFDIR)"' -MMD -MP
 ifeq ($(SAN),1)
 BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -U_FORTIFY_SOURCE
 SAN_LDFLAGS := -fsanitize=address,undefined
@@ -89,6 +89,16 @@ $(BUILD)/gen/default_conf.c: daemon/oood.conf tools/embed.sh
 	$(call msg,GEN,$@)
 	@mkdir -p $(dir $@)
 	$(Q)sh tools/embed.sh policy_default_text < $< > $@
+
+# The commit goes into version strings; rewritten only when it changes, so
+# a new commit rebuilds just the objects that print it.
+$(BUILD)/gen/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl.o: $(BUILD)/gen/version.h
+.PHONY: FORCE
+FORCE:
 
 $(OBJ)/gen/default_conf.o: $(BUILD)/gen/default_conf.c
 	$(call msg,CC,$<)

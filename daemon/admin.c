@@ -6,6 +6,8 @@
 
 #include <ooo/ooo.h>
 
+#include "version.h"
+
 #include "../client/wire.h"
 #include "server.h"
 

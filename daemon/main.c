@@ -11,6 +11,8 @@
 
 #include <ooo/ooo.h>
 
+#include "version.h"
+
 #include "log.h"
 #include "policy.h"
 #include "server.h"

@@ -36,5 +36,16 @@ for t in "$build"/tests/test_*; do
 		failed=$((failed + ${f:-0}))
 	fi
 done
+# shell tests: exit 0 passes, 77 skips, anything else fails
+for t in tests/integration/test_*.sh; do
+	[ -f "$t" ] || continue
+	echo "== $(basename "$t")"
+	timeout -k 5 300 sh "$t" "$build"
+	case $? in
+	0) passed=$((passed + 1)) ;;
+	77) skipped=$((skipped + 1)) ;;
+	*) failed=$((failed + 1)) ;;
+	esac
+done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

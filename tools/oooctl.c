@@ -28,6 +28,7 @@
 
 #include "../daemon/policy.h"
 
+#include "version.h"
 #ifndef OOO_GIT_REV
 #define OOO_GIT_REV "unknown"
 #endif
