@@ -116,7 +116,9 @@ static int load_policy(const struct args *a, struct policy **out, const char **s
 
 static int run(const struct args *a)
 {
-	struct server_opts so = { .rundir = a->rundir, .config_explicit = a->config != NULL };
+	struct server_opts so = { .rundir = a->rundir,
+				  .config_explicit = a->config != NULL,
+				  .log_level_override = a->verbose ? LOG_DEBUG : -1 };
 	struct policy *policy = NULL;
 	struct server srv;
 	const char *source;

@@ -43,7 +43,7 @@ enum op {
 
 #define TICK_NS 250000000ull
 #define SLOT_NONE UINT32_MAX
-#define MAX_SLOTS (65536u + 1024u + SERVER_PENDING_MAX)
+#define MAX_SLOTS (65536u + 1024u + SERVER_PENDING_MAX + SERVER_PENDING_ADMIN_MAX)
 #define MAX_RECV_FDS 16
 #define SENDQ_CAP (SERVER_SENDQ_MAX + 4) /* room for notices past the read limit */
 
@@ -82,6 +82,7 @@ struct conn {
 	bool admin;
 	enum conn_state state;
 	bool recv_armed, send_armed, close_after_send, admitted_admin, reaping;
+	const char *close_reason; /* static text, for the log once closed */
 	unsigned inflight;
 	struct peer_cred cred;
 	struct session *sess;
@@ -346,12 +347,13 @@ static void conn_notice(struct server *srv, struct conn *c, uint32_t kind, const
 	conn_queue(srv, c, buf, (size_t)n);
 }
 
-/* Send what is queued, then close. */
-static void conn_finish(struct server *srv, struct conn *c)
+/* Send what is queued, then close; `why` is logged then. */
+static void conn_finish(struct server *srv, struct conn *c, const char *why)
 {
 	c->close_after_send = true;
+	c->close_reason = why;
 	if (!c->qlen && !c->send_armed)
-		conn_close(srv, c, "done");
+		conn_close(srv, c, why);
 }
 
 static void conn_close(struct server *srv, struct conn *c, const char *why)
@@ -390,11 +392,20 @@ static int read_cred(int fd, struct peer_cred *cred)
 	cred->uid = uc.uid;
 	cred->gid = uc.gid;
 	len = sizeof(cred->groups);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, cred->groups, &len) == 0)
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, cred->groups, &len) == 0) {
 		cred->ngroups = len / sizeof(gid_t);
-	else if (errno == ERANGE)
-		/* More groups than we keep: match on the first REG_MAX_GROUPS. */
-		cred->ngroups = 0;
+	} else if (errno == ERANGE && len / sizeof(gid_t) <= 65536) {
+		/* The kernel says how many there are: fetch all, keep REG_MAX_GROUPS. */
+		gid_t *all = malloc(len);
+
+		if (all && getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, all, &len) == 0) {
+			memcpy(cred->groups, all, sizeof(cred->groups));
+			cred->ngroups = REG_MAX_GROUPS;
+			log_warn("pid %u uid %u is in %zu groups; only the first %u count for the policy", cred->pid,
+				 cred->uid, len / sizeof(gid_t), REG_MAX_GROUPS);
+		}
+		free(all);
+	}
 	return 0;
 }
 
@@ -489,7 +500,7 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 		srv->stats.sessions_refused++;
 		log_info("refused tenant pid %u uid %u: %s", c->cred.pid, c->cred.uid, why);
 		conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, r, "%s", why);
-		conn_finish(srv, c);
+		conn_finish(srv, c, "refused by the policy");
 		return;
 	}
 	c->sess = s;
@@ -523,7 +534,7 @@ static void hello_admin(struct server *srv, struct conn *c, const struct wire_ms
 		else
 			conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, -OOO_ENOTADMIN,
 					 "uid %u is not root and no admin_group is configured", c->cred.uid);
-		conn_finish(srv, c);
+		conn_finish(srv, c, "not an administrator");
 		return;
 	}
 	if (srv->nadmin >= srv->policy->max_admin_sessions) {
@@ -531,7 +542,7 @@ static void hello_admin(struct server *srv, struct conn *c, const struct wire_ms
 		conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, -OOO_ELIMIT,
 				 "admin session limit reached (max_admin_sessions = %u)",
 				 srv->policy->max_admin_sessions);
-		conn_finish(srv, c);
+		conn_finish(srv, c, "admin session limit");
 		return;
 	}
 	c->admitted_admin = true;
@@ -601,7 +612,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 			srv->stats.proto_errors++;
 			conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "the first message must be hello, got %s",
 					 wire_type_name(type));
-			conn_finish(srv, c);
+			conn_finish(srv, c, "protocol error: no hello");
 			return;
 		}
 		list_del(&c->pnode);
@@ -617,14 +628,14 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_HELLO:
 		srv->stats.proto_errors++;
 		conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "duplicate hello");
-		conn_finish(srv, c);
+		conn_finish(srv, c, "protocol error: duplicate hello");
 		return;
 	case OOO_MSG_PING:
 		conn_reply(srv, c, type, seq, m->payload, m->plen);
 		return;
 	case OOO_MSG_BYE:
 		conn_reply(srv, c, type, seq, NULL, 0);
-		conn_finish(srv, c);
+		conn_finish(srv, c, "said bye");
 		return;
 	case OOO_MSG_STATUS:
 	case OOO_MSG_TENANTS:
@@ -640,7 +651,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	default:
 		/* wire_decode only passes known types */
 		conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "unexpected %s", wire_type_name(type));
-		conn_finish(srv, c);
+		conn_finish(srv, c, "protocol error");
 	}
 }
 
@@ -707,7 +718,7 @@ static void on_recv(struct server *srv, struct conn *c, int res)
 					 m.hdr.version, OOO_PROTO_VERSION);
 		else
 			conn_reply_error(srv, c, wire_hdr_valid(&m) ? m.hdr.type : 0, m.hdr.seq, r, "%s", why);
-		conn_finish(srv, c);
+		conn_finish(srv, c, "protocol error");
 		return;
 	}
 	dispatch(srv, c, &m);
@@ -739,7 +750,7 @@ static void on_send(struct server *srv, struct conn *c, int res)
 		return;
 	}
 	if (c->close_after_send) {
-		conn_close(srv, c, "closed by the daemon after its reply");
+		conn_close(srv, c, c->close_reason);
 		return;
 	}
 	conn_arm_recv(srv, c); /* reading may have paused on a full queue */
@@ -810,7 +821,7 @@ static void begin_shutdown(struct server *srv, const char *why)
 
 		conn_notice(srv, c, OOO_NOTICE_SHUTDOWN, "oood is shutting down");
 		if (c->state != CONN_CLOSING)
-			conn_finish(srv, c);
+			conn_finish(srv, c, "daemon shutdown");
 	}
 }
 
@@ -833,7 +844,7 @@ static void on_tick(struct server *srv)
 		c->state = CONN_OPEN;
 		conn_reply_error(srv, c, OOO_MSG_HELLO, 0, -ETIMEDOUT, "no hello within %u ms",
 				 srv->policy->hello_timeout_ms);
-		conn_finish(srv, c);
+		conn_finish(srv, c, "hello timeout");
 	}
 	for (int i = 0; i < 2; i++) {
 		if (!srv->stopping && !srv->accept_armed[i] && srv->listen_fd[i] >= 0)
@@ -939,7 +950,7 @@ static void revoke_session(struct session *s, void *arg)
 		 s->cred.uid);
 	conn_notice(srv, c, OOO_NOTICE_REVOKED, "the reloaded policy no longer admits this uid");
 	if (c->state != CONN_CLOSING)
-		conn_finish(srv, c);
+		conn_finish(srv, c, "revoked by a policy reload");
 }
 
 static int sync_admin_socket(struct server *srv)
@@ -996,7 +1007,8 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	policy_free(old);
 	srv->policy_generation++;
 	srv->policy_loaded_ns = realtime_ns();
-	log_set_level(np->log_level);
+	if (srv->log_level_override < 0)
+		log_set_level(np->log_level);
 	sync_admin_socket(srv);
 	snprintf(msg, cap, "policy generation %llu from %s: %zu classes, %u sessions revoked",
 		 (unsigned long long)srv->policy_generation, np->source, np->nclasses, revoked);
@@ -1149,6 +1161,7 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	srv->policy_loaded_ns = realtime_ns();
 	srv->start_ns = server_now_ns();
 	srv->config_explicit = opts->config_explicit;
+	srv->log_level_override = opts->log_level_override;
 	if (opts->config_path)
 		wire_strcpy(srv->config_path, sizeof(srv->config_path), opts->config_path);
 	n = snprintf(srv->rundir, sizeof(srv->rundir), "%s", opts->rundir);

@@ -32,6 +32,7 @@ struct server_opts {
 	const char *rundir;
 	const char *config_path; /* NULL: embedded defaults */
 	bool config_explicit;    /* given with -c: must exist at reload too */
+	int log_level_override;  /* -v: kept across reloads; -1 if none */
 };
 
 struct server_stats {
@@ -57,7 +58,7 @@ struct server {
 	char sock_path[2][OOO_PATH_MAX];
 	char config_path[OOO_PATH_MAX];
 	bool config_explicit;
-	bool has_config;
+	int log_level_override;
 
 	struct policy *policy;
 	uint64_t policy_generation;

@@ -86,7 +86,7 @@ enum ooo_res {
 struct ooo_msg_hello_reply {
 	uint64_t session_id;
 	uint32_t daemon_version; /* OOO_VERSION_NUM of the daemon */
-	uint32_t max_msg;        /* OOO_MSG_MAX of the daemon */
+	uint32_t max_msg;        /* largest request datagram the daemon accepts */
 	char class_name[OOO_NAME_MAX];
 	int32_t priority;
 	uint32_t slo_us;
