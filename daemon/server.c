@@ -421,13 +421,14 @@ static void refuse_now(struct server *srv, int fd, int status, const char *why)
 	close(fd);
 }
 
-static uint32_t pending_of_uid(struct server *srv, uint32_t uid)
+static uint32_t pending_of_uid(struct server *srv, uint32_t uid, bool admin)
 {
 	struct list_node *n;
 	uint32_t k = 0;
 
 	list_for_each(n, &srv->pending) {
-		if (list_entry(n, struct conn, pnode)->cred.uid == uid)
+		struct conn *c = list_entry(n, struct conn, pnode);
+		if (c->cred.uid == uid && c->admin == admin)
 			k++;
 	}
 	return k;
@@ -462,7 +463,7 @@ static void conn_new(struct server *srv, int fd, bool admin)
 	 * (so one tenant cannot lock the others out).
 	 */
 	if (srv->npending[admin] >= (admin ? SERVER_PENDING_ADMIN_MAX : SERVER_PENDING_MAX) ||
-	    pending_of_uid(srv, c->cred.uid) >= SERVER_PENDING_PER_UID) {
+	    pending_of_uid(srv, c->cred.uid, admin) >= SERVER_PENDING_PER_UID) {
 		log_warn("too many connections waiting for hello (uid %u), refusing pid %u", c->cred.uid,
 			 c->cred.pid);
 		free(c);

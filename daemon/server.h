@@ -20,9 +20,9 @@
 #include "policy.h"
 #include "registry.h"
 
-#define SERVER_PENDING_MAX 256   /* tenant connections that have not said hello yet */
+#define SERVER_PENDING_MAX 1024  /* tenant connections that have not said hello yet */
 #define SERVER_PENDING_ADMIN_MAX 32 /* the same on admin.sock */
-#define SERVER_PENDING_PER_UID 32 /* the same, for one uid on either socket */
+#define SERVER_PENDING_PER_UID 256 /* the same, for one uid on one socket (bursts of opens are normal) */
 #define SERVER_REQ_MAX 8192u     /* largest request datagram accepted */
 #define SERVER_SENDQ_MAX 16      /* queued replies before reading pauses */
 

@@ -683,6 +683,27 @@ static void test_hello_timeout(void **state)
 	close(fd);
 }
 
+static void test_pending_cap_per_uid(void **state)
+{
+	enum { CAP = 256 }; /* SERVER_PENDING_PER_UID */
+	int fds[CAP], extra;
+	ooo_session *a;
+
+	for (int i = 0; i < CAP; i++)
+		fds[i] = raw_connect(shared.sock);
+	sleep_ms(50); /* let the daemon accept them all */
+	extra = raw_connect(shared.sock);
+	expect_error_then_eof(extra, -OOO_ELIMIT, "waiting for hello");
+	close(extra);
+	/* operators are not locked out by a tenant's idle connections */
+	a = ooo_admin_open(shared.admin, 2000);
+	assert_non_null(a);
+	assert_int_equal(ooo_ping(a), 0);
+	ooo_close(a);
+	for (int i = 0; i < CAP; i++)
+		close(fds[i]);
+}
+
 /* ---- separate daemons ------------------------------------------------------------ */
 
 static bool have_nobody(uid_t *uid, gid_t *gid)
@@ -1101,6 +1122,7 @@ int main(void)
 		cmocka_unit_test(test_protocol_violations),
 		cmocka_unit_test(test_passed_fds_are_closed),
 		cmocka_unit_test(test_hello_timeout),
+		cmocka_unit_test(test_pending_cap_per_uid),
 		cmocka_unit_test(test_second_instance_and_check),
 		cmocka_unit_test(test_oooctl),
 	};
