@@ -49,8 +49,11 @@ int main(int argc, char **argv)
 }
 C
 sed -i '1i #include <errno.h>' "$stage/tenant.c"
+# a sanitizer build of the library needs the sanitizer runtime in the program too
+san=
+nm -D "$stage/usr/lib/libooo.so.0" | grep -q __asan_ && san="-fsanitize=address,undefined"
 # shellcheck disable=SC2086
-cc -o "$stage/tenant" "$stage/tenant.c" $flags -Wl,-rpath,"$stage/usr/lib" || fail "build a tenant with pkg-config"
+cc $san -o "$stage/tenant" "$stage/tenant.c" $flags -Wl,-rpath,"$stage/usr/lib" || fail "build a tenant with pkg-config"
 "$stage/usr/sbin/oood" -f --rundir "$rundir" 2>"$rundir/log" &
 daemon=$!
 for _ in $(seq 100); do [ -S "$rundir/oood.sock" ] && break; sleep 0.05; done
