@@ -33,7 +33,8 @@ endif
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wno-unused-parameter -Wformat=2 -Wvla
 CFLAGS  ?= -O2 -g
-BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fPIC \
+# CUDA headers only: libcuda itself is dlopen()ed by the executor at run time.
+BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -isystem $(CUDA_HOME)/include -D_GNU_SOURCE -fPIC \
            -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
            -DOOO_SYSCONFDIR='"$(SYSCONFDIR)"' -MMD -MP
 ifeq ($(SAN),1)
@@ -50,7 +51,8 @@ STATIC_LIBS = -Wl,-Bstatic -luring -linih -Wl,-Bdynamic
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c \
-               daemon/log.c daemon/notify.c daemon/admin.c
+               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
+               daemon/exec/executor.c daemon/exec/cuda.c
 CLIENT_SRCS := client/libooo.c client/wire.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/gen/default_conf.o
@@ -108,7 +110,7 @@ $(OBJ)/gen/default_conf.o: $(BUILD)/gen/default_conf.c
 # ---- link ------------------------------------------------------------------
 $(BUILD)/oood: $(DAEMON_OBJS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl
 
 $(BUILD)/libooo.a: $(CLIENT_OBJS)
 	$(call msg,AR,$@)

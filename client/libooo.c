@@ -104,8 +104,15 @@ static int closed_error(struct ooo_session *s)
 		n = recv(s->fd, s->rbuf, sizeof(s->rbuf), MSG_DONTWAIT);
 		if (n <= 0)
 			break;
-		if (wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, NULL) == 0 && m.hdr.type == OOO_MSG_NOTICE)
+		if (wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, NULL) != 0)
+			continue;
+		if (m.hdr.type == OOO_MSG_NOTICE) {
 			s->dead = notice_error(m.payload);
+		} else if (m.hdr.seq == 0 && m.hdr.status < 0) {
+			/* a refusal of the connection itself (limits, shutdown, hello timeout) */
+			set_last_error(((const struct ooo_msg_error *)m.payload)->msg);
+			s->dead = m.hdr.status;
+		}
 	}
 	if (!s->dead)
 		s->dead = -OOO_ECLOSED;
@@ -183,6 +190,11 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 			/* The daemon closes after a notice; remember why. */
 			s->dead = notice_error(m.payload);
 			continue;
+		}
+		if (m.hdr.seq == 0 && m.hdr.status < 0) {
+			/* the daemon refused the connection itself and closes it */
+			set_last_error(((const struct ooo_msg_error *)m.payload)->msg);
+			return s->dead = m.hdr.status;
 		}
 		if (m.hdr.seq != seq)
 			continue; /* reply to a request that timed out */

@@ -14,6 +14,10 @@ _Static_assert(sizeof(struct ooo_msg_hello_reply) % 8 == 0, "no tail padding");
 _Static_assert(sizeof(struct ooo_msg_status) % 8 == 0, "no tail padding");
 _Static_assert(sizeof(struct ooo_tenant_rec) % 8 == 0, "no tail padding");
 _Static_assert(sizeof(struct ooo_session_rec) % 8 == 0, "no tail padding");
+_Static_assert(sizeof(struct ooo_device_rec) % 8 == 0, "no tail padding");
+_Static_assert(sizeof(struct ooo_device_rec) != sizeof(struct ooo_tenant_rec) &&
+		       sizeof(struct ooo_device_rec) != sizeof(struct ooo_session_rec),
+	       "check_list tells records apart by size");
 _Static_assert(OOO_MSG_MAX >= sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_status), "status fits");
 
 static bool has_nul(const char *field, size_t cap)
@@ -39,6 +43,7 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_TENANTS: return "tenants";
 	case OOO_MSG_SESSIONS: return "sessions";
 	case OOO_MSG_RELOAD: return "reload";
+	case OOO_MSG_DEVICES: return "devices";
 	default: return "unknown";
 	}
 }
@@ -85,7 +90,8 @@ static int check_request(const struct wire_msg *m, const char **why)
 		}
 		return 0;
 	case OOO_MSG_TENANTS:
-	case OOO_MSG_SESSIONS: {
+	case OOO_MSG_SESSIONS:
+	case OOO_MSG_DEVICES: {
 		const struct ooo_msg_list_req *r = p;
 		if (n != sizeof(*r) || r->reserved) {
 			*why = "list request payload has the wrong size";
@@ -115,7 +121,12 @@ static int check_list(const struct wire_msg *m, size_t rec_size, const char **wh
 	}
 	rec = (const char *)(l + 1);
 	for (uint32_t i = 0; i < l->count; i++, rec += rec_size) {
-		if (rec_size == sizeof(struct ooo_tenant_rec)) {
+		if (rec_size == sizeof(struct ooo_device_rec)) {
+			struct ooo_device_rec d;
+			memcpy(&d, rec, sizeof(d));
+			if (!FIELD_OK(&d, name) || !FIELD_OK(&d, reason))
+				goto bad;
+		} else if (rec_size == sizeof(struct ooo_tenant_rec)) {
 			struct ooo_tenant_rec t;
 			memcpy(&t, rec, sizeof(t));
 			if (!FIELD_OK(&t, class_name))
@@ -200,7 +211,7 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 	case OOO_MSG_STATUS: {
 		const struct ooo_msg_status *s = p;
 		EXACT(*s);
-		if (!FIELD_OK(s, version) || !FIELD_OK(s, policy_source)) {
+		if (!FIELD_OK(s, version) || !FIELD_OK(s, policy_source) || !FIELD_OK(s, gpu_reason)) {
 			*why = "status string is not NUL-terminated";
 			return -OOO_EPROTO;
 		}
@@ -210,6 +221,8 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return check_list(m, sizeof(struct ooo_tenant_rec), why);
 	case OOO_MSG_SESSIONS:
 		return check_list(m, sizeof(struct ooo_session_rec), why);
+	case OOO_MSG_DEVICES:
+		return check_list(m, sizeof(struct ooo_device_rec), why);
 	case OOO_MSG_RELOAD: {
 		const struct ooo_msg_reload_reply *r = p;
 		EXACT(*r);
@@ -302,6 +315,14 @@ ssize_t wire_encode_error(void *buf, size_t cap, uint16_t type, uint32_t seq, in
 	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
 	va_end(ap);
 	return wire_encode(buf, cap, (uint16_t)(type | OOO_MSG_REPLY), seq, status, &e, sizeof(e));
+}
+
+void wire_sanitize(char *s)
+{
+	for (; *s; s++) {
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			*s = '?';
+	}
 }
 
 void wire_strcpy(char *dst, size_t cap, const char *src)

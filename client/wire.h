@@ -55,6 +55,9 @@ ssize_t wire_encode_error(void *buf, size_t cap, uint16_t type, uint32_t seq, in
 /* Copy a C string into a fixed field, truncating and always NUL-terminating. */
 void wire_strcpy(char *dst, size_t cap, const char *src);
 
+/* Replace every byte outside printable ASCII with '?', in place: peer text goes to logs and terminals. */
+void wire_sanitize(char *s);
+
 /* Static name of a message type for logs ("hello", "status"); "unknown" if none. */
 const char *wire_type_name(uint16_t type);
 

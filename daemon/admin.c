@@ -36,6 +36,8 @@ ssize_t admin_status(struct server *srv, void *buf, size_t cap)
 	st.msgs_out = srv->stats.msgs_out;
 	st.proto_errors = srv->stats.proto_errors;
 	st.reloads_failed = srv->stats.reloads_failed;
+	gpu_counts(srv, &st.gpus, &st.gpus_ready);
+	wire_strcpy(st.gpu_reason, sizeof(st.gpu_reason), gpu_reason(srv));
 	memcpy(buf, &st, sizeof(st));
 	return sizeof(st);
 }
@@ -64,6 +66,46 @@ static void fill_session(struct ooo_session_rec *r, const struct session *s, uin
 	memcpy(r->used, s->used, sizeof(r->used));
 }
 
+static ssize_t admin_devices(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+{
+	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_device_rec) };
+	char *out = (char *)buf + sizeof(hdr);
+	uint64_t now = server_now_ns();
+	uint32_t n = srv->gpus.n;
+
+	if (cap < sizeof(hdr))
+		return -EMSGSIZE;
+	hdr.total = n;
+	hdr.offset = req->offset > n ? n : req->offset;
+	for (uint32_t i = hdr.offset; i < n && (hdr.count + 1) * sizeof(struct ooo_device_rec) <= cap - sizeof(hdr);
+	     i++) {
+		const struct gpu *g = &srv->gpus.g[i];
+		struct ooo_device_rec r;
+
+		memset(&r, 0, sizeof(r));
+		r.index = i;
+		r.state = g->state;
+		r.pid = (uint32_t)g->pid;
+		r.restarts = g->restarts;
+		if (g->have_info) {
+			r.sm_count = g->info.sm_count;
+			r.cc_major = g->info.cc_major;
+			r.cc_minor = g->info.cc_minor;
+			r.driver_version = g->info.driver_version;
+			r.mem_total = g->info.mem_total;
+			r.mem_free = g->info.mem_free;
+			memcpy(r.uuid, g->info.uuid, sizeof(r.uuid));
+			wire_strcpy(r.name, sizeof(r.name), g->info.name);
+		}
+		r.up_ns = g->state == OOO_DEV_READY ? now - g->ready_ns : 0;
+		wire_strcpy(r.reason, sizeof(r.reason), g->reason);
+		memcpy(out + hdr.count * sizeof(r), &r, sizeof(r));
+		hdr.count++;
+	}
+	memcpy(buf, &hdr, sizeof(hdr));
+	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_device_rec));
+}
+
 ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
 	struct ooo_msg_list hdr = { .offset = req->offset };
@@ -75,6 +117,8 @@ ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_
 	struct list_node *tn, *sn;
 	uint32_t idx = 0;
 
+	if (type == OOO_MSG_DEVICES)
+		return admin_devices(srv, req, buf, cap);
 	if (type != OOO_MSG_TENANTS && type != OOO_MSG_SESSIONS)
 		return -EINVAL;
 	if (cap < sizeof(hdr))

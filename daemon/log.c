@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static bool log_foreground = true;
 static int log_level = LOG_INFO;
@@ -25,6 +26,35 @@ void log_set_level(int level)
 int log_get_level(void)
 {
 	return log_level;
+}
+
+void log_msg_limited(int level, const char *func, const char *fmt, ...)
+{
+	static time_t window;
+	static unsigned used, dropped;
+	struct timespec ts;
+	char line[1024];
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	if (ts.tv_sec != window) {
+		if (dropped)
+			log_msg(LOG_WARNING, "log", "%u messages about peers suppressed in the last second(s)",
+				dropped);
+		window = ts.tv_sec;
+		used = dropped = 0;
+	}
+	if (used >= LOG_BURST) {
+		dropped++;
+		return;
+	}
+	used++;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	log_msg(level, func, "%s", line);
 }
 
 void log_msg(int level, const char *func, const char *fmt, ...)

@@ -11,6 +11,15 @@ void log_set_level(int level); /* LOG_ERR .. LOG_DEBUG */
 int log_get_level(void);
 void log_msg(int level, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * For messages a peer can cause at will (one per connection, refusal or
+ * protocol error): at most LOG_BURST a second, then a count of what was
+ * dropped, so a hostile tenant cannot flood the journal or stall the loop.
+ */
+#define LOG_BURST 50
+void log_msg_limited(int level, const char *func, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define log_peer(...) log_msg_limited(LOG_INFO, __func__, __VA_ARGS__)
+
 #define log_err(...) log_msg(LOG_ERR, __func__, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARNING, __func__, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __func__, __VA_ARGS__)

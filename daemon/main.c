@@ -13,6 +13,7 @@
 
 #include "version.h"
 
+#include "exec/exec_proto.h"
 #include "log.h"
 #include "policy.h"
 #include "server.h"
@@ -155,6 +156,10 @@ static int run(const struct args *a)
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
+
+	/* oood re-executes itself as the per-GPU executor */
+	if (argc > 1 && !strcmp(argv[1], "--executor"))
+		return executor_main(argc, argv);
 
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;

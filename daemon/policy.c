@@ -47,11 +47,12 @@ enum key_type {
 	T_GIDS,     /* list of gids or '*' */
 	T_USERS,    /* list of user names */
 	T_GROUPS,   /* list of group names */
+	T_STR,      /* one word: no spaces or control characters */
 };
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
 };
@@ -70,6 +71,9 @@ static const struct key_def daemon_keys[] = {
 	{ "hello_timeout_ms", F_HELLO_TIMEOUT, T_U32, 100, 600000 },
 	{ "shutdown_grace_ms", F_SHUTDOWN_GRACE, T_U32, 0, 600000 },
 	{ "log_level", F_LOG_LEVEL, T_LOGLEVEL, 0, 0 },
+	{ "executor", F_EXECUTOR, T_BOOL, 0, 0 },
+	{ "executor_user", F_EXECUTOR_USER, T_STR, 1, OOO_NAME_MAX - 1 },
+	{ "libcuda", F_LIBCUDA, T_STR, 1, OOO_PATH_MAX - 1 },
 };
 
 static const struct key_def class_keys[] = {
@@ -529,8 +533,30 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 		if (parse_bool(v, &b))
 			return fail(c, c->lineno, -EINVAL, "%s must be yes or no, got '%.*s'", k->name,
 				    VAL_MAX, v);
-		cls->admit = b;
+		if (k->field == F_EXECUTOR)
+			p->executor = b;
+		else
+			cls->admit = b;
 		return 1;
+	case T_STR: {
+		size_t len = strlen(v);
+
+		if (len < k->lo || len > k->hi)
+			return fail(c, c->lineno, -EINVAL, "%s must be 1..%llu characters", k->name,
+				    (unsigned long long)k->hi);
+		for (size_t i = 0; i < len; i++) {
+			if ((unsigned char)v[i] <= ' ' || v[i] == 0x7f)
+				return fail(c, c->lineno, -EINVAL,
+					    "%s must not contain spaces or control characters", k->name);
+		}
+		if (k->field == F_LIBCUDA && strchr(v, '/') && v[0] != '/')
+			return fail(c, c->lineno, -EINVAL,
+				    "libcuda must be a library name or an absolute path, got '%.*s'",
+				    VAL_MAX, v);
+		copy_str(k->field == F_LIBCUDA ? p->libcuda : p->executor_user,
+			 k->field == F_LIBCUDA ? sizeof(p->libcuda) : sizeof(p->executor_user), v);
+		return 1;
+	}
 	case T_LOGLEVEL:
 		if (parse_log_level(v, &lvl))
 			return fail(c, c->lineno, -EINVAL,
@@ -904,6 +930,9 @@ static void policy_defaults(struct policy *p)
 	p->hello_timeout_ms = 5000;
 	p->shutdown_grace_ms = 2000;
 	p->log_level = POLICY_LOG_INFO;
+	p->executor = true;
+	copy_str(p->executor_user, sizeof(p->executor_user), "nobody");
+	copy_str(p->libcuda, sizeof(p->libcuda), "libcuda.so.1");
 }
 
 int policy_parse(const char *text, size_t len, const char *source, struct policy **out,

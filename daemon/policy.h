@@ -49,6 +49,9 @@ struct policy {
 	uint32_t hello_timeout_ms;   /* a connection must say hello within this */
 	uint32_t shutdown_grace_ms;  /* SIGTERM: wait this long for peers */
 	int log_level;               /* enum policy_log_level */
+	bool executor;               /* run GPU executors (default yes) */
+	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */
+	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
 	/* [class NAME] sections, in file order: first match wins */
 	struct ooo_class *classes;
 	size_t nclasses;

@@ -108,6 +108,7 @@ int registry_admit(struct registry *r, const struct policy *p, const struct peer
 	s->cred = *cred;
 	s->opened_ns = now_ns;
 	wire_strcpy(s->name, sizeof(s->name), name);
+	wire_sanitize(s->name);
 	s->tenant = t;
 	list_add_tail(&t->sessions, &s->node);
 	t->nsessions++;
@@ -174,8 +175,7 @@ void session_uncharge(struct session *s, enum ooo_res res, uint64_t n)
 	s->tenant->used[res] -= n;
 }
 
-unsigned registry_apply_policy(struct registry *r, const struct policy *p,
-			       void (*revoke)(struct session *s, void *arg), void *arg)
+unsigned registry_apply_policy(struct registry *r, const struct policy *p)
 {
 	struct list_node *tn, *ttmp, *sn, *stmp;
 	unsigned revoked = 0;
@@ -189,11 +189,14 @@ unsigned registry_apply_policy(struct registry *r, const struct policy *p,
 			terms_from_class(&t->terms, keep);
 		list_for_each(sn, &t->sessions) {
 			struct session *s = list_entry(sn, struct session, node);
-			const struct ooo_class *c = match(p, &s->cred);
+			const struct ooo_class *c;
 
+			if (s->revoked)
+				continue;
+			c = match(p, &s->cred);
 			s->moving = c && c != keep;
 			if (!c) {
-				revoke(s, arg);
+				s->revoked = true;
 				revoked++;
 			}
 		}
@@ -216,7 +219,7 @@ unsigned registry_apply_policy(struct registry *r, const struct policy *p,
 			s->moving = false;
 			to = tenant_get(r, &s->cred, match(p, &s->cred));
 			if (!to) {
-				revoke(s, arg);
+				s->revoked = true;
 				revoked++;
 				continue;
 			}

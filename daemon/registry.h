@@ -62,7 +62,8 @@ struct session {
 	uint64_t opened_ns;
 	uint64_t msgs_in;
 	uint64_t used[OOO_RES_COUNT];
-	bool moving; /* registry_apply_policy's mark */
+	bool moving;  /* registry_apply_policy's mark */
+	bool revoked; /* no longer admitted: waiting for the caller to close it */
 	void *owner; /* the connection, for the server */
 };
 
@@ -98,14 +99,14 @@ void session_uncharge(struct session *s, enum ooo_res res, uint64_t n);
 
 /*
  * Apply a new policy: every session is matched again. A session whose peer
- * is no longer admitted is passed to revoke() (the caller closes it later
- * with registry_close); a session placed in another class moves to that
- * class's tenant, keeping what it holds even if that exceeds the new limits
- * (new charges are refused until it is back under). Returns the number of
- * sessions revoked.
+ * is no longer admitted gets `revoked` set (the caller tells its peer and
+ * closes it with registry_close after this returns; a revoked session is not
+ * matched again by later reloads). A session placed in another class moves
+ * to that class's tenant, keeping what it holds even if that exceeds the new
+ * limits (new charges are refused until it is back under). Returns the
+ * number of sessions newly revoked.
  */
-unsigned registry_apply_policy(struct registry *r, const struct policy *p,
-			       void (*revoke)(struct session *s, void *arg), void *arg);
+unsigned registry_apply_policy(struct registry *r, const struct policy *p);
 
 /*
  * May this peer use admin.sock? Root, the daemon's own uid (a private

@@ -32,40 +32,11 @@
 #include "log.h"
 #include "notify.h"
 
-enum op {
-	OP_ACCEPT = 1,
-	OP_RECV,
-	OP_SEND,
-	OP_SIGNAL,
-	OP_TICK,
-	OP_CANCEL,
-};
-
 #define TICK_NS 250000000ull
 #define SLOT_NONE UINT32_MAX
 #define MAX_SLOTS (65536u + 1024u + SERVER_PENDING_MAX + SERVER_PENDING_ADMIN_MAX)
 #define MAX_RECV_FDS 16
 #define SENDQ_CAP (SERVER_SENDQ_MAX + 4) /* room for notices past the read limit */
-
-static inline uint64_t ud_make(enum op op, uint32_t slot, uint32_t gen)
-{
-	return ((uint64_t)slot << 32) | ((uint64_t)(gen & 0xffffffu) << 8) | (uint64_t)op;
-}
-
-static inline enum op ud_op(uint64_t ud)
-{
-	return (enum op)(ud & 0xff);
-}
-
-static inline uint32_t ud_slot(uint64_t ud)
-{
-	return (uint32_t)(ud >> 32);
-}
-
-static inline uint32_t ud_gen(uint64_t ud)
-{
-	return (uint32_t)(ud >> 8) & 0xffffffu;
-}
 
 enum conn_state { CONN_HELLO, CONN_OPEN, CONN_CLOSING };
 
@@ -86,7 +57,8 @@ struct conn {
 	unsigned inflight;
 	struct peer_cred cred;
 	struct session *sess;
-	uint64_t accepted_ns, deadline_ns;
+	uint64_t accepted_ns;
+	uint64_t finish_by_ns; /* close_after_send: closed then even if the peer does not read */
 	char label[OOO_NAME_MAX];
 
 	struct msghdr rmsg;
@@ -117,7 +89,7 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static struct io_uring_sqe *get_sqe(struct server *srv)
+struct io_uring_sqe *server_get_sqe(struct server *srv)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&srv->ring);
 
@@ -225,7 +197,7 @@ static void conn_arm_recv(struct server *srv, struct conn *c)
 
 	if (c->recv_armed || c->state == CONN_CLOSING || c->close_after_send || c->qlen >= SERVER_SENDQ_MAX)
 		return;
-	sqe = get_sqe(srv);
+	sqe = server_get_sqe(srv);
 	if (!sqe) {
 		conn_close(srv, c, "submission queue full");
 		return;
@@ -251,7 +223,7 @@ static void conn_flush(struct server *srv, struct conn *c)
 
 	if (c->send_armed || !c->qlen || c->state == CONN_CLOSING)
 		return;
-	sqe = get_sqe(srv);
+	sqe = server_get_sqe(srv);
 	if (!sqe) {
 		conn_close(srv, c, "submission queue full");
 		return;
@@ -350,6 +322,8 @@ static void conn_notice(struct server *srv, struct conn *c, uint32_t kind, const
 /* Send what is queued, then close; `why` is logged then. */
 static void conn_finish(struct server *srv, struct conn *c, const char *why)
 {
+	if (!c->close_after_send)
+		c->finish_by_ns = server_now_ns() + SERVER_FINISH_MS * 1000000ull;
 	c->close_after_send = true;
 	c->close_reason = why;
 	if (!c->qlen && !c->send_armed)
@@ -361,7 +335,7 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sess) {
-		log_info("session %llu (uid %u pid %u) closed: %s", (unsigned long long)c->sess->id, c->cred.uid,
+		log_peer("session %llu (uid %u pid %u) closed: %s", (unsigned long long)c->sess->id, c->cred.uid,
 			 c->cred.pid, why);
 		registry_close(&srv->reg, c->sess);
 		c->sess = NULL;
@@ -464,7 +438,7 @@ static void conn_new(struct server *srv, int fd, bool admin)
 	 */
 	if (srv->npending[admin] >= (admin ? SERVER_PENDING_ADMIN_MAX : SERVER_PENDING_MAX) ||
 	    pending_of_uid(srv, c->cred.uid, admin) >= SERVER_PENDING_PER_UID) {
-		log_warn("too many connections waiting for hello (uid %u), refusing pid %u", c->cred.uid,
+		log_peer("too many connections waiting for hello (uid %u), refusing pid %u", c->cred.uid,
 			 c->cred.pid);
 		free(c);
 		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections waiting for hello");
@@ -482,7 +456,6 @@ static void conn_new(struct server *srv, int fd, bool admin)
 	srv->nconns++;
 	c->state = CONN_HELLO;
 	c->accepted_ns = server_now_ns();
-	c->deadline_ns = c->accepted_ns + (uint64_t)srv->policy->hello_timeout_ms * 1000000ull;
 	conn_arm_recv(srv, c);
 }
 
@@ -499,7 +472,7 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 	r = registry_admit(&srv->reg, srv->policy, &c->cred, h->name, server_now_ns(), &s, why, sizeof(why));
 	if (r < 0) {
 		srv->stats.sessions_refused++;
-		log_info("refused tenant pid %u uid %u: %s", c->cred.pid, c->cred.uid, why);
+		log_peer("refused tenant pid %u uid %u: %s", c->cred.pid, c->cred.uid, why);
 		conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, r, "%s", why);
 		conn_finish(srv, c, "refused by the policy");
 		return;
@@ -515,7 +488,7 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 	rep.slo_us = s->tenant->terms.slo_us;
 	rep.sm_share = s->tenant->terms.sm_share;
 	memcpy(rep.limit, s->tenant->terms.limit, sizeof(rep.limit));
-	log_info("session %llu: pid %u uid %u gid %u class '%s' name '%s'", (unsigned long long)s->id, c->cred.pid,
+	log_peer("session %llu: pid %u uid %u gid %u class '%s' name '%s'", (unsigned long long)s->id, c->cred.pid,
 		 c->cred.uid, c->cred.gid, rep.class_name, s->name);
 	conn_reply(srv, c, OOO_MSG_HELLO, m->hdr.seq, &rep, sizeof(rep));
 }
@@ -527,7 +500,7 @@ static void hello_admin(struct server *srv, struct conn *c, const struct wire_ms
 
 	if (!registry_admin_allowed(srv->policy, &c->cred, geteuid())) {
 		srv->stats.sessions_refused++;
-		log_info("refused admin pid %u uid %u: not an administrator", c->cred.pid, c->cred.uid);
+		log_peer("refused admin pid %u uid %u: not an administrator", c->cred.pid, c->cred.uid);
 		if (srv->policy->has_admin_group)
 			conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, -OOO_ENOTADMIN,
 					 "uid %u is neither root nor in the admin group '%s'", c->cred.uid,
@@ -549,6 +522,7 @@ static void hello_admin(struct server *srv, struct conn *c, const struct wire_ms
 	c->admitted_admin = true;
 	srv->nadmin++;
 	wire_strcpy(c->label, sizeof(c->label), h->name);
+	wire_sanitize(c->label);
 	rep.daemon_version = OOO_VERSION_NUM;
 	rep.max_msg = SERVER_REQ_MAX;
 	log_debug("admin connection: pid %u uid %u name '%s'", c->cred.pid, c->cred.uid, c->label);
@@ -642,6 +616,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_TENANTS:
 	case OOO_MSG_SESSIONS:
 	case OOO_MSG_RELOAD:
+	case OOO_MSG_DEVICES:
 		if (!c->admin) {
 			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
 					 wire_type_name(type), srv->sock_path[1]);
@@ -687,11 +662,13 @@ static void on_recv(struct server *srv, struct conn *c, int res)
 	int r;
 
 	c->recv_armed = false;
-	nfds = res > 0 ? drop_fds(c) : 0; /* even when closing: never leak what a peer passed */
+	/* even when closing, and with an empty datagram: never keep what a peer passed */
+	nfds = res >= 0 ? drop_fds(c) : 0;
 	if (c->state == CONN_CLOSING)
 		return;
 	if (res == 0) {
-		conn_close(srv, c, "peer closed the connection");
+		/* an empty datagram reads like end of file; either way this peer is done */
+		conn_close(srv, c, nfds ? "empty message with file descriptors" : "peer closed the connection");
 		return;
 	}
 	if (res < 0) {
@@ -712,7 +689,7 @@ static void on_recv(struct server *srv, struct conn *c, int res)
 	}
 	if (r < 0) {
 		srv->stats.proto_errors++;
-		log_info("protocol error from pid %u uid %u: %s, closing", c->cred.pid, c->cred.uid, why);
+		log_peer("protocol error from pid %u uid %u: %s, closing", c->cred.pid, c->cred.uid, why);
 		if (r == -OOO_EVERSION)
 			conn_reply_error(srv, c, m.hdr.type, m.hdr.seq, r,
 					 "protocol version %u is not supported; oood speaks version %u",
@@ -761,7 +738,7 @@ static void on_send(struct server *srv, struct conn *c, int res)
 
 static void arm_accept(struct server *srv, int i)
 {
-	struct io_uring_sqe *sqe = get_sqe(srv);
+	struct io_uring_sqe *sqe = server_get_sqe(srv);
 
 	if (!sqe) {
 		log_err("submission queue full, cannot accept on %s", srv->sock_path[i]);
@@ -774,7 +751,7 @@ static void arm_accept(struct server *srv, int i)
 
 static void arm_signal(struct server *srv)
 {
-	struct io_uring_sqe *sqe = get_sqe(srv);
+	struct io_uring_sqe *sqe = server_get_sqe(srv);
 
 	if (!sqe)
 		return;
@@ -784,7 +761,7 @@ static void arm_signal(struct server *srv)
 
 static void arm_tick(struct server *srv)
 {
-	struct io_uring_sqe *sqe = get_sqe(srv);
+	struct io_uring_sqe *sqe = server_get_sqe(srv);
 
 	if (!sqe)
 		return;
@@ -811,12 +788,13 @@ static void begin_shutdown(struct server *srv, const char *why)
 		unlink(srv->sock_path[i]);
 		if (!srv->accept_armed[i])
 			continue;
-		sqe = get_sqe(srv);
+		sqe = server_get_sqe(srv);
 		if (sqe) {
 			io_uring_prep_cancel64(sqe, ud_make(OP_ACCEPT, (uint32_t)i, 0), 0);
 			io_uring_sqe_set_data64(sqe, ud_make(OP_CANCEL, 0, 0));
 		}
 	}
+	gpu_stop_all(srv);
 	list_for_each_safe(n, tmp, &srv->conns) {
 		struct conn *c = list_entry(n, struct conn, node);
 
@@ -829,14 +807,16 @@ static void begin_shutdown(struct server *srv, const char *why)
 static void on_tick(struct server *srv)
 {
 	uint64_t now = server_now_ns();
+	uint64_t timeout = (uint64_t)srv->policy->hello_timeout_ms * 1000000ull;
 	struct list_node *n, *tmp;
 
+	/* the whole list: a reload may have shortened the timeout under older entries */
 	list_for_each_safe(n, tmp, &srv->pending) {
 		struct conn *c = list_entry(n, struct conn, pnode);
 
-		if (c->deadline_ns > now)
-			break; /* oldest first */
-		log_info("pid %u uid %u sent no hello within %u ms, closing", c->cred.pid, c->cred.uid,
+		if (now < c->accepted_ns + timeout)
+			continue;
+		log_peer("pid %u uid %u sent no hello within %u ms, closing", c->cred.pid, c->cred.uid,
 			 srv->policy->hello_timeout_ms);
 		srv->stats.sessions_refused++;
 		/* leave the pending list now so the walk stays on it */
@@ -847,10 +827,17 @@ static void on_tick(struct server *srv)
 				 srv->policy->hello_timeout_ms);
 		conn_finish(srv, c, "hello timeout");
 	}
+	list_for_each_safe(n, tmp, &srv->conns) {
+		struct conn *c = list_entry(n, struct conn, node);
+
+		if (c->close_after_send && c->state != CONN_CLOSING && now >= c->finish_by_ns)
+			conn_close(srv, c, "peer does not read what it was sent");
+	}
 	for (int i = 0; i < 2; i++) {
 		if (!srv->stopping && !srv->accept_armed[i] && srv->listen_fd[i] >= 0)
 			arm_accept(srv, i);
 	}
+	gpu_tick(srv, now);
 	if (srv->stopping && now >= srv->stop_deadline_ns) {
 		list_for_each_safe(n, tmp, &srv->conns) {
 			struct conn *c = list_entry(n, struct conn, node);
@@ -920,6 +907,12 @@ static void handle_cqe(struct server *srv, struct io_uring_cqe *cqe)
 		return;
 	case OP_CANCEL:
 		return;
+	case OP_GPU_EXIT:
+		gpu_on_exit(srv, slot, cqe->res);
+		return;
+	case OP_GPU_RECV:
+		gpu_on_recv(srv, slot, cqe->res);
+		return;
 	case OP_RECV:
 	case OP_SEND:
 		break;
@@ -942,16 +935,22 @@ static void handle_cqe(struct server *srv, struct io_uring_cqe *cqe)
 
 /* ---- policy ------------------------------------------------------------------ */
 
-static void revoke_session(struct session *s, void *arg)
+/* Tell and close sessions a reload revoked; runs after the registry walk, so closing is safe. */
+static void close_revoked(struct server *srv)
 {
-	struct server *srv = arg;
-	struct conn *c = s->owner;
+	struct list_node *n, *tmp;
 
-	log_info("session %llu (uid %u) is no longer admitted by the policy, closing", (unsigned long long)s->id,
-		 s->cred.uid);
-	conn_notice(srv, c, OOO_NOTICE_REVOKED, "the reloaded policy no longer admits this uid");
-	if (c->state != CONN_CLOSING)
-		conn_finish(srv, c, "revoked by a policy reload");
+	list_for_each_safe(n, tmp, &srv->conns) {
+		struct conn *c = list_entry(n, struct conn, node);
+
+		if (!c->sess || !c->sess->revoked || c->close_after_send || c->state == CONN_CLOSING)
+			continue;
+		log_info("session %llu (uid %u) is no longer admitted by the policy, closing",
+			 (unsigned long long)c->sess->id, c->cred.uid);
+		conn_notice(srv, c, OOO_NOTICE_REVOKED, "the reloaded policy no longer admits this uid");
+		if (c->state != CONN_CLOSING)
+			conn_finish(srv, c, "revoked by a policy reload");
+	}
 }
 
 static int sync_admin_socket(struct server *srv)
@@ -1004,7 +1003,8 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	}
 	old = srv->policy;
 	srv->policy = np;
-	revoked = registry_apply_policy(&srv->reg, np, revoke_session, srv);
+	revoked = registry_apply_policy(&srv->reg, np);
+	close_revoked(srv);
 	policy_free(old);
 	srv->policy_generation++;
 	srv->policy_loaded_ns = realtime_ns();
@@ -1189,7 +1189,7 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	if (r < 0)
 		return r;
 	sync_admin_socket(srv);
-	return 0;
+	return gpu_start(srv);
 }
 
 int server_run(struct server *srv)
@@ -1207,7 +1207,8 @@ int server_run(struct server *srv)
 		unsigned head, count = 0;
 		int r;
 
-		if (srv->stopping && !srv->nconns && !srv->accept_armed[0] && !srv->accept_armed[1])
+		if (srv->stopping && !srv->nconns && !srv->accept_armed[0] && !srv->accept_armed[1] &&
+		    gpu_all_stopped(srv))
 			break;
 		if (srv->stopping && server_now_ns() > srv->stop_deadline_ns + 5000000000ull) {
 			log_warn("%u connections still busy after the grace period, exiting anyway", srv->nconns);
@@ -1254,6 +1255,7 @@ void server_fini(struct server *srv)
 	}
 	if (srv->ring_ok)
 		io_uring_queue_exit(&srv->ring);
+	gpu_fini(srv);
 	/* Whatever is left could not be drained; the ring is gone, so free it now. */
 	reap(srv);
 	list_for_each_safe(n, tmp, &srv->conns)

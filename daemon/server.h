@@ -17,6 +17,7 @@
 
 #include <liburing.h>
 
+#include "gpu.h"
 #include "policy.h"
 #include "registry.h"
 
@@ -25,8 +26,41 @@
 #define SERVER_PENDING_PER_UID 256 /* the same, for one uid on one socket (bursts of opens are normal) */
 #define SERVER_REQ_MAX 8192u     /* largest request datagram accepted */
 #define SERVER_SENDQ_MAX 16      /* queued replies before reading pauses */
+#define SERVER_FINISH_MS 5000ull /* a connection told to close is closed by then */
 
 struct conn;
+
+/* io_uring user_data: a packed tag {slot, generation, op}, never a pointer. */
+enum op {
+	OP_ACCEPT = 1,
+	OP_RECV,
+	OP_SEND,
+	OP_SIGNAL,
+	OP_TICK,
+	OP_CANCEL,
+	OP_GPU_EXIT, /* pidfd of an executor became readable; slot = GPU index */
+	OP_GPU_RECV, /* datagram from an executor; slot = GPU index */
+};
+
+static inline uint64_t ud_make(enum op op, uint32_t slot, uint32_t gen)
+{
+	return ((uint64_t)slot << 32) | ((uint64_t)(gen & 0xffffffu) << 8) | (uint64_t)op;
+}
+
+static inline enum op ud_op(uint64_t ud)
+{
+	return (enum op)(ud & 0xff);
+}
+
+static inline uint32_t ud_slot(uint64_t ud)
+{
+	return (uint32_t)(ud >> 32);
+}
+
+static inline uint32_t ud_gen(uint64_t ud)
+{
+	return (uint32_t)(ud >> 8) & 0xffffffu;
+}
 
 struct server_opts {
 	const char *rundir;
@@ -79,8 +113,11 @@ struct server {
 	uint64_t start_ns;
 	bool stopping;
 	uint64_t stop_deadline_ns;
-	bool ops_listeners; /* accepts or the tick still in flight */
+	struct gpus gpus;
 };
+
+/* An SQE, submitting what is queued if the ring is full; NULL if still none. */
+struct io_uring_sqe *server_get_sqe(struct server *srv);
 
 /* Set up sockets, ring and signals. Returns 0 or -errno (logged). */
 int server_init(struct server *srv, const struct server_opts *opts, struct policy *policy);

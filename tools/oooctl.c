@@ -822,6 +822,9 @@ static int do_status(int argc, char **argv)
 		j_u64("msgs_out", st.msgs_out);
 		j_u64("proto_errors", st.proto_errors);
 		j_u64("reloads_failed", st.reloads_failed);
+		j_u64("gpus", st.gpus);
+		j_u64("gpus_ready", st.gpus_ready);
+		j_str("gpu_reason", st.gpu_reason);
 		j_obj_end();
 		return RC_OK;
 	}
@@ -843,6 +846,10 @@ static int do_status(int argc, char **argv)
 		kv("messages", "%" PRIu64 " in, %" PRIu64 " out", st.msgs_in, st.msgs_out);
 		kv("protocol errors", "%" PRIu64, st.proto_errors);
 		kv("failed reloads", "%" PRIu64, st.reloads_failed);
+		if (st.gpu_reason[0])
+			kv("gpus", "%" PRIu32 " ready of %" PRIu32 ": %s", st.gpus_ready, st.gpus, st.gpu_reason);
+		else
+			kv("gpus", "%" PRIu32 " ready of %" PRIu32, st.gpus_ready, st.gpus);
 	}
 	return RC_OK;
 }
@@ -1000,6 +1007,105 @@ static int do_sessions(int argc, char **argv)
 	}
 	table_print(&tab);
 	free(ss);
+	return RC_OK;
+}
+
+/* ---- devices ------------------------------------------------------------------- */
+
+static const char *dev_state(uint32_t s)
+{
+	switch (s) {
+	case OOO_DEV_STARTING: return "starting";
+	case OOO_DEV_READY: return "ready";
+	case OOO_DEV_RESTARTING: return "restarting";
+	case OOO_DEV_FAILED: return "failed";
+	case OOO_DEV_STOPPED: return "stopped";
+	default: return "unknown";
+	}
+}
+
+static const char *fmt_uuid(char *buf, size_t cap, const uint8_t u[16])
+{
+	static const int dash[] = { 4, 6, 8, 10 };
+	size_t k = 0;
+
+	for (int i = 0, d = 0; i < 16 && k + 3 < cap; i++) {
+		if (d < 4 && i == dash[d]) {
+			buf[k++] = '-';
+			d++;
+		}
+		k += (size_t)snprintf(buf + k, cap - k, "%02x", u[i]);
+	}
+	buf[k < cap ? k : cap - 1] = '\0';
+	return buf;
+}
+
+static int do_devices(int argc, char **argv)
+{
+	static const char *const cols[] = { ">GPU", "STATE", "NAME", ">SMS", ">CC", ">MEMORY", ">PID", ">RESTARTS", "NOTE" };
+	struct ooo_device_rec *d;
+	struct table tab;
+	ooo_session *s;
+	size_t n;
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = fetch_list(s, OOO_MSG_DEVICES, sizeof(*d), (void **)&d, &n);
+	ooo_close(s);
+	if (r < 0)
+		return report("devices", r);
+	if (opt_json) {
+		char u[40];
+
+		j_obj(NULL);
+		j_arr("devices");
+		for (size_t i = 0; i < n; i++) {
+			j_obj(NULL);
+			j_u64("index", d[i].index);
+			j_str("state", dev_state(d[i].state));
+			j_str("name", d[i].name);
+			j_str("uuid", fmt_uuid(u, sizeof(u), d[i].uuid));
+			j_u64("sm_count", d[i].sm_count);
+			j_u64("cc_major", d[i].cc_major);
+			j_u64("cc_minor", d[i].cc_minor);
+			j_u64("driver_version", (uint64_t)d[i].driver_version);
+			j_u64("mem_total", d[i].mem_total);
+			j_u64("mem_free", d[i].mem_free);
+			j_u64("executor_pid", d[i].pid);
+			j_u64("restarts", d[i].restarts);
+			j_u64("up_ns", d[i].up_ns);
+			j_str("reason", d[i].reason);
+			j_obj_end();
+		}
+		j_arr_end();
+		j_obj_end();
+		free(d);
+		return RC_OK;
+	}
+	if (!n) {
+		printf("no GPU executors (executor = no in the configuration)\n");
+		free(d);
+		return RC_OK;
+	}
+	table_init(&tab, 9, cols);
+	for (size_t i = 0; i < n; i++) {
+		char b[64];
+
+		table_cell(&tab, "%" PRIu32, d[i].index);
+		table_cell(&tab, "%s", dev_state(d[i].state));
+		table_cell(&tab, "%s", d[i].name[0] ? d[i].name : "-");
+		table_cell(&tab, "%" PRIu32, d[i].sm_count);
+		table_cell(&tab, "%" PRIu32 ".%" PRIu32, d[i].cc_major, d[i].cc_minor);
+		table_cell(&tab, "%s", d[i].mem_total ? fmt_size(b, sizeof(b), d[i].mem_total) : "-");
+		table_cell(&tab, "%" PRIu32, d[i].pid);
+		table_cell(&tab, "%" PRIu32, d[i].restarts);
+		table_cell(&tab, "%s", d[i].reason[0] ? d[i].reason : "");
+	}
+	table_print(&tab);
+	free(d);
 	return RC_OK;
 }
 
@@ -1287,6 +1393,7 @@ static const struct cmd cmds[] = {
 	{ "status", do_status, "Show the daemon's state, policy and counters", "", NULL },
 	{ "tenants", do_tenants, "List tenants (uid and class) with their resource use and limits", "", NULL },
 	{ "sessions", do_sessions, "List open tenant sessions", "", NULL },
+	{ "devices", do_devices, "List GPUs and the state of their executors", "", NULL },
 	{ "reload", do_reload, "Ask oood to reload its configuration file", "",
 	  "oood keeps its current policy if the new file does not parse; the\n"
 	  "reason (FILE:LINE: MESSAGE) is printed and the exit status is 1.\n" },

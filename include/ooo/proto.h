@@ -46,6 +46,7 @@ enum ooo_msg_type {
 	OOO_MSG_TENANTS = 33,  /* admin: ooo_msg_list_req -> ooo_msg_list + tenant recs */
 	OOO_MSG_SESSIONS = 34, /* admin: ooo_msg_list_req -> ooo_msg_list + session recs */
 	OOO_MSG_RELOAD = 35,   /* admin: no payload -> struct ooo_msg_reload_reply */
+	OOO_MSG_DEVICES = 36,  /* admin: ooo_msg_list_req -> ooo_msg_list + device recs */
 };
 
 #define OOO_MSG_REPLY 0x8000u /* set in the type of every reply */
@@ -125,6 +126,9 @@ struct ooo_msg_status {
 	uint64_t msgs_out;
 	uint64_t proto_errors; /* malformed messages received */
 	uint64_t reloads_failed;
+	uint32_t gpus;       /* devices an executor has opened */
+	uint32_t gpus_ready; /* of those, executors serving now */
+	char gpu_reason[OOO_ERRMSG_MAX]; /* why no GPU is ready; "" when one is */
 };
 
 /* Paged list request: entries [offset, offset + count) of a snapshot. */
@@ -160,6 +164,30 @@ struct ooo_session_rec {
 	char name[OOO_NAME_MAX];
 	char class_name[OOO_NAME_MAX];
 	uint64_t used[OOO_RES_COUNT];
+};
+
+enum ooo_device_state {
+	OOO_DEV_STARTING = 1, /* executor starting */
+	OOO_DEV_READY,        /* executor serving */
+	OOO_DEV_RESTARTING,   /* executor died; restarting after a backoff */
+	OOO_DEV_FAILED,       /* no driver / no device: not restarted */
+	OOO_DEV_STOPPED,      /* daemon shutting down */
+};
+
+struct ooo_device_rec {
+	uint32_t index;
+	uint32_t state; /* enum ooo_device_state */
+	uint32_t pid;   /* executor, 0 if none */
+	uint32_t restarts;
+	uint32_t sm_count;
+	uint32_t cc_major, cc_minor;
+	int32_t driver_version; /* e.g. 13000 */
+	uint64_t mem_total;
+	uint64_t mem_free; /* when the executor opened the device */
+	uint64_t up_ns;    /* since the executor became ready, 0 if not ready */
+	uint8_t uuid[16];
+	char name[96];
+	char reason[OOO_ERRMSG_MAX]; /* last failure, "" if none */
 };
 
 struct ooo_msg_reload_reply {

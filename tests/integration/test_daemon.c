@@ -638,6 +638,8 @@ static int settled_fds(pid_t pid)
 	return a;
 }
 
+static unsigned char buf_empty[1];
+
 static void test_passed_fds_are_closed(void **state)
 {
 	int before = settled_fds(shared.pid), after;
@@ -665,6 +667,28 @@ static void test_passed_fds_are_closed(void **state)
 		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
 		assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), n);
 		expect_error_then_eof(fd, -OOO_EPROTO, "file descriptors");
+		close(fd);
+	}
+	/* an empty datagram can carry descriptors too, and reads like end of file */
+	for (int i = 0; i < 20; i++) {
+		union {
+			struct cmsghdr c;
+			char b[CMSG_SPACE(sizeof(int) * 4)];
+		} u;
+		struct iovec iov = { buf_empty, 0 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+				     .msg_controllen = sizeof(u.b) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		int fds[4] = { devnull, devnull, devnull, devnull };
+		int fd = raw_connect(i % 2 ? shared.sock : shared.admin);
+		unsigned char rb[64];
+
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+		assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), 0);
+		assert_int_equal(raw_recv(fd, rb, sizeof(rb), 5000), 0);
 		close(fd);
 	}
 	close(devnull);
@@ -695,6 +719,10 @@ static void test_pending_cap_per_uid(void **state)
 	extra = raw_connect(shared.sock);
 	expect_error_then_eof(extra, -OOO_ELIMIT, "waiting for hello");
 	close(extra);
+	/* and libooo reports the refusal as the daemon gave it */
+	assert_null(ooo_open(shared.sock));
+	assert_int_equal(errno, OOO_ELIMIT);
+	assert_non_null(strstr(ooo_last_error(), "waiting for hello"));
 	/* operators are not locked out by a tenant's idle connections */
 	a = ooo_admin_open(shared.admin, 2000);
 	assert_non_null(a);
@@ -971,6 +999,111 @@ static void test_sighup_reload(void **state)
 	daemon_stop(&d);
 }
 
+/*
+ * A revoked tenant that never reads: reloads must not touch it again, the
+ * daemon must survive them, and the session must close after the finish
+ * timeout rather than hold its slot forever.
+ */
+static void test_revoked_peer_that_never_reads(void **state)
+{
+	struct daemon d;
+	struct ooo_msg_status st;
+	struct ooo_msg_reload_reply rr;
+	unsigned char ping[OOO_PING_MAX];
+	ooo_session *a;
+	uint64_t deadline;
+	int fd, n;
+
+	memset(ping, 'p', sizeof(ping));
+	daemon_start(&d, "[class default]\nmatch_uid = *\n");
+	fd = raw_connect(d.sock);
+	{
+		int small = 4096;
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	}
+	raw_hello(fd);
+	/* fill the daemon's send path and its reply queue; never read */
+	for (int i = 0; i < 200; i++) {
+		unsigned char m[OOO_PING_MAX + 64];
+		ssize_t len = wire_encode(m, sizeof(m), OOO_MSG_PING, (uint32_t)i + 2, 0, ping, sizeof(ping));
+		if (send(fd, m, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT) != len)
+			break;
+	}
+	wait_sessions(&d, 1);
+	write_file(d.conf, "[class nobody]\nmatch_uid = 65534\n");
+	a = ooo_admin_open(d.admin, 5000);
+	assert_non_null(a);
+	for (int i = 0; i < 6; i++) {
+		n = ooo_admin_call(a, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
+		assert_int_equal(n, sizeof(rr));
+		assert_non_null(strstr(rr.msg, i == 0 ? "1 sessions revoked" : "0 sessions revoked"));
+	}
+	ooo_close(a);
+	/* closed within the finish timeout (5 s) even though it never read */
+	deadline = now_ms() + 10000;
+	do {
+		get_status(&d, &st);
+	} while (st.sessions && now_ms() < deadline && (sleep_ms(50), 1));
+	assert_int_equal(st.sessions, 0);
+	close(fd);
+	daemon_stop(&d);
+}
+
+static void test_no_gpu_reported(void **state)
+{
+	struct daemon d;
+	struct ooo_msg_status st;
+	struct ooo_device_rec dev[2];
+	struct ooo_msg_list *l;
+	unsigned char buf[4096];
+	struct ooo_msg_list_req req = { 0 };
+	uint64_t deadline;
+	ooo_session *a;
+	int n;
+
+	daemon_start(&d, "[daemon]\nlibcuda = /nonexistent/libcuda.so.1\n[class default]\nmatch_uid = *\n");
+	deadline = now_ms() + 10000;
+	do {
+		get_status(&d, &st);
+	} while (!strstr(st.gpu_reason, "no NVIDIA driver") && now_ms() < deadline && (sleep_ms(20), 1));
+	assert_int_equal(st.gpus_ready, 0);
+	assert_non_null(strstr(st.gpu_reason, "cannot load /nonexistent/libcuda.so.1"));
+	a = ooo_admin_open(d.admin, 5000);
+	assert_non_null(a);
+	n = ooo_admin_call(a, OOO_MSG_DEVICES, &req, sizeof(req), buf, sizeof(buf));
+	assert_int_equal(n, sizeof(*l) + sizeof(dev[0]));
+	l = (struct ooo_msg_list *)buf;
+	assert_int_equal(l->total, 1);
+	memcpy(dev, l + 1, sizeof(dev[0]));
+	assert_int_equal(dev[0].state, OOO_DEV_FAILED);
+	assert_int_equal(dev[0].restarts, 0);
+	assert_int_equal(dev[0].pid, 0);
+	ooo_close(a);
+	/* tenants are still served */
+	a = ooo_open(d.sock);
+	assert_non_null(a);
+	assert_int_equal(ooo_ping(a), 0);
+	ooo_close(a);
+	daemon_stop(&d);
+
+	/* the toolkit's stub library is named as such */
+	if (access("/usr/local/cuda/lib64/stubs/libcuda.so", R_OK) == 0) {
+		daemon_start(&d, "[daemon]\nlibcuda = /usr/local/cuda/lib64/stubs/libcuda.so\n[class default]\nmatch_uid = *\n");
+		deadline = now_ms() + 10000;
+		do {
+			get_status(&d, &st);
+		} while ((!st.gpu_reason[0] || !strcmp(st.gpu_reason, "executor starting")) && now_ms() < deadline &&
+			 (sleep_ms(20), 1));
+		assert_non_null(strstr(st.gpu_reason, "stub library"));
+		daemon_stop(&d);
+	}
+	/* and executors can be switched off */
+	daemon_start(&d, "[daemon]\nexecutor = no\n[class default]\nmatch_uid = *\n");
+	get_status(&d, &st);
+	assert_non_null(strstr(st.gpu_reason, "disabled"));
+	daemon_stop(&d);
+}
+
 static void test_sigterm_with_sessions(void **state)
 {
 	struct daemon d;
@@ -1130,6 +1263,8 @@ int main(void)
 		cmocka_unit_test(test_unauthorized_uid),
 		cmocka_unit_test(test_session_limit_and_reclaim),
 		cmocka_unit_test(test_sighup_reload),
+		cmocka_unit_test(test_revoked_peer_that_never_reads),
+		cmocka_unit_test(test_no_gpu_reported),
 		cmocka_unit_test(test_sigterm_with_sessions),
 		cmocka_unit_test(test_shutdown_notice),
 	};

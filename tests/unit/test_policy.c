@@ -800,6 +800,27 @@ static void write_file(const char *path, const char *text)
 	close(fd);
 }
 
+static void test_executor_keys(void **state)
+{
+	struct policy *p = parse_ok("[daemon]\nexecutor = no\nexecutor_user = ooo-exec\n"
+				    "libcuda = /usr/local/nvidia/lib64/libcuda.so.1\n");
+
+	assert_false(p->executor);
+	assert_string_equal(p->executor_user, "ooo-exec");
+	assert_string_equal(p->libcuda, "/usr/local/nvidia/lib64/libcuda.so.1");
+	policy_free(p);
+	p = parse_ok("");
+	assert_true(p->executor);
+	assert_string_equal(p->executor_user, "nobody");
+	assert_string_equal(p->libcuda, "libcuda.so.1");
+	policy_free(p);
+	check_err("[daemon]\nlibcuda = lib/libcuda.so\n", 2, "library name or an absolute path");
+	check_err("[daemon]\nexecutor = maybe\n", 2, "executor must be yes or no");
+	check_err("[daemon]\nexecutor_user = \x01x\n", 2, "control characters");
+	check_err("[daemon]\nexecutor_user = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", 2,
+		  "must be 1..63 characters");
+}
+
 static void test_load_file(void **state)
 {
 	struct policy_error err = { 0 };
@@ -886,6 +907,7 @@ int main(void)
 		cmocka_unit_test(test_err_lines),
 		cmocka_unit_test(test_err_first_only),
 		cmocka_unit_test(test_err_args),
+		cmocka_unit_test(test_executor_keys),
 		cmocka_unit_test(test_load_file),
 	};
 

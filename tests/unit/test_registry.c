@@ -156,17 +156,6 @@ static void test_denied(void **state)
 	policy_free(empty);
 }
 
-struct revoked {
-	struct session *s[16];
-	int n;
-};
-
-static void on_revoke(struct session *s, void *arg)
-{
-	struct revoked *rv = arg;
-	rv->s[rv->n++] = s;
-}
-
 static void test_apply_policy(void **state)
 {
 	struct policy *p1 = parse(two_classes);
@@ -178,7 +167,6 @@ static void test_apply_policy(void **state)
 	struct session *a, *b, *c, *d;
 	struct peer_cred u1000 = cred(1000, 1, 1), u1001 = cred(1001, 1, 2), u7 = cred(7, 7, 3),
 			 u1002 = cred(1002, 1, 4);
-	struct revoked rv = { 0 };
 	char why[256];
 
 	registry_init(&r);
@@ -189,9 +177,11 @@ static void test_apply_policy(void **state)
 	assert_int_equal(session_charge(a, OOO_RES_BUFFERS, 5), 0);
 	assert_int_equal(session_charge(b, OOO_RES_BUFFERS, 3), 0);
 
-	assert_int_equal(registry_apply_policy(&r, p2, on_revoke, &rv), 1);
-	assert_int_equal(rv.n, 1);
-	assert_ptr_equal(rv.s[0], c);
+	assert_int_equal(registry_apply_policy(&r, p2), 1);
+	assert_true(c->revoked);
+	assert_false(a->revoked || b->revoked || d->revoked);
+	/* a revoked session is not counted again by the next reload */
+	assert_int_equal(registry_apply_policy(&r, p2), 0);
 	/* kept class: new terms, usage over the new limit is kept, new charges refused */
 	assert_string_equal(a->tenant->terms.name, "gpu");
 	assert_int_equal(a->tenant->terms.limit[OOO_RES_BUFFERS], 1);

@@ -99,6 +99,19 @@ static int make_samples(struct sample *s)
 				.type = OOO_MSG_SESSIONS | OOO_MSG_REPLY };
 	s[n].plen = build_list(s[n].payload, false, 2);
 	n++;
+	ADD("devices", WIRE_TO_DAEMON, OOO_MSG_DEVICES, 0, &lr, sizeof(lr));
+	{
+		struct ooo_msg_list l = { .total = 1, .count = 1, .rec_size = sizeof(struct ooo_device_rec) };
+		struct ooo_device_rec d = { .index = 0, .state = OOO_DEV_READY, .sm_count = 132 };
+
+		strcpy(d.name, "NVIDIA H200");
+		s[n] = (struct sample){ .what = "devices reply", .dir = WIRE_TO_PEER,
+					.type = OOO_MSG_DEVICES | OOO_MSG_REPLY };
+		memcpy(s[n].payload, &l, sizeof(l));
+		memcpy(s[n].payload + sizeof(l), &d, sizeof(d));
+		s[n].plen = sizeof(l) + sizeof(d);
+		n++;
+	}
 	s[n] = (struct sample){ .what = "empty list", .dir = WIRE_TO_PEER, .type = OOO_MSG_SESSIONS | OOO_MSG_REPLY };
 	s[n].plen = build_list(s[n].payload, false, 0);
 	n++;

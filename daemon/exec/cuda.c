@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+#include "cuda.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef CUresult (*version_fn)(int *);
+
+int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap)
+{
+	get_proc_fn get_proc;
+	version_fn get_version;
+	const char *missing = NULL;
+	CUresult r;
+	int want;
+
+	memset(api, 0, sizeof(*api));
+	api->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!api->lib) {
+		const char *e = dlerror();
+		snprintf(why, cap, "no NVIDIA driver: cannot load %s: %s", path, e ? e : "unknown error");
+		return -ENOENT;
+	}
+	/* cuGetProcAddress_v2 is CUDA 12.0's; our headers are newer than that */
+	get_proc = (get_proc_fn)dlsym(api->lib, "cuGetProcAddress_v2");
+	get_version = (version_fn)dlsym(api->lib, "cuDriverGetVersion");
+	if (!get_proc || !get_version) {
+		snprintf(why, cap, "%s is not a CUDA 12+ driver library (no cuGetProcAddress_v2)", path);
+		cuda_unload(api);
+		return -ENOSYS;
+	}
+	r = get_version(&api->driver_version);
+	if (r == CUDA_ERROR_STUB_LIBRARY) {
+		/* linking against the toolkit's stub is fine; running on it is not */
+		snprintf(why, cap, "no NVIDIA driver: %s is the CUDA toolkit's stub library", path);
+		cuda_unload(api);
+		return -ENOENT;
+	}
+	if (r != CUDA_SUCCESS)
+		api->driver_version = 0;
+	/* Ask for each symbol as of the older of the driver and our headers. */
+	want = api->driver_version && api->driver_version < CUDA_VERSION ? api->driver_version : CUDA_VERSION;
+#define CUDA_RESOLVE(name)                                                                                 \
+	if (!missing) {                                                                                    \
+		void *fn = NULL;                                                                           \
+		CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                  \
+		if (get_proc(#name, &fn, want, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||        \
+		    st != CU_GET_PROC_ADDRESS_SUCCESS || !fn)                                              \
+			missing = #name;                                                                   \
+		else                                                                                       \
+			api->p_##name = (__typeof__(api->p_##name))fn;                                     \
+	}
+	CUDA_FUNCS(CUDA_RESOLVE)
+#undef CUDA_RESOLVE
+	if (missing) {
+		snprintf(why, cap, "%s (driver %d.%d) does not provide %s", path, api->driver_version / 1000,
+			 api->driver_version % 1000 / 10, missing);
+		cuda_unload(api);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+void cuda_unload(struct cuda_api *api)
+{
+	if (api->lib)
+		dlclose(api->lib);
+	memset(api, 0, sizeof(*api));
+}
+
+const char *cuda_strerror(const struct cuda_api *api, CUresult r, char *buf, size_t cap)
+{
+	const char *name = NULL, *text = NULL;
+
+	if (api->p_cuGetErrorName)
+		api->p_cuGetErrorName(r, &name);
+	if (api->p_cuGetErrorString)
+		api->p_cuGetErrorString(r, &text);
+	snprintf(buf, cap, "%s (%d): %s", name ? name : "CUDA error", (int)r, text ? text : "unknown");
+	return buf;
+}
+
+int cuda_error_is_nodev(CUresult r)
+{
+	return r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_STUB_LIBRARY ||
+	       r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ||
+	       r == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE || r == CUDA_ERROR_NOT_SUPPORTED;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA driver API, loaded at run time: dlopen("libcuda.so.1") and a
+ * table of typed function pointers filled by cuGetProcAddress, so versioned
+ * entry points (cuMemAlloc_v2, ...) resolve to what this build was written
+ * against. Nothing here links libcuda, so oood runs on hosts without it.
+ * Only the executor process loads it.
+ */
+#ifndef OOO_EXEC_CUDA_H
+#define OOO_EXEC_CUDA_H
+
+#include <stddef.h>
+
+#include <cuda.h>
+
+/* Every driver function the executor calls. Add new ones here. */
+#define CUDA_FUNCS(X)                                                                                      \
+	X(cuInit)                                                                                          \
+	X(cuDriverGetVersion)                                                                              \
+	X(cuGetErrorName)                                                                                  \
+	X(cuGetErrorString)                                                                                \
+	X(cuDeviceGetCount)                                                                                \
+	X(cuDeviceGet)                                                                                     \
+	X(cuDeviceGetName)                                                                                 \
+	X(cuDeviceGetAttribute)                                                                            \
+	X(cuDeviceTotalMem)                                                                                \
+	X(cuDeviceGetUuid)                                                                                 \
+	X(cuDevicePrimaryCtxRetain)                                                                        \
+	X(cuDevicePrimaryCtxRelease)                                                                       \
+	X(cuCtxSetCurrent)                                                                                 \
+	X(cuMemGetInfo)
+
+struct cuda_api {
+	void *lib;
+	int driver_version; /* e.g. 13000 */
+#define CUDA_MEMBER(name) __typeof__(&name) p_##name;
+	CUDA_FUNCS(CUDA_MEMBER)
+#undef CUDA_MEMBER
+};
+
+/*
+ * Load the driver library `path` (a name for dlopen or an absolute path) and
+ * resolve every function. Returns 0, or -ENOENT (library not found),
+ * -ENOSYS (not a CUDA driver, or too old: no cuGetProcAddress), -ENOEXEC
+ * (a function is missing); `why` says which, for the operator. On error the
+ * api is unloaded.
+ */
+int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap);
+
+/* dlclose the library. Accepts a zeroed or unloaded api. */
+void cuda_unload(struct cuda_api *api);
+
+/* "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected" into buf; returns buf. */
+const char *cuda_strerror(const struct cuda_api *api, CUresult r, char *buf, size_t cap);
+
+/* Is this cuInit result permanent (no driver, no device, stub library)? */
+int cuda_error_is_nodev(CUresult r);
+
+#endif

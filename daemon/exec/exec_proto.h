@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Messages between oood and an executor over their private SEQPACKET
+ * socketpair (never reachable by tenants). Same header as the public wire
+ * protocol; internal types start at 0x100.
+ */
+#ifndef OOO_EXEC_PROTO_H
+#define OOO_EXEC_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ooo/proto.h>
+
+#define EXEC_CTL_FD 3      /* the executor's end of the socketpair */
+#define EXEC_EXIT_NODEV 3  /* no driver, no device, stub library: do not restart */
+#define EXEC_EXIT_USAGE 2
+
+enum exec_msg_type {
+	EXEC_MSG_READY = 0x100, /* executor -> oood, once: struct exec_ready */
+	EXEC_MSG_PING = 0x101,  /* oood -> executor: health check; echoed */
+};
+
+struct exec_ready {
+	int32_t status;        /* 0: device open; negative OOO_E*: why not */
+	uint32_t device;       /* index this executor serves */
+	uint32_t device_count; /* devices the driver reports */
+	int32_t driver_version;
+	uint32_t sm_count;
+	uint32_t cc_major, cc_minor;
+	uint32_t reserved;
+	uint64_t mem_total;
+	uint64_t mem_free;
+	uint8_t uuid[16];
+	char name[96];
+	char reason[OOO_ERRMSG_MAX]; /* when status < 0 */
+};
+
+/* Check a datagram from an executor: header, known type, payload size. Returns 0 or -OOO_EPROTO. */
+int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **payload, size_t *plen);
+
+/* Executor process entry: `oood --executor --device N [--user U] [--libcuda P]`. Returns an exit code. */
+int executor_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+#include "gpu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "log.h"
+#include "server.h"
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Bounded copy that tolerates overlap (message text moves between buffers of one gpu). */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+
+	memmove(dst, src, n);
+	dst[n] = '\0';
+}
+
+static void arm_exit(struct server *srv, struct gpu *g)
+{
+	struct io_uring_sqe *sqe = server_get_sqe(srv);
+
+	if (!sqe)
+		return;
+	io_uring_prep_poll_add(sqe, g->pidfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_GPU_EXIT, g->idx, 0));
+	g->inflight++;
+}
+
+static void arm_recv(struct server *srv, struct gpu *g)
+{
+	struct io_uring_sqe *sqe = server_get_sqe(srv);
+
+	if (!sqe)
+		return;
+	io_uring_prep_recv(sqe, g->ctl, g->rbuf, sizeof(g->rbuf), 0);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_GPU_RECV, g->idx, 0));
+	g->inflight++;
+}
+
+static void set_backoff(struct server *srv, struct gpu *g, const char *cause)
+{
+	uint64_t now = server_now_ns();
+	char why[OOO_ERRMSG_MAX - 48];
+
+	copy_text(why, sizeof(why), cause); /* cause may be g->reason itself */
+	if (g->ready_ns && now - g->ready_ns >= GPU_STABLE_NS)
+		g->backoff_ms = GPU_BACKOFF_MIN_MS;
+	else if (!g->backoff_ms)
+		g->backoff_ms = GPU_BACKOFF_MIN_MS;
+	else if (g->backoff_ms < GPU_BACKOFF_MAX_MS)
+		g->backoff_ms = g->backoff_ms * 2 > GPU_BACKOFF_MAX_MS ? GPU_BACKOFF_MAX_MS : g->backoff_ms * 2;
+	g->state = OOO_DEV_RESTARTING;
+	g->restart_at_ns = now + (uint64_t)g->backoff_ms * 1000000ull;
+	snprintf(g->reason, sizeof(g->reason), "%s; restart %u in %u ms", why, g->restarts + 1, g->backoff_ms);
+	log_warn("gpu%u: %s", g->idx, g->reason);
+}
+
+static void spawn(struct server *srv, struct gpu *g)
+{
+	char dev[16];
+	int sv[2];
+	pid_t pid;
+
+	g->exited = false;
+	g->have_info = false;
+	g->ready_ns = 0;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		set_backoff(srv, g, "cannot create the executor's socket");
+		return;
+	}
+	snprintf(dev, sizeof(dev), "%u", g->idx);
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		set_backoff(srv, g, "cannot fork an executor");
+		return;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		/* oood blocks the signals its signalfd reads; the executor must not */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (sv[1] == EXEC_CTL_FD)
+			fcntl(sv[1], F_SETFD, 0);
+		else if (dup2(sv[1], EXEC_CTL_FD) < 0)
+			_exit(127);
+		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
+		      "--libcuda", srv->policy->libcuda, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	g->pid = pid;
+	g->ctl = sv[0];
+	g->pidfd = pidfd_open_(pid);
+	g->started_ns = server_now_ns();
+	g->state = OOO_DEV_STARTING;
+	if (g->pidfd < 0) {
+		/* without a pidfd we cannot watch it from the loop: do not run it blind */
+		log_err("gpu%u: pidfd_open: %s", g->idx, strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(g->ctl);
+		g->ctl = -1;
+		g->pid = 0;
+		set_backoff(srv, g, "cannot watch the executor (pidfd_open failed)");
+		return;
+	}
+	log_info("gpu%u: executor pid %d started", g->idx, (int)pid);
+	arm_exit(srv, g);
+	arm_recv(srv, g);
+}
+
+int gpu_start(struct server *srv)
+{
+	struct gpus *gs = &srv->gpus;
+	ssize_t n;
+
+	for (unsigned i = 0; i < GPU_MAX; i++) {
+		gs->g[i].idx = i;
+		gs->g[i].pidfd = gs->g[i].ctl = -1;
+	}
+	gs->n = 0;
+	gs->enabled = srv->policy->executor;
+	if (!gs->enabled) {
+		snprintf(gs->reason, sizeof(gs->reason), "executors are disabled by the configuration (executor = no)");
+		log_info("%s", gs->reason);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", gs->exe, sizeof(gs->exe) - 1);
+	if (n < 0) {
+		snprintf(gs->reason, sizeof(gs->reason), "cannot find the oood binary: %s", strerror(errno));
+		return log_errno(LOG_ERR, -errno, "readlink /proc/self/exe");
+	}
+	gs->exe[n] = '\0';
+	gs->n = 1; /* executor 0 reports how many devices there are */
+	spawn(srv, &gs->g[0]);
+	return 0;
+}
+
+static void finalize_exit(struct server *srv, struct gpu *g)
+{
+	char why[160];
+	int st = g->wstatus;
+
+	close(g->pidfd);
+	close(g->ctl);
+	g->pidfd = g->ctl = -1;
+	g->pid = 0;
+	if (srv->stopping) {
+		g->state = OOO_DEV_STOPPED;
+		return;
+	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_EXIT_NODEV) {
+		g->state = OOO_DEV_FAILED;
+		if (!g->have_info || !g->info.reason[0])
+			snprintf(g->reason, sizeof(g->reason), "executor found no usable device");
+		else
+			copy_text(g->reason, sizeof(g->reason), g->info.reason);
+		log_warn("gpu%u: %s; not restarting", g->idx, g->reason);
+		return;
+	}
+	if (WIFSIGNALED(st))
+		snprintf(why, sizeof(why), "executor killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else if (g->have_info && g->info.status < 0)
+		snprintf(why, sizeof(why), "executor failed: %.120s", g->info.reason);
+	else
+		snprintf(why, sizeof(why), "executor exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	set_backoff(srv, g, why);
+	g->restarts++;
+}
+
+static struct gpu *gpu_at(struct server *srv, uint32_t idx)
+{
+	return idx < GPU_MAX ? &srv->gpus.g[idx] : NULL;
+}
+
+void gpu_on_exit(struct server *srv, uint32_t idx, int res)
+{
+	struct gpu *g = gpu_at(srv, idx);
+
+	if (!g || !g->inflight)
+		return;
+	g->inflight--;
+	if (res < 0 && res != -ECANCELED) {
+		log_warn("gpu%u: watching the executor failed: %s", idx, strerror(-res));
+		kill(g->pid, SIGKILL);
+	}
+	if (!g->exited) {
+		/* the pidfd is readable once the process is a zombie: reap it now */
+		if (waitpid(g->pid, &g->wstatus, 0) == g->pid)
+			g->exited = true;
+		/* its socket end is closed; wake our recv in case the kernel has not yet */
+		shutdown(g->ctl, SHUT_RDWR);
+	}
+	if (!g->inflight)
+		finalize_exit(srv, g);
+}
+
+static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready *r)
+{
+	memmove(&g->info, r, sizeof(g->info)); /* r points into g->rbuf */
+	r = &g->info;
+	g->have_info = true;
+	g->info.name[sizeof(g->info.name) - 1] = '\0';
+	g->info.reason[sizeof(g->info.reason) - 1] = '\0';
+	if (r->status < 0) {
+		/* the executor exits next; finalize_exit reports the reason */
+		copy_text(g->reason, sizeof(g->reason), g->info.reason);
+		return;
+	}
+	g->state = OOO_DEV_READY;
+	g->ready_ns = server_now_ns();
+	g->reason[0] = '\0';
+	log_info("gpu%u: %s, %u SMs, compute %u.%u, %.1f GiB, driver %d.%d, executor pid %d", g->idx, g->info.name,
+		 g->info.sm_count, g->info.cc_major, g->info.cc_minor, (double)g->info.mem_total / (1 << 30),
+		 g->info.driver_version / 1000, g->info.driver_version % 1000 / 10, (int)g->pid);
+	/* executor 0 tells how many devices there are: start one executor for each */
+	if (g->idx == 0 && srv->gpus.n == 1 && r->device_count > 1) {
+		uint32_t want = r->device_count > GPU_MAX ? GPU_MAX : r->device_count;
+
+		if (r->device_count > GPU_MAX)
+			log_warn("the driver reports %u devices; oood serves the first %u", r->device_count, GPU_MAX);
+		srv->gpus.n = want;
+		for (uint32_t i = 1; i < want && !srv->stopping; i++)
+			spawn(srv, &srv->gpus.g[i]);
+	}
+}
+
+void gpu_on_recv(struct server *srv, uint32_t idx, int res)
+{
+	struct gpu *g = gpu_at(srv, idx);
+	const void *payload;
+	uint16_t type;
+	size_t plen;
+
+	if (!g || !g->inflight)
+		return;
+	g->inflight--;
+	if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
+		if (type == EXEC_MSG_READY)
+			on_ready(srv, g, payload);
+	} else if (res > 0) {
+		log_err("gpu%u: malformed message from the executor, killing it", idx);
+		kill(g->pid, SIGKILL);
+	}
+	if (res > 0 && !g->exited) {
+		arm_recv(srv, g);
+		return;
+	}
+	if (!g->inflight)
+		finalize_exit(srv, g);
+}
+
+void gpu_tick(struct server *srv, uint64_t now)
+{
+	struct gpus *gs = &srv->gpus;
+
+	for (uint32_t i = 0; i < gs->n; i++) {
+		struct gpu *g = &gs->g[i];
+
+		if (srv->stopping) {
+			if (g->pid && !g->exited && now >= srv->stop_deadline_ns)
+				kill(g->pid, SIGKILL);
+			continue;
+		}
+		if (g->state == OOO_DEV_RESTARTING && !g->pid && !g->inflight && now >= g->restart_at_ns)
+			spawn(srv, g);
+	}
+}
+
+void gpu_stop_all(struct server *srv)
+{
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		struct gpu *g = &srv->gpus.g[i];
+
+		if (g->pid && !g->exited)
+			kill(g->pid, SIGTERM);
+		else if (!g->pid)
+			g->state = OOO_DEV_STOPPED;
+	}
+}
+
+bool gpu_all_stopped(const struct server *srv)
+{
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		if (srv->gpus.g[i].pid || srv->gpus.g[i].inflight)
+			return false;
+	}
+	return true;
+}
+
+void gpu_fini(struct server *srv)
+{
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		struct gpu *g = &srv->gpus.g[i];
+
+		if (g->pid && !g->exited) {
+			kill(g->pid, SIGKILL);
+			waitpid(g->pid, NULL, 0);
+		}
+		if (g->pidfd >= 0)
+			close(g->pidfd);
+		if (g->ctl >= 0)
+			close(g->ctl);
+		g->pidfd = g->ctl = -1;
+		g->pid = 0;
+		g->inflight = 0;
+	}
+}
+
+void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready)
+{
+	*known = *ready = 0;
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		const struct gpu *g = &srv->gpus.g[i];
+
+		if (g->have_info && g->info.status == 0)
+			(*known)++;
+		if (g->state == OOO_DEV_READY)
+			(*ready)++;
+	}
+}
+
+const char *gpu_reason(const struct server *srv)
+{
+	uint32_t known, ready;
+
+	gpu_counts(srv, &known, &ready);
+	if (ready)
+		return "";
+	if (!srv->gpus.enabled || !srv->gpus.n)
+		return srv->gpus.reason;
+	return srv->gpus.g[0].reason[0] ? srv->gpus.g[0].reason : "executor starting";
+}

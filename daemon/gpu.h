@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Executor supervision: oood starts one executor process per GPU (itself,
+ * re-executed with --executor), watches it through a pidfd on the io_uring
+ * loop, and restarts it with backoff when it dies. An executor that finds no
+ * driver, no device or the toolkit's stub library exits with
+ * EXEC_EXIT_NODEV and is not restarted; its reason is what `oooctl status`
+ * shows.
+ *
+ * Owner: the server owns struct gpus; each struct gpu owns its pidfd and
+ * control socket, and is reset only when neither has an operation in flight.
+ */
+#ifndef OOO_GPU_H
+#define OOO_GPU_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "exec/exec_proto.h"
+
+#define GPU_MAX 64
+#define GPU_BACKOFF_MIN_MS 1000u
+#define GPU_BACKOFF_MAX_MS 30000u
+#define GPU_STABLE_NS (60ull * 1000000000ull) /* up this long: next restart starts from the minimum backoff */
+
+struct server;
+
+struct gpu {
+	uint32_t idx;
+	uint32_t state; /* enum ooo_device_state */
+	pid_t pid;      /* 0 when no executor runs */
+	int pidfd, ctl;
+	unsigned inflight; /* io_uring operations on pidfd/ctl */
+	bool exited;
+	int wstatus;
+	uint32_t restarts;
+	uint32_t backoff_ms;
+	uint64_t started_ns, ready_ns, restart_at_ns;
+	bool have_info;
+	struct exec_ready info;
+	char reason[OOO_ERRMSG_MAX];
+	unsigned char rbuf[1024];
+};
+
+struct gpus {
+	struct gpu g[GPU_MAX];
+	uint32_t n; /* slots in use: 1 until executor 0 reports the device count */
+	bool enabled;
+	char exe[PATH_MAX];
+	char reason[OOO_ERRMSG_MAX]; /* why there are no executors at all */
+};
+
+/* Start executor 0 if the policy enables executors. Returns 0 or -errno (logged). */
+int gpu_start(struct server *srv);
+void gpu_on_exit(struct server *srv, uint32_t idx, int res);
+void gpu_on_recv(struct server *srv, uint32_t idx, int res);
+/* Restarts that are due; SIGKILL executors that outlive the shutdown grace. */
+void gpu_tick(struct server *srv, uint64_t now_ns);
+/* Shutdown: SIGTERM every executor. */
+void gpu_stop_all(struct server *srv);
+/* No executor left and no operation in flight. */
+bool gpu_all_stopped(const struct server *srv);
+/* Kill and reap every executor now (daemon exit paths). */
+void gpu_fini(struct server *srv);
+
+/* Counts for status: devices known, devices ready. */
+void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready);
+/* Why no device is ready ("" when one is). */
+const char *gpu_reason(const struct server *srv);
+
+#endif
