@@ -52,13 +52,13 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
-               daemon/exec/executor.c daemon/exec/cuda.c
-CLIENT_SRCS := client/libooo.c client/wire.c
+               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c
+CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/gen/default_conf.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_policy test_registry
+UNIT_TESTS  := test_wire test_policy test_registry test_ring test_staging test_validate
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -134,6 +134,9 @@ $(BUILD)/ooo-bench: $(OBJ)/tools/ooo-bench.o $(BUILD)/libooo.a
 $(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(BUILD)/libooo.a
 $(BUILD)/tests/test_policy: $(OBJ)/tests/unit/test_policy.o $(POLICY_OBJS)
 $(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/registry.o $(POLICY_OBJS) $(OBJ)/client/wire.o
+$(BUILD)/tests/test_ring: $(OBJ)/tests/unit/test_ring.o $(OBJ)/client/ring.o
+$(BUILD)/tests/test_staging: $(OBJ)/tests/unit/test_staging.o $(OBJ)/client/staging.o
+$(BUILD)/tests/test_validate: $(OBJ)/tests/unit/test_validate.o $(OBJ)/daemon/exec/validate.o
 $(BUILD)/tests/test_daemon: $(OBJ)/tests/integration/test_daemon.o $(OBJ)/client/wire.o $(BUILD)/libooo.a
 
 $(TEST_BINS):
@@ -158,10 +161,11 @@ asan: deps
 
 # ---- fuzz ------------------------------------------------------------------
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := fuzz_wire fuzz_policy
+FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c client/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
+$(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	$(call msg,FUZZCC,$@)
 	@mkdir -p $(dir $@)

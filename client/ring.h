@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Single-producer single-consumer rings in shared memory (layout in
+ * include/ooo/shm.h), used by libooo and the executor. Each side keeps its
+ * own index privately and only publishes it; what the other side publishes
+ * is checked before use. No allocation, no locks; the doorbell is an
+ * eventfd the caller owns.
+ */
+#ifndef OOO_RING_H
+#define OOO_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ooo/shm.h>
+
+struct ring {
+	struct ooo_ring_ctl *ctl;
+	unsigned char *entries;
+	uint32_t n, mask, esize;
+	uint32_t mine;   /* producer: tail; consumer: head */
+	uint32_t theirs; /* last value read of the other index */
+	int doorbell;    /* producer: eventfd to signal; consumer: eventfd to wait on */
+};
+
+/*
+ * Describe a ring of n entries (a power of two) of esize bytes whose control
+ * block is at ctl_off and entries at ent_off inside [base, base + size).
+ * Returns 0 or -EINVAL if it does not fit or is misaligned. The private
+ * index starts from what the control block holds.
+ */
+int ring_init(struct ring *r, void *base, uint64_t size, uint64_t ctl_off, uint64_t ent_off, uint32_t n,
+	      uint32_t esize, int doorbell, bool producer);
+
+/* Producer: the next free entry, or NULL when the ring is full (or the consumer's head is corrupt). */
+void *ring_reserve(struct ring *r);
+/* Producer: publish every reserved entry; ring the doorbell if the consumer sleeps. Returns 1 if it rang. */
+int ring_publish(struct ring *r);
+
+/*
+ * Consumer: copy the next entry into out. Returns 1, 0 when empty, or
+ * -EPROTO when the producer's tail claims more entries than the ring holds.
+ */
+int ring_pop(struct ring *r, void *out);
+/* Consumer: publish the head so the producer sees the room. */
+void ring_release(struct ring *r);
+/* Consumer: entries waiting (0 if none or corrupt). */
+uint32_t ring_pending(struct ring *r);
+
+/*
+ * Consumer, before sleeping on the doorbell: announce it and look again.
+ * Returns true if the ring is still empty (sleep now; call ring_awake after),
+ * false if entries arrived (the announcement is withdrawn).
+ */
+bool ring_sleep_prepare(struct ring *r);
+void ring_awake(struct ring *r);
+
+/* Fill in a fresh area's header and ring control blocks (oood, before sharing it). */
+int ring_layout(void *base, uint64_t size, uint32_t sq_entries, uint32_t cq_entries, struct ooo_shm_hdr *out);
+
+/* Check a header read from shared memory (copy it out first). Returns 0 or -EPROTO. */
+int ring_check_hdr(const struct ooo_shm_hdr *h, uint64_t area_size);
+
+#endif
