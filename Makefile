@@ -52,7 +52,7 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
-               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c
+               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/gen/default_conf.o

@@ -28,7 +28,17 @@
 	X(cuDevicePrimaryCtxRetain)                                                                        \
 	X(cuDevicePrimaryCtxRelease)                                                                       \
 	X(cuCtxSetCurrent)                                                                                 \
-	X(cuMemGetInfo)
+	X(cuMemGetInfo)                                                                                    \
+	X(cuMemGetAllocationGranularity)                                                                   \
+	X(cuMemCreate)                                                                                     \
+	X(cuMemRelease)                                                                                    \
+	X(cuMemExportToShareableHandle)                                                                    \
+	X(cuMemImportFromShareableHandle)                                                                  \
+	X(cuMemAddressReserve)                                                                             \
+	X(cuMemAddressFree)                                                                                \
+	X(cuMemMap)                                                                                        \
+	X(cuMemUnmap)                                                                                      \
+	X(cuMemSetAccess)
 
 struct cuda_api {
 	void *lib;

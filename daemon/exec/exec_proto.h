@@ -20,6 +20,25 @@
 enum exec_msg_type {
 	EXEC_MSG_READY = 0x100, /* executor -> oood, once: struct exec_ready */
 	EXEC_MSG_PING = 0x101,  /* oood -> executor: health check; echoed */
+	EXEC_MSG_ALLOC = 0x102, /* oood -> executor: exec_mem_req; reply exec_mem_reply + the fd */
+	EXEC_MSG_FREE = 0x103,  /* oood -> executor: exec_mem_req (addr); reply exec_mem_reply */
+	EXEC_MSG_IMPORT = 0x104, /* oood -> executor: exec_mem_req (addr, size) + the fd; reply */
+};
+
+/* Device memory: cuMemCreate'd, exported as a POSIX fd that oood keeps. */
+struct exec_mem_req {
+	uint64_t req;  /* oood's request id, echoed */
+	uint64_t addr; /* FREE, IMPORT: the buffer's device address */
+	uint64_t size; /* ALLOC: bytes wanted; IMPORT: the mapped size */
+};
+
+struct exec_mem_reply {
+	uint64_t req;
+	int32_t status; /* 0 or negative */
+	uint32_t reserved;
+	uint64_t addr;
+	uint64_t size; /* rounded up to the allocation granularity */
+	char reason[128];
 };
 
 struct exec_ready {

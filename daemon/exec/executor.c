@@ -24,6 +24,7 @@
 #include "../../client/wire.h"
 #include "cuda.h"
 #include "exec_proto.h"
+#include "memory.h"
 
 int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **payload, size_t *plen)
 {
@@ -50,6 +51,19 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 	case EXEC_MSG_PING:
 	case EXEC_MSG_PING | OOO_MSG_REPLY:
 		return *plen <= 64 ? 0 : -OOO_EPROTO;
+	case EXEC_MSG_ALLOC:
+	case EXEC_MSG_FREE:
+	case EXEC_MSG_IMPORT:
+		return *plen == sizeof(struct exec_mem_req) ? 0 : -OOO_EPROTO;
+	case EXEC_MSG_ALLOC | OOO_MSG_REPLY:
+	case EXEC_MSG_FREE | OOO_MSG_REPLY:
+	case EXEC_MSG_IMPORT | OOO_MSG_REPLY: {
+		struct exec_mem_reply r;
+		if (*plen != sizeof(r))
+			return -OOO_EPROTO;
+		memcpy(&r, *payload, sizeof(r));
+		return memchr(r.reason, 0, sizeof(r.reason)) ? 0 : -OOO_EPROTO;
+	}
 	default:
 		return -OOO_EPROTO;
 	}
@@ -68,14 +82,39 @@ static void exec_log(unsigned dev, const char *fmt, ...)
 	fprintf(stderr, "oood[executor gpu%u]: %s\n", dev, line);
 }
 
-static int send_msg(int fd, uint16_t type, const void *p, size_t n)
+/* Send one message, with a descriptor if pass_fd >= 0. */
+static int send_msg_fd(int fd, uint16_t type, const void *p, size_t n, int pass_fd)
 {
 	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(struct exec_ready)];
 	ssize_t len = wire_encode(buf, sizeof(buf), type, 0, 0, p, n);
+	struct iovec iov = { buf, 0 };
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (len < 0)
 		return (int)len;
-	return send(fd, buf, (size_t)len, MSG_NOSIGNAL) == len ? 0 : -errno;
+	iov.iov_len = (size_t)len;
+	if (pass_fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == len ? 0 : -errno;
+}
+
+static int send_msg(int fd, uint16_t type, const void *p, size_t n)
+{
+	return send_msg_fd(fd, type, p, n, -1);
 }
 
 static int drop_root(const char *user, char *why, size_t cap)
@@ -162,14 +201,50 @@ static int open_device(struct cuda_api *api, const char *libcuda, unsigned dev, 
 	return 0;
 }
 
+static int handle_mem(int fd, struct memory *mem, uint16_t type, const struct exec_mem_req *q, int in_fd)
+{
+	struct exec_mem_reply rep = { .req = q->req, .addr = q->addr, .size = q->size };
+	int out_fd = -1, r;
+
+	switch (type) {
+	case EXEC_MSG_ALLOC:
+		rep.status = memory_alloc(mem, q->size, &rep.addr, &rep.size, &out_fd, rep.reason, sizeof(rep.reason));
+		break;
+	case EXEC_MSG_FREE:
+		rep.status = memory_free(mem, q->addr);
+		if (rep.status)
+			snprintf(rep.reason, sizeof(rep.reason), "no buffer at %#llx", (unsigned long long)q->addr);
+		break;
+	case EXEC_MSG_IMPORT:
+		if (in_fd < 0) {
+			rep.status = -EBADF;
+			snprintf(rep.reason, sizeof(rep.reason), "import without a descriptor");
+			break;
+		}
+		rep.status = memory_import(mem, in_fd, q->addr, q->size, rep.reason, sizeof(rep.reason));
+		break;
+	}
+	r = send_msg_fd(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep), out_fd);
+	if (out_fd >= 0)
+		close(out_fd); /* oood has its own reference now (or the send failed) */
+	return r;
+}
+
 /* Serve oood until it closes the control socket. */
-static int serve(int fd)
+static int serve(int fd, struct memory *mem)
 {
 	unsigned char buf[512];
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct iovec iov = { buf, sizeof(buf) };
+		union {
+			struct cmsghdr align;
+			char b[CMSG_SPACE(sizeof(int) * 4)];
+		} u;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
 		const void *payload;
+		int in_fd = -1, rc = 0;
 		size_t plen;
 		uint16_t type;
 		ssize_t n;
@@ -179,7 +254,7 @@ static int serve(int fd)
 				continue;
 			return 1;
 		}
-		n = recv(fd, buf, sizeof(buf), 0);
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n == 0)
 			return 0; /* oood closed: we are done */
 		if (n < 0) {
@@ -187,9 +262,34 @@ static int serve(int fd)
 				continue;
 			return errno == ECONNRESET ? 0 : 1;
 		}
-		if (exec_msg_check(buf, (size_t)n, &type, &payload, &plen) < 0)
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+				int nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+				for (int i = 0; i < nfd; i++) {
+					int f;
+					memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+					if (in_fd < 0)
+						in_fd = f;
+					else
+						close(f);
+				}
+			}
+		}
+		if (exec_msg_check(buf, (size_t)n, &type, &payload, &plen) < 0) {
+			if (in_fd >= 0)
+				close(in_fd);
 			return 1; /* oood never sends garbage: something is badly wrong */
-		if (type == EXEC_MSG_PING && send_msg(fd, EXEC_MSG_PING | OOO_MSG_REPLY, payload, plen) < 0)
+		}
+		if (type == EXEC_MSG_PING) {
+			rc = send_msg(fd, EXEC_MSG_PING | OOO_MSG_REPLY, payload, plen);
+		} else if (type == EXEC_MSG_ALLOC || type == EXEC_MSG_FREE || type == EXEC_MSG_IMPORT) {
+			struct exec_mem_req q;
+			memcpy(&q, payload, sizeof(q));
+			rc = handle_mem(fd, mem, type, &q, in_fd);
+		}
+		if (in_fd >= 0)
+			close(in_fd);
+		if (rc < 0)
 			return 1;
 	}
 }
@@ -204,6 +304,7 @@ int executor_main(int argc, char **argv)
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
 	struct exec_ready r = { 0 };
 	struct cuda_api api = { 0 };
+	struct memory mem = { 0 };
 	CUcontext ctx = NULL;
 	unsigned long dev = 0;
 	char *end;
@@ -235,12 +336,22 @@ int executor_main(int argc, char **argv)
 			return 1;
 		rc = open_device(&api, libcuda, (unsigned)dev, &r, &ctx);
 	}
+	if (rc == 0) {
+		CUdevice d;
+
+		if (api.p_cuDeviceGet(&d, (int)dev) != CUDA_SUCCESS ||
+		    memory_init(&mem, &api, d, r.reason, sizeof(r.reason)) < 0) {
+			r.status = -OOO_ENODEV;
+			rc = 1;
+		}
+	}
 	if (rc)
 		exec_log((unsigned)dev, "%s", r.reason);
 	if (send_msg(EXEC_CTL_FD, EXEC_MSG_READY, &r, sizeof(r)) < 0)
 		rc = rc ? rc : 1;
 	if (rc == 0)
-		rc = serve(EXEC_CTL_FD);
+		rc = serve(EXEC_CTL_FD, &mem);
+	memory_fini(&mem);
 	if (ctx) {
 		CUdevice d;
 		if (api.p_cuDeviceGet(&d, (int)dev) == CUDA_SUCCESS)
