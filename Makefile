@@ -50,7 +50,7 @@ STATIC_LIBS = -Wl,-Bstatic -luring -linih -Wl,-Bdynamic
 
 OBJ := $(BUILD)/obj
 
-DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c \
+DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
                daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
@@ -63,9 +63,11 @@ INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/libooo.so $(BUILD)/libooo.a
+# helpers of tests/gpu (they need a GPU to do anything; built everywhere)
+GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
-all: $(BINS) $(TEST_BINS)
+all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -148,6 +150,11 @@ RUN_ARGS ?=
 run: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/oood $(BUILD)/oooctl
 	exec $(BUILD)/oood -f $(RUN_ARGS)
+
+$(BUILD)/tests/gpu/buf_check: $(OBJ)/tests/gpu/buf_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libooo.a
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl -lpthread
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all

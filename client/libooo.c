@@ -32,6 +32,7 @@ struct ooo_session {
 	uint32_t seq;
 	uint64_t id;
 	char class_name[OOO_NAME_MAX];
+	int rfd; /* descriptor passed with the last reply, -1 if none; the caller takes it */
 	pthread_mutex_t lock;
 	unsigned char rbuf[OOO_MSG_MAX];
 	unsigned char sbuf[OOO_MSG_MAX];
@@ -119,6 +120,30 @@ static int closed_error(struct ooo_session *s)
 	return s->dead;
 }
 
+/* Keep the first descriptor that came with a datagram in s->rfd; close any others. */
+static void keep_fd(struct ooo_session *s, struct msghdr *mh)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (s->rfd < 0)
+				s->rfd = f;
+			else
+				close(f);
+		}
+	}
+}
+
+static void drop_fd(struct ooo_session *s)
+{
+	if (s->rfd >= 0)
+		close(s->rfd);
+	s->rfd = -1;
+}
+
 /*
  * Send one request and wait for its reply. On success returns the reply's
  * status (0 or negative) and points *reply at its payload in s->rbuf.
@@ -134,6 +159,7 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 
 	if (s->dead)
 		return s->dead;
+	drop_fd(s);
 	seq = ++s->seq;
 	if (seq == 0)
 		seq = s->seq = 1; /* 0 is reserved for notices */
@@ -149,7 +175,11 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 	for (;;) {
 		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
 		struct iovec iov = { .iov_base = s->rbuf, .iov_len = sizeof(s->rbuf) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		union {
+			struct cmsghdr align;
+			char b[CMSG_SPACE(sizeof(int) * 4)];
+		} u;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
 		const char *why;
 		int64_t left = deadline - now_ms();
 		int r;
@@ -170,6 +200,7 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 			return errno == ECONNRESET ? closed_error(s) : -errno;
 		if (n == 0)
 			return closed_error(s);
+		keep_fd(s, &mh);
 		if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 			set_last_error("oversized message from oood");
 			return s->dead = -OOO_EPROTO;
@@ -254,6 +285,7 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 	if (!s)
 		return NULL;
 	s->admin = admin;
+	s->rfd = -1;
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
 	pthread_mutex_init(&s->lock, NULL);
 	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -325,6 +357,7 @@ ooo_session *ooo_close(ooo_session *s)
 			(void)send(s->fd, s->sbuf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 	close(s->fd);
+	drop_fd(s);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return NULL;
@@ -372,6 +405,98 @@ int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_le
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+/* ---- buffers ---------------------------------------------------------------------- */
+
+struct ooo_buf {
+	ooo_session *s;
+	uint64_t id, addr, size;
+	uint32_t device;
+};
+
+int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out)
+{
+	struct ooo_msg_buf_alloc req = { .size = bytes, .device = OOO_DEVICE_ANY };
+	struct ooo_msg_buf rep;
+	const void *rp;
+	size_t rlen;
+	ooo_buf *b;
+	int r;
+
+	if (!s || !out || !bytes || s->admin || (flags & ~OOO_BUF_DEVICE_MASK))
+		return -EINVAL;
+	if (flags & OOO_BUF_DEVICE_SET)
+		req.device = (flags & OOO_BUF_DEVICE_INDEX) >> 8;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	set_last_error("");
+	pthread_mutex_lock(&s->lock);
+	r = transact(s, OOO_MSG_BUF_ALLOC, &req, sizeof(req), &rp, &rlen);
+	if (r == 0)
+		memcpy(&rep, rp, sizeof(rep));
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0) {
+		free(b);
+		return r;
+	}
+	b->s = s;
+	b->id = rep.id;
+	b->addr = rep.addr;
+	b->size = rep.size;
+	b->device = rep.device;
+	*out = b;
+	return 0;
+}
+
+int ooo_buf_free(ooo_buf *b)
+{
+	struct ooo_msg_buf_ref req;
+	const void *rp;
+	size_t rlen;
+	int r;
+
+	if (!b)
+		return 0;
+	req.id = b->id;
+	set_last_error("");
+	pthread_mutex_lock(&b->s->lock);
+	r = transact(b->s, OOO_MSG_BUF_FREE, &req, sizeof(req), &rp, &rlen);
+	pthread_mutex_unlock(&b->s->lock);
+	free(b);
+	return r;
+}
+
+uint64_t ooo_buf_addr(const ooo_buf *b)
+{
+	return b ? b->addr : 0;
+}
+
+size_t ooo_buf_size(const ooo_buf *b)
+{
+	return b ? (size_t)b->size : 0;
+}
+
+int ooo_buf_export_fd(ooo_buf *b)
+{
+	struct ooo_msg_buf_ref req;
+	const void *rp;
+	size_t rlen;
+	int r;
+
+	if (!b)
+		return -EINVAL;
+	req.id = b->id;
+	set_last_error("");
+	pthread_mutex_lock(&b->s->lock);
+	r = transact(b->s, OOO_MSG_BUF_EXPORT, &req, sizeof(req), &rp, &rlen);
+	if (r == 0) {
+		r = b->s->rfd >= 0 ? b->s->rfd : -OOO_EPROTO;
+		b->s->rfd = -1; /* the caller's now */
+	}
+	pthread_mutex_unlock(&b->s->lock);
 	return r;
 }
 

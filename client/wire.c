@@ -39,6 +39,9 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_PING: return "ping";
 	case OOO_MSG_BYE: return "bye";
 	case OOO_MSG_NOTICE: return "notice";
+	case OOO_MSG_BUF_ALLOC: return "buffer alloc";
+	case OOO_MSG_BUF_FREE: return "buffer free";
+	case OOO_MSG_BUF_EXPORT: return "buffer export";
 	case OOO_MSG_STATUS: return "status";
 	case OOO_MSG_TENANTS: return "tenants";
 	case OOO_MSG_SESSIONS: return "sessions";
@@ -78,6 +81,21 @@ static int check_request(const struct wire_msg *m, const char **why)
 	case OOO_MSG_PING:
 		if (n > OOO_PING_MAX) {
 			*why = "ping payload larger than OOO_PING_MAX";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	case OOO_MSG_BUF_ALLOC: {
+		const struct ooo_msg_buf_alloc *a = p;
+		if (n != sizeof(*a) || a->flags) {
+			*why = "buffer alloc payload has the wrong size or unknown flags";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_BUF_FREE:
+	case OOO_MSG_BUF_EXPORT:
+		if (n != sizeof(struct ooo_msg_buf_ref)) {
+			*why = "buffer reference payload has the wrong size";
 			return -OOO_EPROTO;
 		}
 		return 0;
@@ -203,10 +221,15 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		}
 		return 0;
 	case OOO_MSG_BYE:
+	case OOO_MSG_BUF_FREE:
 		if (n != 0) {
-			*why = "unexpected payload in bye reply";
+			*why = "unexpected payload in reply";
 			return -OOO_EPROTO;
 		}
+		return 0;
+	case OOO_MSG_BUF_ALLOC:
+	case OOO_MSG_BUF_EXPORT:
+		EXACT(struct ooo_msg_buf);
 		return 0;
 	case OOO_MSG_STATUS: {
 		const struct ooo_msg_status *s = p;

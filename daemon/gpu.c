@@ -15,6 +15,8 @@
 
 #include <ooo/ooo.h>
 
+#include "../client/wire.h"
+#include "buffers.h"
 #include "log.h"
 #include "server.h"
 
@@ -49,7 +51,14 @@ static void arm_recv(struct server *srv, struct gpu *g)
 
 	if (!sqe)
 		return;
-	io_uring_prep_recv(sqe, g->ctl, g->rbuf, sizeof(g->rbuf), 0);
+	g->riov = (struct iovec){ g->rbuf, sizeof(g->rbuf) };
+	memset(&g->rmsg, 0, sizeof(g->rmsg));
+	memset(&g->rcmsg, 0, sizeof(g->rcmsg));
+	g->rmsg.msg_iov = &g->riov;
+	g->rmsg.msg_iovlen = 1;
+	g->rmsg.msg_control = g->rcmsg.buf;
+	g->rmsg.msg_controllen = sizeof(g->rcmsg.buf);
+	io_uring_prep_recvmsg(sqe, g->ctl, &g->rmsg, MSG_CMSG_CLOEXEC);
 	io_uring_sqe_set_data64(sqe, ud_make(OP_GPU_RECV, g->idx, 0));
 	g->inflight++;
 }
@@ -165,6 +174,7 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 	close(g->ctl);
 	g->pidfd = g->ctl = -1;
 	g->pid = 0;
+	buffers_gpu_lost(srv, g->idx);
 	if (srv->stopping) {
 		g->state = OOO_DEV_STOPPED;
 		return;
@@ -230,6 +240,7 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	g->state = OOO_DEV_READY;
 	g->ready_ns = server_now_ns();
 	g->reason[0] = '\0';
+	buffers_gpu_ready(srv, g->idx);
 	log_info("gpu%u: %s, %u SMs, compute %u.%u, %.1f GiB, driver %d.%d, executor pid %d", g->idx, g->info.name,
 		 g->info.sm_count, g->info.cc_major, g->info.cc_minor, (double)g->info.mem_total / (1 << 30),
 		 g->info.driver_version / 1000, g->info.driver_version % 1000 / 10, (int)g->pid);
@@ -245,23 +256,55 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	}
 }
 
+/* The descriptor passed with the last message (at most one is kept), or -1. */
+static int take_fd(struct gpu *g)
+{
+	int fd = -1;
+
+	if (g->rmsg.msg_controllen < sizeof(struct cmsghdr))
+		return -1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&g->rmsg); cm; cm = CMSG_NXTHDR(&g->rmsg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = f;
+			else
+				close(f);
+		}
+	}
+	return fd;
+}
+
 void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 {
 	struct gpu *g = gpu_at(srv, idx);
 	const void *payload;
 	uint16_t type;
 	size_t plen;
+	int fd;
 
 	if (!g || !g->inflight)
 		return;
 	g->inflight--;
+	fd = res >= 0 ? take_fd(g) : -1;
 	if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
-		if (type == EXEC_MSG_READY)
+		if (type == EXEC_MSG_READY) {
 			on_ready(srv, g, payload);
+		} else if (type & OOO_MSG_REPLY && type != (EXEC_MSG_PING | OOO_MSG_REPLY)) {
+			struct exec_mem_reply r;
+			memcpy(&r, payload, sizeof(r));
+			buffers_on_reply(srv, idx, type, &r, fd);
+			fd = -1; /* buffers took it */
+		}
 	} else if (res > 0) {
 		log_err("gpu%u: malformed message from the executor, killing it", idx);
 		kill(g->pid, SIGKILL);
 	}
+	if (fd >= 0)
+		close(fd);
 	if (res > 0 && !g->exited) {
 		arm_recv(srv, g);
 		return;
@@ -325,6 +368,53 @@ void gpu_fini(struct server *srv)
 		g->pid = 0;
 		g->inflight = 0;
 	}
+}
+
+int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, int fd)
+{
+	struct gpu *g = gpu_at(srv, idx);
+	unsigned char buf[512];
+	struct iovec iov = { buf, 0 };
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t len;
+
+	if (!g || g->state != OOO_DEV_READY || g->ctl < 0)
+		return -OOO_ENODEV;
+	len = wire_encode(buf, sizeof(buf), type, 0, 0, p, n);
+	if (len < 0)
+		return (int)len;
+	iov.iov_len = (size_t)len;
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	/* never block the loop on an executor: a full socket means it is stuck */
+	if (sendmsg(g->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+		return -errno;
+	return 0;
+}
+
+int gpu_pick(const struct server *srv, uint32_t want)
+{
+	if (want != OOO_DEVICE_ANY)
+		return want < srv->gpus.n && srv->gpus.g[want].state == OOO_DEV_READY ? (int)want : -OOO_ENODEV;
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		if (srv->gpus.g[i].state == OOO_DEV_READY)
+			return (int)i;
+	}
+	return -OOO_ENODEV;
 }
 
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready)

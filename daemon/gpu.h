@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "exec/exec_proto.h"
@@ -42,6 +43,12 @@ struct gpu {
 	struct exec_ready info;
 	char reason[OOO_ERRMSG_MAX];
 	unsigned char rbuf[1024];
+	struct msghdr rmsg;
+	struct iovec riov;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} rcmsg;
 };
 
 struct gpus {
@@ -64,6 +71,11 @@ void gpu_stop_all(struct server *srv);
 bool gpu_all_stopped(const struct server *srv);
 /* Kill and reap every executor now (daemon exit paths). */
 void gpu_fini(struct server *srv);
+
+/* Send a message (and a descriptor if fd >= 0) to executor idx without blocking. Returns 0 or -errno. */
+int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, int fd);
+/* Index of a ready GPU for a new buffer: `want`, or the first ready one for OOO_DEVICE_ANY; -OOO_ENODEV if none. */
+int gpu_pick(const struct server *srv, uint32_t want);
 
 /* Counts for status: devices known, devices ready. */
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready);

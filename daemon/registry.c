@@ -110,6 +110,7 @@ int registry_admit(struct registry *r, const struct policy *p, const struct peer
 	wire_strcpy(s->name, sizeof(s->name), name);
 	wire_sanitize(s->name);
 	s->tenant = t;
+	list_init(&s->bufs);
 	list_add_tail(&t->sessions, &s->node);
 	t->nsessions++;
 	r->nsessions++;
@@ -163,6 +164,14 @@ int session_charge(struct session *s, enum ooo_res res, uint64_t n)
 	t->used[res] += n;
 	s->used[res] += n;
 	return 0;
+}
+
+void session_charge_force(struct session *s, enum ooo_res res, uint64_t n)
+{
+	if ((unsigned)res >= OOO_RES_COUNT)
+		return;
+	s->tenant->used[res] += n;
+	s->used[res] += n;
 }
 
 void session_uncharge(struct session *s, enum ooo_res res, uint64_t n)

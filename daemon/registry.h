@@ -31,6 +31,11 @@ struct peer_cred {
 	gid_t groups[REG_MAX_GROUPS];
 };
 
+/* A connection named by its server slot and generation, for answers that come later. */
+struct conn_ref {
+	uint32_t slot, gen;
+};
+
 struct list_node {
 	struct list_node *prev, *next;
 };
@@ -64,6 +69,7 @@ struct session {
 	uint64_t used[OOO_RES_COUNT];
 	bool moving;  /* registry_apply_policy's mark */
 	bool revoked; /* no longer admitted: waiting for the caller to close it */
+	struct list_node bufs; /* the server's buffers of this session (buffers.c); empty at close */
 	void *owner; /* the connection, for the server */
 };
 
@@ -93,6 +99,9 @@ void registry_close(struct registry *r, struct session *s);
  * or -OOO_ELIMIT (nothing charged) if the tenant would exceed its limit.
  */
 int session_charge(struct session *s, enum ooo_res res, uint64_t n);
+
+/* Charge without checking the limit (rounding a charge already admitted). */
+void session_charge_force(struct session *s, enum ooo_res res, uint64_t n);
 
 /* Return n units (at most what the session holds). */
 void session_uncharge(struct session *s, enum ooo_res res, uint64_t n);

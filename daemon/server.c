@@ -29,6 +29,7 @@
 #include <ooo/ooo.h>
 
 #include "../client/wire.h"
+#include "buffers.h"
 #include "log.h"
 #include "notify.h"
 
@@ -43,6 +44,7 @@ enum conn_state { CONN_HELLO, CONN_OPEN, CONN_CLOSING };
 struct outmsg {
 	void *buf;
 	size_t len;
+	int fd; /* passed with the message (SCM_RIGHTS) and closed once sent; -1 if none */
 };
 
 struct conn {
@@ -71,6 +73,12 @@ struct conn {
 
 	struct outmsg q[SENDQ_CAP];
 	unsigned qhead, qlen;
+	struct msghdr smsg; /* the send in flight, when it passes a descriptor */
+	struct iovec siov;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} scmsg;
 };
 
 uint64_t server_now_ns(void)
@@ -170,6 +178,8 @@ static void conn_maybe_free(struct server *srv, struct conn *c)
 static void conn_free(struct server *srv, struct conn *c)
 {
 	while (c->qlen) {
+		if (c->q[c->qhead].fd >= 0)
+			close(c->q[c->qhead].fd);
 		free(c->q[c->qhead].buf);
 		c->qhead = (c->qhead + 1) % SENDQ_CAP;
 		c->qlen--;
@@ -229,25 +239,67 @@ static void conn_flush(struct server *srv, struct conn *c)
 		return;
 	}
 	m = &c->q[c->qhead];
-	io_uring_prep_send(sqe, c->fd, m->buf, m->len, MSG_NOSIGNAL);
+	if (m->fd < 0) {
+		io_uring_prep_send(sqe, c->fd, m->buf, m->len, MSG_NOSIGNAL);
+	} else {
+		struct cmsghdr *cm;
+
+		c->siov = (struct iovec){ m->buf, m->len };
+		memset(&c->smsg, 0, sizeof(c->smsg));
+		memset(&c->scmsg, 0, sizeof(c->scmsg));
+		c->smsg.msg_iov = &c->siov;
+		c->smsg.msg_iovlen = 1;
+		c->smsg.msg_control = c->scmsg.buf;
+		c->smsg.msg_controllen = sizeof(c->scmsg.buf);
+		cm = CMSG_FIRSTHDR(&c->smsg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &m->fd, sizeof(int));
+		io_uring_prep_sendmsg(sqe, c->fd, &c->smsg, MSG_NOSIGNAL);
+	}
 	io_uring_sqe_set_data64(sqe, ud_make(OP_SEND, c->slot, c->gen));
 	c->send_armed = true;
 	c->inflight++;
 }
 
-/* Queue a ready-made datagram (takes ownership of buf). */
-static void conn_queue(struct server *srv, struct conn *c, void *buf, size_t len)
+/* Queue a ready-made datagram (takes ownership of buf and of fd, if >= 0). */
+static void conn_queue_fd(struct server *srv, struct conn *c, void *buf, size_t len, int fd)
 {
 	if (c->state == CONN_CLOSING || c->qlen >= SENDQ_CAP) {
 		free(buf);
+		if (fd >= 0)
+			close(fd);
 		if (c->state != CONN_CLOSING)
 			conn_close(srv, c, "reply queue overflow");
 		return;
 	}
-	c->q[(c->qhead + c->qlen) % SENDQ_CAP] = (struct outmsg){ buf, len };
+	c->q[(c->qhead + c->qlen) % SENDQ_CAP] = (struct outmsg){ buf, len, fd };
 	c->qlen++;
 	srv->stats.msgs_out++;
 	conn_flush(srv, c);
+}
+
+static void conn_queue(struct server *srv, struct conn *c, void *buf, size_t len)
+{
+	conn_queue_fd(srv, c, buf, len, -1);
+}
+
+static void conn_reply_fd(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *payload,
+			  size_t plen, int fd)
+{
+	size_t cap = sizeof(struct ooo_msg_hdr) + plen;
+	void *buf = malloc(cap);
+	ssize_t n;
+
+	if (!buf) {
+		if (fd >= 0)
+			close(fd);
+		conn_close(srv, c, "out of memory");
+		return;
+	}
+	n = wire_encode(buf, cap, (uint16_t)(type | OOO_MSG_REPLY), seq, 0, payload, plen);
+	conn_queue_fd(srv, c, buf, (size_t)n, fd);
 }
 
 static void conn_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *payload,
@@ -319,6 +371,44 @@ static void conn_notice(struct server *srv, struct conn *c, uint32_t kind, const
 	conn_queue(srv, c, buf, (size_t)n);
 }
 
+/* ---- for the modules that answer tenants later (buffers) ---- */
+
+struct conn_ref server_conn_ref(const struct conn *c)
+{
+	return (struct conn_ref){ c->slot, c->gen };
+}
+
+struct conn *server_conn_get(struct server *srv, struct conn_ref ref)
+{
+	struct conn *c = ref.slot < srv->nslots ? srv->slots[ref.slot] : NULL;
+
+	if (!c || c->gen != ref.gen || c->state != CONN_OPEN || c->close_after_send)
+		return NULL;
+	return c;
+}
+
+struct session *server_conn_session(const struct conn *c)
+{
+	return c->sess;
+}
+
+void server_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n, int fd)
+{
+	conn_reply_fd(srv, c, type, seq, p, n, fd);
+}
+
+void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt,
+			...)
+{
+	char msg[OOO_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	conn_reply_error(srv, c, type, seq, status, "%s", msg);
+}
+
 /* Send what is queued, then close; `why` is logged then. */
 static void conn_finish(struct server *srv, struct conn *c, const char *why)
 {
@@ -335,6 +425,7 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sess) {
+		buffers_release_session(srv, c->sess);
 		log_peer("session %llu (uid %u pid %u) closed: %s", (unsigned long long)c->sess->id, c->cred.uid,
 			 c->cred.pid, why);
 		registry_close(&srv->reg, c->sess);
@@ -608,6 +699,24 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_PING:
 		conn_reply(srv, c, type, seq, m->payload, m->plen);
 		return;
+	case OOO_MSG_BUF_ALLOC:
+	case OOO_MSG_BUF_FREE:
+	case OOO_MSG_BUF_EXPORT:
+		if (!c->sess) {
+			conn_reply_error(srv, c, type, seq, -EINVAL, "buffers belong to tenant sessions (%s)",
+					 srv->sock_path[0]);
+			return;
+		}
+		if (type == OOO_MSG_BUF_ALLOC) {
+			buffers_alloc(srv, c, seq, m->payload);
+		} else {
+			const struct ooo_msg_buf_ref *ref = m->payload;
+			if (type == OOO_MSG_BUF_FREE)
+				buffers_free(srv, c, seq, ref->id);
+			else
+				buffers_export(srv, c, seq, ref->id);
+		}
+		return;
 	case OOO_MSG_BYE:
 		conn_reply(srv, c, type, seq, NULL, 0);
 		conn_finish(srv, c, "said bye");
@@ -711,6 +820,9 @@ static void on_send(struct server *srv, struct conn *c, int res)
 	c->send_armed = false;
 	free(m->buf);
 	m->buf = NULL;
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
 	c->qhead = (c->qhead + 1) % SENDQ_CAP;
 	c->qlen--;
 	if (c->state == CONN_CLOSING)
@@ -1156,6 +1268,7 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	list_init(&srv->conns);
 	list_init(&srv->pending);
 	list_init(&srv->reap);
+	buffers_init(srv);
 	registry_init(&srv->reg);
 	srv->policy = policy;
 	srv->policy_generation = 1;
@@ -1256,6 +1369,7 @@ void server_fini(struct server *srv)
 	if (srv->ring_ok)
 		io_uring_queue_exit(&srv->ring);
 	gpu_fini(srv);
+	buffers_fini(srv);
 	/* Whatever is left could not be drained; the ring is gone, so free it now. */
 	reap(srv);
 	list_for_each_safe(n, tmp, &srv->conns)

@@ -114,7 +114,17 @@ struct server {
 	bool stopping;
 	uint64_t stop_deadline_ns;
 	struct gpus gpus;
+	struct list_node buffers; /* every struct buffer (buffers.c) */
 };
+
+struct conn_ref server_conn_ref(const struct conn *c);
+/* The connection if it is still open and not closing, else NULL. */
+struct conn *server_conn_get(struct server *srv, struct conn_ref ref);
+struct session *server_conn_session(const struct conn *c);
+/* Queue a reply (type without OOO_MSG_REPLY); takes ownership of fd if >= 0. */
+void server_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n, int fd);
+void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt,
+			...) __attribute__((format(printf, 6, 7)));
 
 /* An SQE, submitting what is queued if the ring is full; NULL if still none. */
 struct io_uring_sqe *server_get_sqe(struct server *srv);

@@ -38,7 +38,11 @@
 	X(cuMemAddressFree)                                                                                \
 	X(cuMemMap)                                                                                        \
 	X(cuMemUnmap)                                                                                      \
-	X(cuMemSetAccess)
+	X(cuMemSetAccess)                                                                                  \
+	X(cuMemcpyHtoD)                                                                                    \
+	X(cuMemcpyDtoH)                                                                                    \
+	X(cuMemsetD32)                                                                                     \
+	X(cuCtxSynchronize)
 
 struct cuda_api {
 	void *lib;

@@ -108,6 +108,50 @@ int ooo_ping(ooo_session *s);
 int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply,
 		   size_t cap);
 
+/* ---- device buffers ------------------------------------------------------------ */
+
+typedef struct ooo_buf ooo_buf;
+
+/* ooo_buf_alloc flags: place the buffer on GPU n with OOO_BUF_DEVICE(n); default: the daemon picks. */
+#define OOO_BUF_DEVICE_SET 0x1u
+#define OOO_BUF_DEVICE_INDEX 0xff00u
+#define OOO_BUF_DEVICE(n) (OOO_BUF_DEVICE_SET | (((unsigned)(n) & 0xffu) << 8))
+#define OOO_BUF_DEVICE_MASK (OOO_BUF_DEVICE_SET | OOO_BUF_DEVICE_INDEX)
+
+/*
+ * Allocate `bytes` of device memory (rounded up to the device's allocation
+ * granularity, and charged to the tenant's mem_limit and max_buffers until
+ * freed). On success stores a handle the caller frees with ooo_buf_free and
+ * returns 0. Errors: -EINVAL, -OOO_ELIMIT (quota), -OOO_ENODEV (no usable
+ * GPU; ooo_last_error() says why), -OOO_EDEVRESET (the executor died during
+ * the allocation), -ENOMEM (the device is full), transport errors as for
+ * ooo_ping. Not available on admin sessions.
+ */
+int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out);
+
+/*
+ * Free a buffer and its handle (the handle is gone even on error). Accepts
+ * NULL. Returns 0, -ENOENT (the daemon no longer knows it, e.g. after a
+ * session reset) or a transport error. Memory exported with
+ * ooo_buf_export_fd stays allocated until every exported descriptor is
+ * closed too.
+ */
+int ooo_buf_free(ooo_buf *b);
+
+/* The buffer's device address, for kernel parameters (0 for NULL). */
+uint64_t ooo_buf_addr(const ooo_buf *b);
+
+/* The buffer's size after rounding (0 for NULL). */
+size_t ooo_buf_size(const ooo_buf *b);
+
+/*
+ * A new descriptor (CLOEXEC, the caller closes it) for the buffer's memory,
+ * to import into the tenant's own CUDA context with
+ * cuMemImportFromShareableHandle(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR).
+ * Returns the descriptor (>= 0) or a negative error.
+ */
+int ooo_buf_export_fd(ooo_buf *b);
+
 /* The session id the daemon assigned (0 for admin sessions). */
 uint64_t ooo_session_id(const ooo_session *s);
 

@@ -41,6 +41,9 @@ enum ooo_msg_type {
 	OOO_MSG_PING = 2,   /* tenant or admin: 0..OOO_PING_MAX opaque bytes, echoed */
 	OOO_MSG_BYE = 3,    /* tenant or admin: no payload; empty reply, then close */
 	OOO_MSG_NOTICE = 4, /* daemon -> peer, unsolicited: struct ooo_msg_notice */
+	OOO_MSG_BUF_ALLOC = 5,  /* tenant: ooo_msg_buf_alloc -> ooo_msg_buf */
+	OOO_MSG_BUF_FREE = 6,   /* tenant: ooo_msg_buf_ref -> empty */
+	OOO_MSG_BUF_EXPORT = 7, /* tenant: ooo_msg_buf_ref -> ooo_msg_buf, with the fd (SCM_RIGHTS) */
 
 	OOO_MSG_STATUS = 32,   /* admin: no payload -> struct ooo_msg_status */
 	OOO_MSG_TENANTS = 33,  /* admin: ooo_msg_list_req -> ooo_msg_list + tenant recs */
@@ -82,6 +85,26 @@ enum ooo_res {
 	OOO_RES_MODULES,
 	OOO_RES_INFLIGHT,
 	OOO_RES_COUNT
+};
+
+#define OOO_DEVICE_ANY 0xffffffffu /* let the daemon place the buffer */
+
+struct ooo_msg_buf_alloc {
+	uint64_t size;   /* bytes, > 0; rounded up to the device's granularity */
+	uint32_t flags;  /* must be 0 */
+	uint32_t device; /* GPU index, or OOO_DEVICE_ANY */
+};
+
+struct ooo_msg_buf_ref {
+	uint64_t id;
+};
+
+struct ooo_msg_buf {
+	uint64_t id;
+	uint64_t addr; /* device address, valid in the executor (and in kernels) */
+	uint64_t size; /* after rounding: what is charged to mem_limit */
+	uint32_t device;
+	uint32_t reserved;
 };
 
 struct ooo_msg_hello_reply {

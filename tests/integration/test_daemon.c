@@ -597,6 +597,23 @@ static void test_protocol_violations(void **state)
 		assert_int_equal(m.plen, 3);
 		assert_memory_equal(m.payload, "abc", 3);
 	}
+	/* buffer requests for buffers this session does not have */
+	{
+		struct ooo_msg_buf_ref ref = { .id = 12345 };
+		struct wire_msg m;
+		ssize_t n;
+
+		raw_send(fd, OOO_MSG_BUF_FREE, 5, &ref, sizeof(ref));
+		n = raw_recv(fd, buf, sizeof(buf), 5000);
+		assert_true(n > 0);
+		assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, -ENOENT);
+		raw_send(fd, OOO_MSG_BUF_EXPORT, 6, &ref, sizeof(ref));
+		n = raw_recv(fd, buf, sizeof(buf), 5000);
+		assert_true(n > 0);
+		assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, -ENOENT);
+	}
 	/* bye: empty reply, then the daemon closes */
 	raw_send(fd, OOO_MSG_BYE, 4, NULL, 0);
 	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
@@ -1079,10 +1096,25 @@ static void test_no_gpu_reported(void **state)
 	assert_int_equal(dev[0].restarts, 0);
 	assert_int_equal(dev[0].pid, 0);
 	ooo_close(a);
-	/* tenants are still served */
+	/* tenants are still served, and told why there is no GPU */
 	a = ooo_open(d.sock);
 	assert_non_null(a);
 	assert_int_equal(ooo_ping(a), 0);
+	{
+		ooo_buf *b = NULL;
+		struct ooo_msg_status st2;
+
+		assert_int_equal(ooo_buf_alloc(a, 1 << 20, 0, &b), -OOO_ENODEV);
+		assert_null(b);
+		assert_non_null(strstr(ooo_last_error(), "no usable GPU"));
+		assert_non_null(strstr(ooo_last_error(), "cannot load /nonexistent/libcuda.so.1"));
+		assert_int_equal(ooo_buf_alloc(a, 1 << 20, OOO_BUF_DEVICE(3), &b), -OOO_ENODEV);
+		assert_int_equal(ooo_buf_alloc(a, 0, 0, &b), -EINVAL);
+		assert_int_equal(ooo_buf_alloc(a, 1, 0x80000000u, &b), -EINVAL);
+		/* nothing stays charged after refused allocations */
+		get_status(&d, &st2);
+		assert_int_equal(st2.sessions, 1);
+	}
 	ooo_close(a);
 	daemon_stop(&d);
 

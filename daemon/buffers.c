@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+#include "buffers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "log.h"
+#include "server.h"
+
+/* What a buffer is charged before the executor says how it rounded. */
+#define CHARGE_ROUND (2ull << 20)
+
+static uint64_t next_id = 1;
+static uint64_t next_req = 1;
+
+void buffers_init(struct server *srv)
+{
+	list_init(&srv->buffers);
+}
+
+static void buf_destroy(struct server *srv, struct buffer *b)
+{
+	if (b->sess) {
+		session_uncharge(b->sess, OOO_RES_BUFFERS, 1);
+		session_uncharge(b->sess, OOO_RES_MEM_BYTES, b->charged);
+		list_del(&b->snode);
+	}
+	list_del(&b->anode);
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+}
+
+/* Unmap it in the executor (if it is mapped there) and forget it. */
+static void buf_release(struct server *srv, struct buffer *b)
+{
+	if (b->live && b->mapped && !srv->stopping) { /* at shutdown the executors go anyway */
+		struct exec_mem_req q = { .req = 0, .addr = b->addr, .size = b->size };
+		int r = gpu_send(srv, b->gpu, EXEC_MSG_FREE, &q, sizeof(q), -1);
+
+		if (r < 0)
+			log_warn("gpu%u: cannot tell the executor to free %#llx: %s", b->gpu,
+				 (unsigned long long)b->addr, strerror(-r));
+	}
+	buf_destroy(srv, b);
+}
+
+static struct buffer *find(struct session *s, uint64_t id)
+{
+	struct list_node *n;
+
+	list_for_each(n, &s->bufs) {
+		struct buffer *b = list_entry(n, struct buffer, snode);
+		if (b->id == id && b->live)
+			return b;
+	}
+	return NULL;
+}
+
+void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_buf_alloc *req)
+{
+	struct session *s = server_conn_session(c);
+	uint64_t charge;
+	struct buffer *b;
+	int gpu, r;
+
+	if (!req->size || req->size > (1ull << 50)) {
+		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, -EINVAL, "buffer size must be 1 byte .. 1 PiB");
+		return;
+	}
+	gpu = gpu_pick(srv, req->device);
+	if (gpu < 0) {
+		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, gpu, "no usable GPU: %s", gpu_reason(srv));
+		return;
+	}
+	charge = (req->size + CHARGE_ROUND - 1) / CHARGE_ROUND * CHARGE_ROUND;
+	if (session_charge(s, OOO_RES_BUFFERS, 1) < 0) {
+		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, -OOO_ELIMIT,
+				   "tenant has its maximum of %llu buffers (max_buffers)",
+				   (unsigned long long)s->tenant->terms.limit[OOO_RES_BUFFERS]);
+		return;
+	}
+	if (session_charge(s, OOO_RES_MEM_BYTES, charge) < 0) {
+		session_uncharge(s, OOO_RES_BUFFERS, 1);
+		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, -OOO_ELIMIT,
+				   "%llu more bytes would exceed the tenant's mem_limit of %llu (%llu in use)",
+				   (unsigned long long)charge,
+				   (unsigned long long)s->tenant->terms.limit[OOO_RES_MEM_BYTES],
+				   (unsigned long long)s->tenant->used[OOO_RES_MEM_BYTES]);
+		return;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		session_uncharge(s, OOO_RES_BUFFERS, 1);
+		session_uncharge(s, OOO_RES_MEM_BYTES, charge);
+		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, -ENOMEM, "out of memory");
+		return;
+	}
+	b->sess = s;
+	b->id = next_id++;
+	b->req = next_req++;
+	b->gpu = (uint32_t)gpu;
+	b->fd = -1;
+	b->charged = charge;
+	b->size = req->size;
+	b->waiter = server_conn_ref(c);
+	b->seq = seq;
+	list_add_tail(&s->bufs, &b->snode);
+	list_add_tail(&srv->buffers, &b->anode);
+	{
+		struct exec_mem_req q = { .req = b->req, .size = req->size };
+		r = gpu_send(srv, b->gpu, EXEC_MSG_ALLOC, &q, sizeof(q), -1);
+	}
+	if (r < 0) {
+		buf_destroy(srv, b);
+		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, r == -EAGAIN ? -EAGAIN : -OOO_EDEVRESET,
+				   "cannot reach the executor of gpu%d: %s", gpu, strerror(-r));
+	}
+}
+
+static void alloc_done(struct server *srv, struct buffer *b, const struct exec_mem_reply *r, int fd)
+{
+	struct conn *c = b->orphan ? NULL : server_conn_get(srv, b->waiter);
+	struct ooo_msg_buf rep = { 0 };
+
+	b->req = 0;
+	if (r->status < 0) {
+		if (fd >= 0)
+			close(fd);
+		if (c)
+			server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, b->seq, r->status == -ENOMEM ? -ENOMEM : r->status,
+					   "gpu%u: %s", b->gpu, r->reason);
+		buf_destroy(srv, b);
+		return;
+	}
+	if (fd < 0) {
+		log_err("gpu%u: allocation reply without its descriptor", b->gpu);
+		if (c)
+			server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, b->seq, -EIO, "executor sent no descriptor");
+		b->live = b->mapped = true;
+		b->addr = r->addr;
+		buf_release(srv, b);
+		return;
+	}
+	b->fd = fd;
+	b->addr = r->addr;
+	b->live = b->mapped = true;
+	if (b->sess && r->size > b->charged) {
+		/* the device's granularity is coarser than our estimate: charge what it really takes */
+		session_charge_force(b->sess, OOO_RES_MEM_BYTES, r->size - b->charged);
+	} else if (b->sess && r->size < b->charged) {
+		session_uncharge(b->sess, OOO_RES_MEM_BYTES, b->charged - r->size);
+	}
+	b->charged = r->size;
+	b->size = r->size;
+	if (!c) {
+		/* the tenant left meanwhile */
+		buf_release(srv, b);
+		return;
+	}
+	rep.id = b->id;
+	rep.addr = b->addr;
+	rep.size = b->size;
+	rep.device = b->gpu;
+	server_reply(srv, c, OOO_MSG_BUF_ALLOC, b->seq, &rep, sizeof(rep), -1);
+}
+
+void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const struct exec_mem_reply *r, int fd)
+{
+	struct list_node *n;
+
+	if (type == (EXEC_MSG_FREE | OOO_MSG_REPLY)) {
+		if (r->status < 0)
+			log_warn("gpu%u: executor could not free a buffer: %s", gpu, r->reason);
+		return;
+	}
+	list_for_each(n, &srv->buffers) {
+		struct buffer *b = list_entry(n, struct buffer, anode);
+
+		if (b->gpu != gpu || !b->req || b->req != r->req)
+			continue;
+		if (type == (EXEC_MSG_ALLOC | OOO_MSG_REPLY)) {
+			alloc_done(srv, b, r, fd);
+			return;
+		}
+		/* IMPORT reply */
+		b->req = 0;
+		if (fd >= 0)
+			close(fd);
+		if (r->status < 0) {
+			log_err("gpu%u: buffer %llu at %#llx could not be mapped again: %s; it is lost to its tenant",
+				b->gpu, (unsigned long long)b->id, (unsigned long long)b->addr, r->reason);
+			return;
+		}
+		b->mapped = true;
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	log_warn("gpu%u: memory reply for no request (%llu), ignoring", gpu, (unsigned long long)r->req);
+}
+
+void buffers_free(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
+{
+	struct buffer *b = find(server_conn_session(c), id);
+
+	if (!b) {
+		server_reply_error(srv, c, OOO_MSG_BUF_FREE, seq, -ENOENT, "no buffer %llu in this session",
+				   (unsigned long long)id);
+		return;
+	}
+	buf_release(srv, b);
+	server_reply(srv, c, OOO_MSG_BUF_FREE, seq, NULL, 0, -1);
+}
+
+void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
+{
+	struct buffer *b = find(server_conn_session(c), id);
+	struct ooo_msg_buf rep = { 0 };
+	int fd;
+
+	if (!b) {
+		server_reply_error(srv, c, OOO_MSG_BUF_EXPORT, seq, -ENOENT, "no buffer %llu in this session",
+				   (unsigned long long)id);
+		return;
+	}
+	fd = fcntl(b->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0) {
+		server_reply_error(srv, c, OOO_MSG_BUF_EXPORT, seq, -errno, "cannot duplicate the buffer's descriptor");
+		return;
+	}
+	rep.id = b->id;
+	rep.addr = b->addr;
+	rep.size = b->size;
+	rep.device = b->gpu;
+	server_reply(srv, c, OOO_MSG_BUF_EXPORT, seq, &rep, sizeof(rep), fd);
+}
+
+void buffers_release_session(struct server *srv, struct session *s)
+{
+	struct list_node *n, *tmp;
+
+	list_for_each_safe(n, tmp, &s->bufs) {
+		struct buffer *b = list_entry(n, struct buffer, snode);
+
+		if (b->req && !b->live) {
+			/* allocation in flight: keep the record to free the memory when it arrives */
+			session_uncharge(s, OOO_RES_BUFFERS, 1);
+			session_uncharge(s, OOO_RES_MEM_BYTES, b->charged);
+			list_del(&b->snode);
+			b->sess = NULL;
+			b->orphan = true;
+			continue;
+		}
+		buf_release(srv, b);
+	}
+}
+
+void buffers_gpu_lost(struct server *srv, uint32_t gpu)
+{
+	struct list_node *n, *tmp;
+
+	list_for_each_safe(n, tmp, &srv->buffers) {
+		struct buffer *b = list_entry(n, struct buffer, anode);
+
+		if (b->gpu != gpu)
+			continue;
+		if (!b->live) {
+			struct conn *c = b->orphan ? NULL : server_conn_get(srv, b->waiter);
+
+			if (c)
+				server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, b->seq, -OOO_EDEVRESET,
+						   "the executor of gpu%u died during the allocation", gpu);
+			buf_destroy(srv, b);
+			continue;
+		}
+		/* the memory lives on through our fd; the next executor maps it again */
+		b->mapped = false;
+		b->req = 0;
+	}
+}
+
+void buffers_gpu_ready(struct server *srv, uint32_t gpu)
+{
+	struct list_node *n;
+	unsigned sent = 0, failed = 0;
+
+	list_for_each(n, &srv->buffers) {
+		struct buffer *b = list_entry(n, struct buffer, anode);
+		struct exec_mem_req q;
+
+		if (b->gpu != gpu || !b->live || b->mapped)
+			continue;
+		b->req = next_req++;
+		q = (struct exec_mem_req){ .req = b->req, .addr = b->addr, .size = b->size };
+		if (gpu_send(srv, gpu, EXEC_MSG_IMPORT, &q, sizeof(q), b->fd) < 0) {
+			b->req = 0;
+			failed++;
+		} else {
+			sent++;
+		}
+	}
+	if (sent || failed)
+		log_info("gpu%u: mapping %u buffers again in the new executor%s", gpu, sent,
+			 failed ? " (some could not be sent)" : "");
+}
+
+void buffers_count(const struct server *srv, uint32_t gpu, uint64_t *nb, uint64_t *bytes)
+{
+	const struct list_node *n;
+
+	*nb = *bytes = 0;
+	for (n = srv->buffers.next; n != &srv->buffers; n = n->next) {
+		const struct buffer *b = list_entry(n, struct buffer, anode);
+		if (b->gpu == gpu && b->live) {
+			(*nb)++;
+			*bytes += b->size;
+		}
+	}
+}
+
+void buffers_fini(struct server *srv)
+{
+	while (!list_empty(&srv->buffers))
+		buf_destroy(srv, list_entry(srv->buffers.next, struct buffer, anode));
+}
