@@ -41,8 +41,21 @@ int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap)
 	}
 	if (r != CUDA_SUCCESS)
 		api->driver_version = 0;
-	/* Ask for each symbol as of the older of the driver and our headers. */
-	want = api->driver_version && api->driver_version < CUDA_VERSION ? api->driver_version : CUDA_VERSION;
+	/*
+	 * Ask for every symbol as of CUDA 12.0. cuGetProcAddress returns the
+	 * newest variant for the version asked, and a newer toolkit's header may
+	 * still declare an older one under the plain name (CUDA 13 declares
+	 * cuCtxSynchronize(void) but returns cuCtxSynchronize_v2(ctx) for
+	 * 13000): the table's types are the 12.0 ABI, so that is what we ask.
+	 */
+	if (api->driver_version && api->driver_version < CUDA_ABI_VERSION) {
+		snprintf(why, cap, "%s is CUDA %d.%d; ooo needs a CUDA %d.%d driver or newer", path,
+			 api->driver_version / 1000, api->driver_version % 1000 / 10, CUDA_ABI_VERSION / 1000,
+			 CUDA_ABI_VERSION % 1000 / 10);
+		cuda_unload(api);
+		return -ENOSYS;
+	}
+	want = CUDA_ABI_VERSION;
 #define CUDA_RESOLVE(name)                                                                                 \
 	if (!missing) {                                                                                    \
 		void *fn = NULL;                                                                           \

@@ -13,6 +13,12 @@
 
 #include <cuda.h>
 
+/*
+ * The driver ABI the table is typed for: every entry point is resolved as of
+ * this CUDA version. Check a function's variant at 12.0 before adding it.
+ */
+#define CUDA_ABI_VERSION 12000
+
 /* Every driver function the executor calls. Add new ones here. */
 #define CUDA_FUNCS(X)                                                                                      \
 	X(cuInit)                                                                                          \
