@@ -127,7 +127,7 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-int ring_layout(void *base, uint64_t size, uint32_t sq_entries, uint32_t cq_entries, struct ooo_shm_hdr *out)
+int ring_compute(uint64_t size, uint32_t sq_entries, uint32_t cq_entries, struct ooo_shm_hdr *out)
 {
 	struct ooo_shm_hdr h = { .magic = OOO_SHM_MAGIC, .version = OOO_SHM_VERSION, .size = size };
 	uint64_t off = PAGE;
@@ -148,6 +148,17 @@ int ring_layout(void *base, uint64_t size, uint32_t sq_entries, uint32_t cq_entr
 	if (off >= size)
 		return -ENOSPC;
 	h.staging_size = size - off;
+	*out = h;
+	return 0;
+}
+
+int ring_layout(void *base, uint64_t size, uint32_t sq_entries, uint32_t cq_entries, struct ooo_shm_hdr *out)
+{
+	struct ooo_shm_hdr h;
+	int r = ring_compute(size, sq_entries, cq_entries, &h);
+
+	if (r < 0)
+		return r;
 	memset(base, 0, (size_t)h.staging_off);
 	memcpy(base, &h, sizeof(h));
 	if (out)

@@ -56,6 +56,9 @@ uint32_t ring_pending(struct ring *r);
 bool ring_sleep_prepare(struct ring *r);
 void ring_awake(struct ring *r);
 
+/* The layout of an area of `size` bytes, computed, not read from it. Returns 0, -EINVAL or -ENOSPC. */
+int ring_compute(uint64_t size, uint32_t sq_entries, uint32_t cq_entries, struct ooo_shm_hdr *out);
+
 /* Fill in a fresh area's header and ring control blocks (oood, before sharing it). */
 int ring_layout(void *base, uint64_t size, uint32_t sq_entries, uint32_t cq_entries, struct ooo_shm_hdr *out);
 

@@ -42,6 +42,9 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_BUF_ALLOC: return "buffer alloc";
 	case OOO_MSG_BUF_FREE: return "buffer free";
 	case OOO_MSG_BUF_EXPORT: return "buffer export";
+	case OOO_MSG_ATTACH: return "attach";
+	case OOO_MSG_QUEUE_CREATE: return "queue create";
+	case OOO_MSG_QUEUE_DESTROY: return "queue destroy";
 	case OOO_MSG_STATUS: return "status";
 	case OOO_MSG_TENANTS: return "tenants";
 	case OOO_MSG_SESSIONS: return "sessions";
@@ -88,6 +91,28 @@ static int check_request(const struct wire_msg *m, const char **why)
 		const struct ooo_msg_buf_alloc *a = p;
 		if (n != sizeof(*a) || a->flags) {
 			*why = "buffer alloc payload has the wrong size or unknown flags";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_ATTACH: {
+		const struct ooo_msg_attach *a = p;
+		if (n != sizeof(*a) || a->flags) {
+			*why = "attach payload has the wrong size or unknown flags";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_QUEUE_CREATE:
+		if (n) {
+			*why = "unexpected payload";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	case OOO_MSG_QUEUE_DESTROY: {
+		const struct ooo_msg_queue *q = p;
+		if (n != sizeof(*q) || q->reserved) {
+			*why = "queue payload has the wrong size";
 			return -OOO_EPROTO;
 		}
 		return 0;
@@ -222,6 +247,7 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return 0;
 	case OOO_MSG_BYE:
 	case OOO_MSG_BUF_FREE:
+	case OOO_MSG_QUEUE_DESTROY:
 		if (n != 0) {
 			*why = "unexpected payload in reply";
 			return -OOO_EPROTO;
@@ -230,6 +256,12 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 	case OOO_MSG_BUF_ALLOC:
 	case OOO_MSG_BUF_EXPORT:
 		EXACT(struct ooo_msg_buf);
+		return 0;
+	case OOO_MSG_ATTACH:
+		EXACT(struct ooo_msg_attach_reply);
+		return 0;
+	case OOO_MSG_QUEUE_CREATE:
+		EXACT(struct ooo_msg_queue);
 		return 0;
 	case OOO_MSG_STATUS: {
 		const struct ooo_msg_status *s = p;

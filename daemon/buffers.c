@@ -40,7 +40,7 @@ static void buf_destroy(struct server *srv, struct buffer *b)
 static void buf_release(struct server *srv, struct buffer *b)
 {
 	if (b->live && b->mapped && !srv->stopping) { /* at shutdown the executors go anyway */
-		struct exec_mem_req q = { .req = 0, .addr = b->addr, .size = b->size };
+		struct exec_mem_req q = { .req = 0, .session = b->session, .addr = b->addr, .size = b->size };
 		int r = gpu_send(srv, b->gpu, EXEC_MSG_FREE, &q, sizeof(q), -1);
 
 		if (r < 0)
@@ -102,6 +102,7 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 		return;
 	}
 	b->sess = s;
+	b->session = s->id;
 	b->id = next_id++;
 	b->req = next_req++;
 	b->gpu = (uint32_t)gpu;
@@ -113,7 +114,7 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 	list_add_tail(&s->bufs, &b->snode);
 	list_add_tail(&srv->buffers, &b->anode);
 	{
-		struct exec_mem_req q = { .req = b->req, .size = req->size };
+		struct exec_mem_req q = { .req = b->req, .session = b->session, .size = req->size };
 		r = gpu_send(srv, b->gpu, EXEC_MSG_ALLOC, &q, sizeof(q), -1);
 	}
 	if (r < 0) {
@@ -297,7 +298,7 @@ void buffers_gpu_ready(struct server *srv, uint32_t gpu)
 		if (b->gpu != gpu || !b->live || b->mapped)
 			continue;
 		b->req = next_req++;
-		q = (struct exec_mem_req){ .req = b->req, .addr = b->addr, .size = b->size };
+		q = (struct exec_mem_req){ .req = b->req, .session = b->session, .addr = b->addr, .size = b->size };
 		if (gpu_send(srv, gpu, EXEC_MSG_IMPORT, &q, sizeof(q), b->fd) < 0) {
 			b->req = 0;
 			failed++;

@@ -28,6 +28,7 @@ struct buffer {
 	struct list_node anode; /* srv->buffers */
 	struct session *sess;
 	uint64_t id;
+	uint64_t session; /* the owning session's id (kept for the executor after an orphaning) */
 	uint64_t req;     /* executor request in flight, 0 if none */
 	uint64_t addr, size;
 	uint64_t charged; /* bytes charged to the session */

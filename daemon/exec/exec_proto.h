@@ -23,11 +23,31 @@ enum exec_msg_type {
 	EXEC_MSG_ALLOC = 0x102, /* oood -> executor: exec_mem_req; reply exec_mem_reply + the fd */
 	EXEC_MSG_FREE = 0x103,  /* oood -> executor: exec_mem_req (addr); reply exec_mem_reply */
 	EXEC_MSG_IMPORT = 0x104, /* oood -> executor: exec_mem_req (addr, size) + the fd; reply */
+	EXEC_MSG_ATTACH = 0x105, /* oood -> executor: exec_attach + area, sq and cq doorbell fds; reply exec_mem_reply */
+	EXEC_MSG_DETACH = 0x106, /* oood -> executor: exec_attach (session); reply */
+	EXEC_MSG_QUEUE = 0x107,  /* oood -> executor: exec_queue; reply */
+};
+
+struct exec_attach {
+	uint64_t req;
+	uint64_t session;
+	uint64_t area_size;
+	uint32_t sq_entries, cq_entries;
+	uint32_t max_queues;
+	uint32_t reserved;
+};
+
+struct exec_queue {
+	uint64_t req;
+	uint64_t session;
+	uint32_t queue;
+	uint32_t create; /* 1 create, 0 destroy */
 };
 
 /* Device memory: cuMemCreate'd, exported as a POSIX fd that oood keeps. */
 struct exec_mem_req {
 	uint64_t req;  /* oood's request id, echoed */
+	uint64_t session; /* owner: only its submissions may name this memory */
 	uint64_t addr; /* FREE, IMPORT: the buffer's device address */
 	uint64_t size; /* ALLOC: bytes wanted; IMPORT: the mapped size */
 };

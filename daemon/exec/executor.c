@@ -55,9 +55,17 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 	case EXEC_MSG_FREE:
 	case EXEC_MSG_IMPORT:
 		return *plen == sizeof(struct exec_mem_req) ? 0 : -OOO_EPROTO;
+	case EXEC_MSG_ATTACH:
+	case EXEC_MSG_DETACH:
+		return *plen == sizeof(struct exec_attach) ? 0 : -OOO_EPROTO;
+	case EXEC_MSG_QUEUE:
+		return *plen == sizeof(struct exec_queue) ? 0 : -OOO_EPROTO;
 	case EXEC_MSG_ALLOC | OOO_MSG_REPLY:
 	case EXEC_MSG_FREE | OOO_MSG_REPLY:
-	case EXEC_MSG_IMPORT | OOO_MSG_REPLY: {
+	case EXEC_MSG_IMPORT | OOO_MSG_REPLY:
+	case EXEC_MSG_ATTACH | OOO_MSG_REPLY:
+	case EXEC_MSG_DETACH | OOO_MSG_REPLY:
+	case EXEC_MSG_QUEUE | OOO_MSG_REPLY: {
 		struct exec_mem_reply r;
 		if (*plen != sizeof(r))
 			return -OOO_EPROTO;

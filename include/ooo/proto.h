@@ -44,6 +44,9 @@ enum ooo_msg_type {
 	OOO_MSG_BUF_ALLOC = 5,  /* tenant: ooo_msg_buf_alloc -> ooo_msg_buf */
 	OOO_MSG_BUF_FREE = 6,   /* tenant: ooo_msg_buf_ref -> empty */
 	OOO_MSG_BUF_EXPORT = 7, /* tenant: ooo_msg_buf_ref -> ooo_msg_buf, with the fd (SCM_RIGHTS) */
+	OOO_MSG_ATTACH = 8,     /* tenant: ooo_msg_attach -> ooo_msg_attach_reply + 3 fds: area, sq and cq doorbells */
+	OOO_MSG_QUEUE_CREATE = 9,  /* tenant: no payload -> ooo_msg_queue */
+	OOO_MSG_QUEUE_DESTROY = 10, /* tenant: ooo_msg_queue -> empty */
 
 	OOO_MSG_STATUS = 32,   /* admin: no payload -> struct ooo_msg_status */
 	OOO_MSG_TENANTS = 33,  /* admin: ooo_msg_list_req -> ooo_msg_list + tenant recs */
@@ -104,6 +107,25 @@ struct ooo_msg_buf {
 	uint64_t addr; /* device address, valid in the executor (and in kernels) */
 	uint64_t size; /* after rounding: what is charged to mem_limit */
 	uint32_t device;
+	uint32_t reserved;
+};
+
+/* Set up the session's data path (shared rings) on a GPU; once per session. */
+struct ooo_msg_attach {
+	uint32_t device; /* GPU index, or OOO_DEVICE_ANY */
+	uint32_t flags;  /* must be 0 */
+};
+
+struct ooo_msg_attach_reply {
+	uint64_t area_size; /* the memfd's size; layout in <ooo/shm.h> */
+	uint32_t sq_entries;
+	uint32_t cq_entries;
+	uint32_t device;
+	uint32_t max_queues;
+};
+
+struct ooo_msg_queue {
+	uint32_t queue; /* index used in struct ooo_sqe */
 	uint32_t reserved;
 };
 
