@@ -50,12 +50,12 @@ STATIC_LIBS = -Wl,-Bstatic -luring -linih -Wl,-Bdynamic
 
 OBJ := $(BUILD)/obj
 
-DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c \
+DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
-               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c
+               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
-DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/gen/default_conf.o
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
 UNIT_TESTS  := test_wire test_policy test_registry test_ring test_staging test_validate
@@ -64,7 +64,7 @@ TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/libooo.so $(BUILD)/libooo.a
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
-GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check
+GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
 all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS)
@@ -152,6 +152,8 @@ run: deps
 	exec $(BUILD)/oood -f $(RUN_ARGS)
 
 $(BUILD)/tests/gpu/buf_check: $(OBJ)/tests/gpu/buf_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libooo.a
+$(BUILD)/tests/gpu/dp_check: $(OBJ)/tests/gpu/dp_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libooo.a
+$(GPU_TEST_BINS):
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl -lpthread

@@ -15,11 +15,15 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
+#include "ring.h"
+#include "staging.h"
 #include "wire.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
@@ -33,6 +37,10 @@ struct ooo_session {
 	uint64_t id;
 	char class_name[OOO_NAME_MAX];
 	int rfd; /* descriptor passed with the last reply, -1 if none; the caller takes it */
+	int rfds[3]; /* all descriptors of the last reply (attach passes three) */
+	int nrfds;
+	unsigned devresets; /* DEVRESET notices seen; the data path compares */
+	struct dpath *dp;   /* the data path, once a queue exists */
 	pthread_mutex_t lock;
 	unsigned char rbuf[OOO_MSG_MAX];
 	unsigned char sbuf[OOO_MSG_MAX];
@@ -92,6 +100,9 @@ static int notice_error(const struct ooo_msg_notice *n)
 	return n->kind == OOO_NOTICE_REVOKED ? -OOO_EREVOKED : -OOO_ESHUTDOWN;
 }
 
+struct dpath;
+static void dp_destroy(struct dpath *d);
+
 /*
  * The daemon closed the connection: a notice it sent before closing may
  * still be queued, and says why. Returns the error every later call gets.
@@ -108,7 +119,8 @@ static int closed_error(struct ooo_session *s)
 		if (wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, NULL) != 0)
 			continue;
 		if (m.hdr.type == OOO_MSG_NOTICE) {
-			s->dead = notice_error(m.payload);
+			if (((const struct ooo_msg_notice *)m.payload)->kind != OOO_NOTICE_DEVRESET)
+				s->dead = notice_error(m.payload);
 		} else if (m.hdr.seq == 0 && m.hdr.status < 0) {
 			/* a refusal of the connection itself (limits, shutdown, hello timeout) */
 			set_last_error(((const struct ooo_msg_error *)m.payload)->msg);
@@ -120,7 +132,7 @@ static int closed_error(struct ooo_session *s)
 	return s->dead;
 }
 
-/* Keep the first descriptor that came with a datagram in s->rfd; close any others. */
+/* Keep the descriptors that came with a datagram (up to 3) in s->rfds; close any others. */
 static void keep_fd(struct ooo_session *s, struct msghdr *mh)
 {
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
@@ -129,18 +141,22 @@ static void keep_fd(struct ooo_session *s, struct msghdr *mh)
 		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
 			int f;
 			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (s->rfd < 0)
-				s->rfd = f;
+			if (s->nrfds < 3)
+				s->rfds[s->nrfds++] = f;
 			else
 				close(f);
 		}
 	}
+	s->rfd = s->nrfds ? s->rfds[0] : -1;
 }
 
 static void drop_fd(struct ooo_session *s)
 {
-	if (s->rfd >= 0)
-		close(s->rfd);
+	for (int i = 0; i < s->nrfds; i++) {
+		if (s->rfds[i] >= 0)
+			close(s->rfds[i]);
+	}
+	s->nrfds = 0;
 	s->rfd = -1;
 }
 
@@ -218,7 +234,13 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 			return s->dead = r;
 		}
 		if (m.hdr.type == OOO_MSG_NOTICE) {
-			/* The daemon closes after a notice; remember why. */
+			const struct ooo_msg_notice *no = m.payload;
+
+			if (no->kind == OOO_NOTICE_DEVRESET) {
+				s->devresets++; /* the session goes on; the data path fails what was in flight */
+				continue;
+			}
+			/* The daemon closes after any other notice; remember why. */
 			s->dead = notice_error(m.payload);
 			continue;
 		}
@@ -358,6 +380,7 @@ ooo_session *ooo_close(ooo_session *s)
 	}
 	close(s->fd);
 	drop_fd(s);
+	dp_destroy(s->dp);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return NULL;
@@ -494,7 +517,9 @@ int ooo_buf_export_fd(ooo_buf *b)
 	r = transact(b->s, OOO_MSG_BUF_EXPORT, &req, sizeof(req), &rp, &rlen);
 	if (r == 0) {
 		r = b->s->rfd >= 0 ? b->s->rfd : -OOO_EPROTO;
-		b->s->rfd = -1; /* the caller's now */
+		if (r >= 0)
+			b->s->rfds[0] = -1; /* the caller's now */
+		b->s->rfd = -1;
 	}
 	pthread_mutex_unlock(&b->s->lock);
 	return r;
@@ -508,4 +533,497 @@ uint64_t ooo_session_id(const ooo_session *s)
 const char *ooo_session_class(const ooo_session *s)
 {
 	return s ? s->class_name : "";
+}
+
+/* ---- the data path: queues, copies, memsets --------------------------------------- */
+
+#define DP_INFLIGHT 1024   /* commands in flight per session (the SQ's size) */
+#define DP_CHUNK (8u << 20) /* copies are staged in pieces of at most this */
+
+struct dp_entry {
+	uint32_t gen;
+	bool used;
+	uint32_t queue;
+	uint64_t stage_off; /* UINT64_MAX: none */
+	void *dtoh_dst;     /* copy out of staging on completion */
+	size_t len;
+};
+
+struct dp_queue_state {
+	bool live;
+	uint64_t submitted, completed;
+	int error; /* first failure since the last sync */
+};
+
+struct dpath {
+	pthread_mutex_t lock;
+	int memfd, sq_efd, cq_efd;
+	void *base;
+	uint64_t size;
+	struct ooo_shm_hdr h;
+	struct ring sq, cq;
+	struct staging st;
+	unsigned char *stage;
+	uint32_t device;
+	unsigned devresets; /* s->devresets handled */
+	struct dp_entry ent[DP_INFLIGHT];
+	uint32_t free_hint;
+	struct dp_queue_state q[256];
+};
+
+struct ooo_queue {
+	ooo_session *s;
+	uint32_t idx;
+};
+
+static void dp_destroy(struct dpath *d)
+{
+	if (!d)
+		return;
+	if (d->base)
+		munmap(d->base, d->size);
+	if (d->memfd >= 0)
+		close(d->memfd);
+	if (d->sq_efd >= 0)
+		close(d->sq_efd);
+	if (d->cq_efd >= 0)
+		close(d->cq_efd);
+	staging_fini(&d->st);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* Attach the session's data path (once). Caller holds s->lock. */
+static int dp_attach_locked(ooo_session *s)
+{
+	struct ooo_msg_attach req = { .device = OOO_DEVICE_ANY };
+	struct ooo_msg_attach_reply rep;
+	struct ooo_shm_hdr h;
+	struct dpath *d;
+	const void *rp;
+	size_t rlen;
+	int r;
+
+	if (s->dp)
+		return 0;
+	r = transact(s, OOO_MSG_ATTACH, &req, sizeof(req), &rp, &rlen);
+	if (r < 0)
+		return r;
+	memcpy(&rep, rp, sizeof(rep));
+	if (s->nrfds != 3) {
+		set_last_error("attach reply without its three descriptors");
+		return -OOO_EPROTO;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	pthread_mutex_init(&d->lock, NULL);
+	d->memfd = s->rfds[0];
+	d->sq_efd = s->rfds[1];
+	d->cq_efd = s->rfds[2];
+	s->nrfds = 0;
+	s->rfd = -1;
+	d->size = rep.area_size;
+	d->device = rep.device;
+	d->devresets = s->devresets;
+	d->base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
+	if (d->base == MAP_FAILED) {
+		d->base = NULL;
+		r = -errno;
+		goto err;
+	}
+	memcpy(&h, d->base, sizeof(h));
+	if (ring_check_hdr(&h, d->size) < 0 || h.sq_entries != rep.sq_entries || h.cq_entries != rep.cq_entries) {
+		set_last_error("the session area's layout is not what oood said");
+		r = -OOO_EPROTO;
+		goto err;
+	}
+	d->h = h;
+	ring_init(&d->sq, d->base, d->size, h.sq_ctl_off, h.sq_off, h.sq_entries, sizeof(struct ooo_sqe), d->sq_efd,
+		  true);
+	ring_init(&d->cq, d->base, d->size, h.cq_ctl_off, h.cq_off, h.cq_entries, sizeof(struct ooo_cqe), d->cq_efd,
+		  false);
+	d->stage = (unsigned char *)d->base + h.staging_off;
+	r = staging_init(&d->st, h.staging_size, DP_INFLIGHT);
+	if (r < 0)
+		goto err;
+	s->dp = d;
+	return 0;
+err:
+	dp_destroy(d);
+	return r;
+}
+
+static void entry_done(struct dpath *d, struct dp_entry *e, int status)
+{
+	struct dp_queue_state *q = &d->q[e->queue];
+
+	if (status == 0 && e->dtoh_dst)
+		memcpy(e->dtoh_dst, d->stage + e->stage_off, e->len);
+	if (e->stage_off != UINT64_MAX)
+		staging_free(&d->st, e->stage_off);
+	if (status < 0 && !q->error)
+		q->error = status;
+	q->completed++;
+	e->used = false;
+	e->gen++;
+}
+
+/* The executor was replaced: everything in flight failed. Caller holds d->lock. */
+static void dp_fail_all(struct dpath *d, int status)
+{
+	for (uint32_t i = 0; i < DP_INFLIGHT; i++) {
+		if (d->ent[i].used)
+			entry_done(d, &d->ent[i], status);
+	}
+}
+
+/* Take every completion posted. Caller holds d->lock. */
+static int dp_reap(ooo_session *s, struct dpath *d)
+{
+	struct ooo_cqe c;
+	int r, n = 0;
+
+	if (s->devresets != d->devresets) {
+		d->devresets = s->devresets;
+		dp_fail_all(d, -OOO_EDEVRESET);
+		set_last_error("the GPU executor was restarted: commands in flight failed");
+	}
+	while ((r = ring_pop(&d->cq, &c)) == 1) {
+		uint32_t i = (uint32_t)(c.user_data & 0xffffffffu);
+		struct dp_entry *e = i < DP_INFLIGHT ? &d->ent[i] : NULL;
+
+		n++;
+		if (!e || !e->used || e->gen != (uint32_t)(c.user_data >> 32))
+			continue; /* a completion from before a reset */
+		entry_done(d, e, c.status);
+	}
+	ring_release(&d->cq);
+	return r < 0 ? -OOO_EPROTO : n;
+}
+
+/* Notices (DEVRESET) arrive on the socket; read them if no call is reading it now. */
+static void dp_read_notices(ooo_session *s)
+{
+	if (pthread_mutex_trylock(&s->lock))
+		return; /* another thread is in a call: it reads them */
+	for (;;) {
+		struct iovec iov = { s->rbuf, sizeof(s->rbuf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct wire_msg m;
+		ssize_t n = recvmsg(s->fd, &mh, MSG_DONTWAIT);
+
+		if (n <= 0) {
+			if (n == 0 && !s->dead)
+				s->dead = -OOO_ECLOSED;
+			break;
+		}
+		if (wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, NULL) == 0 && m.hdr.type == OOO_MSG_NOTICE) {
+			const struct ooo_msg_notice *no = m.payload;
+			if (no->kind == OOO_NOTICE_DEVRESET)
+				s->devresets++;
+			else
+				s->dead = notice_error(no);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Wait until done(d, arg) holds, reaping completions. Caller holds d->lock
+ * (released while sleeping). Returns 0, -ETIMEDOUT, or a session error.
+ */
+static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *, const void *), const void *arg,
+		   int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+
+	for (unsigned spin = 0;; spin++) {
+		struct pollfd p[2] = { { .fd = d->cq_efd, .events = POLLIN }, { .fd = s->fd, .events = POLLIN } };
+		int64_t left;
+		int r = dp_reap(s, d);
+
+		if (r < 0)
+			return r;
+		if (done(d, arg))
+			return 0;
+		if (s->dead)
+			return s->dead;
+		if (spin < 200)
+			continue; /* completions of short commands come within microseconds */
+		if (!ring_sleep_prepare(&d->cq))
+			continue;
+		left = deadline < 0 ? -1 : deadline - now_ms();
+		if (deadline >= 0 && left <= 0) {
+			ring_awake(&d->cq);
+			return -ETIMEDOUT;
+		}
+		pthread_mutex_unlock(&d->lock);
+		r = poll(p, 2, deadline < 0 ? -1 : (int)left);
+		pthread_mutex_lock(&d->lock);
+		ring_awake(&d->cq);
+		if (r > 0 && (p[0].revents & POLLIN)) {
+			uint64_t v;
+			(void)!read(d->cq_efd, &v, sizeof(v));
+		}
+		if (r > 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+			pthread_mutex_unlock(&d->lock);
+			dp_read_notices(s);
+			pthread_mutex_lock(&d->lock);
+		}
+	}
+}
+
+static bool entry_free(struct dpath *d, const void *arg)
+{
+	(void)arg;
+	for (uint32_t k = 0; k < DP_INFLIGHT; k++) {
+		if (!d->ent[(d->free_hint + k) % DP_INFLIGHT].used)
+			return true;
+	}
+	return false;
+}
+
+/* Submit one entry (caller holds d->lock). stage_off/dtoh as in struct dp_entry. */
+static int dp_submit(ooo_session *s, struct dpath *d, uint32_t queue, struct ooo_sqe *e, uint64_t stage_off,
+		     void *dtoh_dst, size_t len)
+{
+	struct ooo_sqe *slot;
+	uint32_t i = 0;
+	int r;
+
+	if (!entry_free(d, NULL)) {
+		r = dp_wait(s, d, entry_free, NULL, -1);
+		if (r < 0)
+			return r;
+	}
+	for (uint32_t k = 0; k < DP_INFLIGHT; k++) {
+		i = (d->free_hint + k) % DP_INFLIGHT;
+		if (!d->ent[i].used)
+			break;
+	}
+	d->free_hint = i + 1;
+	while (!(slot = ring_reserve(&d->sq))) {
+		r = dp_reap(s, d);
+		if (r < 0)
+			return r;
+		if (s->dead)
+			return s->dead;
+		sched_yield(); /* the executor takes submissions within microseconds */
+	}
+	d->ent[i] = (struct dp_entry){ .gen = d->ent[i].gen, .used = true, .queue = queue, .stage_off = stage_off,
+				       .dtoh_dst = dtoh_dst, .len = len };
+	e->queue = (uint16_t)queue;
+	e->flags |= OOO_SQE_NOTIFY;
+	e->user_data = ((uint64_t)d->ent[i].gen << 32) | i;
+	memcpy(slot, e, sizeof(*e));
+	d->q[queue].submitted++;
+	ring_publish(&d->sq);
+	return 0;
+}
+
+struct stage_want {
+	uint64_t len;
+	uint64_t *off;
+	int r;
+};
+
+static bool stage_got(struct dpath *d, const void *arg)
+{
+	struct stage_want *w = (struct stage_want *)(uintptr_t)arg;
+
+	w->r = staging_alloc(&d->st, w->len, 256, w->off);
+	return w->r != -ENOSPC;
+}
+
+static int dp_stage(ooo_session *s, struct dpath *d, uint64_t len, uint64_t *off)
+{
+	struct stage_want w = { .len = len, .off = off };
+	int r;
+
+	if (stage_got(d, &w))
+		return w.r;
+	r = dp_wait(s, d, stage_got, &w, -1);
+	return r < 0 ? r : w.r;
+}
+
+static int queue_check(ooo_queue *q, struct dpath **dp)
+{
+	if (!q || !q->s || !q->s->dp)
+		return -EINVAL;
+	*dp = q->s->dp;
+	return 0;
+}
+
+int ooo_queue_create(ooo_session *s, ooo_queue **out)
+{
+	struct ooo_msg_queue rep;
+	const void *rp;
+	size_t rlen;
+	ooo_queue *q;
+	int r;
+
+	if (!s || !out || s->admin)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	set_last_error("");
+	pthread_mutex_lock(&s->lock);
+	r = dp_attach_locked(s);
+	if (r == 0)
+		r = transact(s, OOO_MSG_QUEUE_CREATE, NULL, 0, &rp, &rlen);
+	if (r == 0)
+		memcpy(&rep, rp, sizeof(rep));
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0 || rep.queue >= 256) {
+		free(q);
+		return r < 0 ? r : -OOO_EPROTO;
+	}
+	q->s = s;
+	q->idx = rep.queue;
+	pthread_mutex_lock(&s->dp->lock);
+	s->dp->q[q->idx] = (struct dp_queue_state){ .live = true };
+	pthread_mutex_unlock(&s->dp->lock);
+	*out = q;
+	return 0;
+}
+
+int ooo_queue_destroy(ooo_queue *q)
+{
+	struct ooo_msg_queue req;
+	const void *rp;
+	size_t rlen;
+	int r;
+
+	if (!q)
+		return 0;
+	r = ooo_queue_sync(q, -1);
+	req = (struct ooo_msg_queue){ .queue = q->idx };
+	pthread_mutex_lock(&q->s->lock);
+	{
+		int t = transact(q->s, OOO_MSG_QUEUE_DESTROY, &req, sizeof(req), &rp, &rlen);
+		if (!r)
+			r = t;
+	}
+	pthread_mutex_unlock(&q->s->lock);
+	pthread_mutex_lock(&q->s->dp->lock);
+	q->s->dp->q[q->idx].live = false;
+	pthread_mutex_unlock(&q->s->dp->lock);
+	free(q);
+	return r;
+}
+
+static bool queue_idle(struct dpath *d, const void *arg)
+{
+	const struct dp_queue_state *q = &d->q[*(const uint32_t *)arg];
+	return q->completed == q->submitted;
+}
+
+int ooo_queue_sync(ooo_queue *q, int timeout_ms)
+{
+	struct dpath *d;
+	int r;
+
+	if ((r = queue_check(q, &d)))
+		return r;
+	pthread_mutex_lock(&d->lock);
+	r = dp_wait(q->s, d, queue_idle, &q->idx, timeout_ms);
+	if (r == 0 && d->q[q->idx].error) {
+		r = d->q[q->idx].error;
+		d->q[q->idx].error = 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ooo_memcpy_htod(ooo_queue *q, uint64_t dst, const void *src, size_t len)
+{
+	struct dpath *d;
+	int r = 0;
+
+	if ((r = queue_check(q, &d)) || (len && !src))
+		return r ? r : -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	for (size_t done = 0; done < len && r == 0;) {
+		size_t n = len - done < DP_CHUNK ? len - done : DP_CHUNK;
+		struct ooo_sqe e = { .opcode = OOO_OP_HTOD };
+		uint64_t off;
+
+		r = dp_stage(q->s, d, n, &off);
+		if (r < 0)
+			break;
+		memcpy(d->stage + off, (const char *)src + done, n);
+		e.copy.dst = dst + done;
+		e.copy.src = off;
+		e.copy.len = n;
+		r = dp_submit(q->s, d, q->idx, &e, off, NULL, 0);
+		if (r < 0)
+			staging_free(&d->st, off);
+		done += n;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ooo_memcpy_dtoh(ooo_queue *q, void *dst, uint64_t src, size_t len)
+{
+	struct dpath *d;
+	int r = 0;
+
+	if ((r = queue_check(q, &d)) || (len && !dst))
+		return r ? r : -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	for (size_t done = 0; done < len && r == 0;) {
+		size_t n = len - done < DP_CHUNK ? len - done : DP_CHUNK;
+		struct ooo_sqe e = { .opcode = OOO_OP_DTOH };
+		uint64_t off;
+
+		r = dp_stage(q->s, d, n, &off);
+		if (r < 0)
+			break;
+		e.copy.dst = off;
+		e.copy.src = src + done;
+		e.copy.len = n;
+		r = dp_submit(q->s, d, q->idx, &e, off, (char *)dst + done, n);
+		if (r < 0)
+			staging_free(&d->st, off);
+		done += n;
+	}
+	/* the data is the caller's only once it has arrived */
+	if (r == 0)
+		r = dp_wait(q->s, d, queue_idle, &q->idx, -1);
+	if (r == 0 && d->q[q->idx].error) {
+		r = d->q[q->idx].error;
+		d->q[q->idx].error = 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+static int simple(ooo_queue *q, struct ooo_sqe *e)
+{
+	struct dpath *d;
+	int r;
+
+	if ((r = queue_check(q, &d)))
+		return r;
+	pthread_mutex_lock(&d->lock);
+	r = dp_submit(q->s, d, q->idx, e, UINT64_MAX, NULL, 0);
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ooo_memcpy_dtod(ooo_queue *q, uint64_t dst, uint64_t src, size_t len)
+{
+	struct ooo_sqe e = { .opcode = OOO_OP_DTOD, .copy = { .dst = dst, .src = src, .len = len } };
+
+	return simple(q, &e);
+}
+
+int ooo_memset(ooo_queue *q, uint64_t dst, uint32_t value, size_t count, unsigned elsize)
+{
+	struct ooo_sqe e = { .opcode = OOO_OP_MEMSET, .set = { .dst = dst, .count = count, .value = value, .elsize = elsize } };
+
+	return simple(q, &e);
 }

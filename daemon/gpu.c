@@ -17,6 +17,7 @@
 
 #include "../client/wire.h"
 #include "buffers.h"
+#include "dpath.h"
 #include "log.h"
 #include "server.h"
 
@@ -175,6 +176,7 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 	g->pidfd = g->ctl = -1;
 	g->pid = 0;
 	buffers_gpu_lost(srv, g->idx);
+	dpath_gpu_lost(srv, g->idx);
 	if (srv->stopping) {
 		g->state = OOO_DEV_STOPPED;
 		return;
@@ -241,6 +243,7 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	g->ready_ns = server_now_ns();
 	g->reason[0] = '\0';
 	buffers_gpu_ready(srv, g->idx);
+	dpath_gpu_ready(srv, g->idx);
 	log_info("gpu%u: %s, %u SMs, compute %u.%u, %.1f GiB, driver %d.%d, executor pid %d", g->idx, g->info.name,
 		 g->info.sm_count, g->info.cc_major, g->info.cc_minor, (double)g->info.mem_total / (1 << 30),
 		 g->info.driver_version / 1000, g->info.driver_version % 1000 / 10, (int)g->pid);
@@ -293,6 +296,11 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
 		if (type == EXEC_MSG_READY) {
 			on_ready(srv, g, payload);
+		} else if (type == (EXEC_MSG_ATTACH | OOO_MSG_REPLY) || type == (EXEC_MSG_DETACH | OOO_MSG_REPLY) ||
+			   type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY)) {
+			struct exec_mem_reply r;
+			memcpy(&r, payload, sizeof(r));
+			dpath_on_reply(srv, idx, type, r.status, r.req, r.reason);
 		} else if (type & OOO_MSG_REPLY && type != (EXEC_MSG_PING | OOO_MSG_REPLY)) {
 			struct exec_mem_reply r;
 			memcpy(&r, payload, sizeof(r));
@@ -372,12 +380,17 @@ void gpu_fini(struct server *srv)
 
 int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, int fd)
 {
+	return gpu_send_fds(srv, idx, type, p, n, &fd, fd >= 0 ? 1 : 0);
+}
+
+int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, const int *fds, int nfds)
+{
 	struct gpu *g = gpu_at(srv, idx);
 	unsigned char buf[512];
 	struct iovec iov = { buf, 0 };
 	union {
 		struct cmsghdr align;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(sizeof(int) * 4)];
 	} u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t len;
@@ -388,17 +401,19 @@ int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, siz
 	if (len < 0)
 		return (int)len;
 	iov.iov_len = (size_t)len;
-	if (fd >= 0) {
+	if (nfds > 4)
+		return -EINVAL;
+	if (nfds > 0) {
 		struct cmsghdr *cm;
 
 		memset(&u, 0, sizeof(u));
 		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
 		cm = CMSG_FIRSTHDR(&mh);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
 	}
 	/* never block the loop on an executor: a full socket means it is stuck */
 	if (sendmsg(g->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != len)

@@ -74,6 +74,8 @@ void gpu_fini(struct server *srv);
 
 /* Send a message (and a descriptor if fd >= 0) to executor idx without blocking. Returns 0 or -errno. */
 int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, int fd);
+/* The same with up to 4 descriptors (they stay the caller's). */
+int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, const int *fds, int nfds);
 /* Index of a ready GPU for a new buffer: `want`, or the first ready one for OOO_DEVICE_ANY; -OOO_ENODEV if none. */
 int gpu_pick(const struct server *srv, uint32_t want);
 

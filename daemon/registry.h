@@ -70,6 +70,7 @@ struct session {
 	bool moving;  /* registry_apply_policy's mark */
 	bool revoked; /* no longer admitted: waiting for the caller to close it */
 	struct list_node bufs; /* the server's buffers of this session (buffers.c); empty at close */
+	struct sdpath *dp;     /* the session's data path (dpath.c), NULL until attached */
 	void *owner; /* the connection, for the server */
 };
 

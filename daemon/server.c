@@ -30,6 +30,7 @@
 
 #include "../client/wire.h"
 #include "buffers.h"
+#include "dpath.h"
 #include "log.h"
 #include "notify.h"
 
@@ -44,7 +45,8 @@ enum conn_state { CONN_HELLO, CONN_OPEN, CONN_CLOSING };
 struct outmsg {
 	void *buf;
 	size_t len;
-	int fd; /* passed with the message (SCM_RIGHTS) and closed once sent; -1 if none */
+	int fds[SERVER_MAX_FDS]; /* passed with the message (SCM_RIGHTS), closed once sent */
+	int nfds;
 };
 
 struct conn {
@@ -77,7 +79,7 @@ struct conn {
 	struct iovec siov;
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * SERVER_MAX_FDS)];
 	} scmsg;
 };
 
@@ -178,8 +180,8 @@ static void conn_maybe_free(struct server *srv, struct conn *c)
 static void conn_free(struct server *srv, struct conn *c)
 {
 	while (c->qlen) {
-		if (c->q[c->qhead].fd >= 0)
-			close(c->q[c->qhead].fd);
+		for (int i = 0; i < c->q[c->qhead].nfds; i++)
+			close(c->q[c->qhead].fds[i]);
 		free(c->q[c->qhead].buf);
 		c->qhead = (c->qhead + 1) % SENDQ_CAP;
 		c->qlen--;
@@ -239,7 +241,7 @@ static void conn_flush(struct server *srv, struct conn *c)
 		return;
 	}
 	m = &c->q[c->qhead];
-	if (m->fd < 0) {
+	if (!m->nfds) {
 		io_uring_prep_send(sqe, c->fd, m->buf, m->len, MSG_NOSIGNAL);
 	} else {
 		struct cmsghdr *cm;
@@ -254,8 +256,9 @@ static void conn_flush(struct server *srv, struct conn *c)
 		cm = CMSG_FIRSTHDR(&c->smsg);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &m->fd, sizeof(int));
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)m->nfds);
+		memcpy(CMSG_DATA(cm), m->fds, sizeof(int) * (size_t)m->nfds);
+		c->smsg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)m->nfds);
 		io_uring_prep_sendmsg(sqe, c->fd, &c->smsg, MSG_NOSIGNAL);
 	}
 	io_uring_sqe_set_data64(sqe, ud_make(OP_SEND, c->slot, c->gen));
@@ -263,18 +266,25 @@ static void conn_flush(struct server *srv, struct conn *c)
 	c->inflight++;
 }
 
-/* Queue a ready-made datagram (takes ownership of buf and of fd, if >= 0). */
-static void conn_queue_fd(struct server *srv, struct conn *c, void *buf, size_t len, int fd)
+/* Queue a ready-made datagram (takes ownership of buf and of the nfds descriptors). */
+static void conn_queue_fds(struct server *srv, struct conn *c, void *buf, size_t len, const int *fds, int nfds)
 {
+	struct outmsg *m;
+
 	if (c->state == CONN_CLOSING || c->qlen >= SENDQ_CAP) {
 		free(buf);
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
 		if (c->state != CONN_CLOSING)
 			conn_close(srv, c, "reply queue overflow");
 		return;
 	}
-	c->q[(c->qhead + c->qlen) % SENDQ_CAP] = (struct outmsg){ buf, len, fd };
+	m = &c->q[(c->qhead + c->qlen) % SENDQ_CAP];
+	m->buf = buf;
+	m->len = len;
+	m->nfds = nfds;
+	for (int i = 0; i < nfds; i++)
+		m->fds[i] = fds[i];
 	c->qlen++;
 	srv->stats.msgs_out++;
 	conn_flush(srv, c);
@@ -282,24 +292,24 @@ static void conn_queue_fd(struct server *srv, struct conn *c, void *buf, size_t 
 
 static void conn_queue(struct server *srv, struct conn *c, void *buf, size_t len)
 {
-	conn_queue_fd(srv, c, buf, len, -1);
+	conn_queue_fds(srv, c, buf, len, NULL, 0);
 }
 
-static void conn_reply_fd(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *payload,
-			  size_t plen, int fd)
+static void conn_reply_fds(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *payload,
+			   size_t plen, const int *fds, int nfds)
 {
 	size_t cap = sizeof(struct ooo_msg_hdr) + plen;
 	void *buf = malloc(cap);
 	ssize_t n;
 
 	if (!buf) {
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
 		conn_close(srv, c, "out of memory");
 		return;
 	}
 	n = wire_encode(buf, cap, (uint16_t)(type | OOO_MSG_REPLY), seq, 0, payload, plen);
-	conn_queue_fd(srv, c, buf, (size_t)n, fd);
+	conn_queue_fds(srv, c, buf, (size_t)n, fds, nfds);
 }
 
 static void conn_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *payload,
@@ -394,7 +404,18 @@ struct session *server_conn_session(const struct conn *c)
 
 void server_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n, int fd)
 {
-	conn_reply_fd(srv, c, type, seq, p, n, fd);
+	conn_reply_fds(srv, c, type, seq, p, n, &fd, fd >= 0 ? 1 : 0);
+}
+
+void server_reply_fds(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n,
+		      const int *fds, int nfds)
+{
+	conn_reply_fds(srv, c, type, seq, p, n, fds, nfds);
+}
+
+void server_notice(struct server *srv, struct conn *c, uint32_t kind, const char *msg)
+{
+	conn_notice(srv, c, kind, msg);
 }
 
 void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt,
@@ -425,6 +446,7 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sess) {
+		dpath_release_session(srv, c->sess);
 		buffers_release_session(srv, c->sess);
 		log_peer("session %llu (uid %u pid %u) closed: %s", (unsigned long long)c->sess->id, c->cred.uid,
 			 c->cred.pid, why);
@@ -699,6 +721,21 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_PING:
 		conn_reply(srv, c, type, seq, m->payload, m->plen);
 		return;
+	case OOO_MSG_ATTACH:
+	case OOO_MSG_QUEUE_CREATE:
+	case OOO_MSG_QUEUE_DESTROY:
+		if (!c->sess) {
+			conn_reply_error(srv, c, type, seq, -EINVAL, "queues belong to tenant sessions (%s)",
+					 srv->sock_path[0]);
+			return;
+		}
+		if (type == OOO_MSG_ATTACH)
+			dpath_attach(srv, c, seq, m->payload);
+		else if (type == OOO_MSG_QUEUE_CREATE)
+			dpath_queue_create(srv, c, seq);
+		else
+			dpath_queue_destroy(srv, c, seq, ((const struct ooo_msg_queue *)m->payload)->queue);
+		return;
 	case OOO_MSG_BUF_ALLOC:
 	case OOO_MSG_BUF_FREE:
 	case OOO_MSG_BUF_EXPORT:
@@ -820,9 +857,9 @@ static void on_send(struct server *srv, struct conn *c, int res)
 	c->send_armed = false;
 	free(m->buf);
 	m->buf = NULL;
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = -1;
+	for (int i = 0; i < m->nfds; i++)
+		close(m->fds[i]);
+	m->nfds = 0;
 	c->qhead = (c->qhead + 1) % SENDQ_CAP;
 	c->qlen--;
 	if (c->state == CONN_CLOSING)
@@ -1269,6 +1306,7 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	list_init(&srv->pending);
 	list_init(&srv->reap);
 	buffers_init(srv);
+	dpath_init(srv);
 	registry_init(&srv->reg);
 	srv->policy = policy;
 	srv->policy_generation = 1;

@@ -27,6 +27,7 @@
 #define SERVER_REQ_MAX 8192u     /* largest request datagram accepted */
 #define SERVER_SENDQ_MAX 16      /* queued replies before reading pauses */
 #define SERVER_FINISH_MS 5000ull /* a connection told to close is closed by then */
+#define SERVER_MAX_FDS 3          /* descriptors passed with one reply */
 
 struct conn;
 
@@ -115,6 +116,7 @@ struct server {
 	uint64_t stop_deadline_ns;
 	struct gpus gpus;
 	struct list_node buffers; /* every struct buffer (buffers.c) */
+	struct list_node dpaths;  /* every struct sdpath (dpath.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);
@@ -125,6 +127,11 @@ struct session *server_conn_session(const struct conn *c);
 void server_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n, int fd);
 void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt,
 			...) __attribute__((format(printf, 6, 7)));
+/* Like server_reply with up to SERVER_MAX_FDS descriptors (taken over). */
+void server_reply_fds(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n,
+		      const int *fds, int nfds);
+/* An unsolicited notice (OOO_NOTICE_*) to the connection's peer. */
+void server_notice(struct server *srv, struct conn *c, uint32_t kind, const char *msg);
 
 /* An SQE, submitting what is queued if the ring is full; NULL if still none. */
 struct io_uring_sqe *server_get_sqe(struct server *srv);

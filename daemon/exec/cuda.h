@@ -48,7 +48,22 @@
 	X(cuMemcpyHtoD)                                                                                    \
 	X(cuMemcpyDtoH)                                                                                    \
 	X(cuMemsetD32)                                                                                     \
-	X(cuCtxSynchronize)
+	X(cuCtxSynchronize)                                                                                \
+	X(cuStreamCreate)                                                                                  \
+	X(cuStreamDestroy)                                                                                 \
+	X(cuStreamSynchronize)                                                                             \
+	X(cuEventCreate)                                                                                   \
+	X(cuEventDestroy)                                                                                  \
+	X(cuEventRecord)                                                                                   \
+	X(cuEventQuery)                                                                                    \
+	X(cuMemHostRegister)                                                                               \
+	X(cuMemHostUnregister)                                                                             \
+	X(cuMemcpyHtoDAsync)                                                                               \
+	X(cuMemcpyDtoHAsync)                                                                               \
+	X(cuMemcpyDtoDAsync)                                                                               \
+	X(cuMemsetD8Async)                                                                                 \
+	X(cuMemsetD16Async)                                                                                \
+	X(cuMemsetD32Async)
 
 struct cuda_api {
 	void *lib;

@@ -34,8 +34,11 @@ struct exec_attach {
 	uint64_t area_size;
 	uint32_t sq_entries, cq_entries;
 	uint32_t max_queues;
-	uint32_t reserved;
+	uint32_t flags; /* EXEC_ATTACH_RESET */
 };
+
+/* Re-attach after an executor restart: drop what the dead executor never took from the ring. */
+#define EXEC_ATTACH_RESET 1u
 
 struct exec_queue {
 	uint64_t req;

@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <stdarg.h>
 #include <poll.h>
+#include <time.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 
 #include "../../client/wire.h"
 #include "cuda.h"
+#include "datapath.h"
 #include "exec_proto.h"
 #include "memory.h"
 
@@ -209,19 +211,31 @@ static int open_device(struct cuda_api *api, const char *libcuda, unsigned dev, 
 	return 0;
 }
 
-static int handle_mem(int fd, struct memory *mem, uint16_t type, const struct exec_mem_req *q, int in_fd)
+static int handle_mem(int fd, struct memory *mem, struct datapath *dp, uint16_t type, const struct exec_mem_req *q,
+		      int in_fd)
 {
 	struct exec_mem_reply rep = { .req = q->req, .addr = q->addr, .size = q->size };
+	struct dp_session *s = dp_session_get(dp, q->session, type != EXEC_MSG_FREE);
 	int out_fd = -1, r;
 
 	switch (type) {
 	case EXEC_MSG_ALLOC:
 		rep.status = memory_alloc(mem, q->size, &rep.addr, &rep.size, &out_fd, rep.reason, sizeof(rep.reason));
+		/* only the owning session's submissions may name this memory */
+		if (rep.status == 0 && (!s || vbufs_add(&s->bufs, rep.addr, rep.size) < 0)) {
+			memory_free(mem, rep.addr);
+			close(out_fd);
+			out_fd = -1;
+			rep.status = -ENOMEM;
+			snprintf(rep.reason, sizeof(rep.reason), "out of memory in the executor");
+		}
 		break;
 	case EXEC_MSG_FREE:
 		rep.status = memory_free(mem, q->addr);
 		if (rep.status)
 			snprintf(rep.reason, sizeof(rep.reason), "no buffer at %#llx", (unsigned long long)q->addr);
+		if (s)
+			vbufs_del(&s->bufs, q->addr);
 		break;
 	case EXEC_MSG_IMPORT:
 		if (in_fd < 0) {
@@ -230,6 +244,11 @@ static int handle_mem(int fd, struct memory *mem, uint16_t type, const struct ex
 			break;
 		}
 		rep.status = memory_import(mem, in_fd, q->addr, q->size, rep.reason, sizeof(rep.reason));
+		if (rep.status == 0 && (!s || vbufs_add(&s->bufs, q->addr, q->size) < 0)) {
+			memory_free(mem, q->addr);
+			rep.status = -ENOMEM;
+			snprintf(rep.reason, sizeof(rep.reason), "out of memory in the executor");
+		}
 		break;
 	}
 	r = send_msg_fd(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep), out_fd);
@@ -238,66 +257,130 @@ static int handle_mem(int fd, struct memory *mem, uint16_t type, const struct ex
 	return r;
 }
 
-/* Serve oood until it closes the control socket. */
-static int serve(int fd, struct memory *mem)
+static int handle_attach(int fd, struct datapath *dp, uint16_t type, const void *payload, int *fds, int nfd)
+{
+	struct exec_mem_reply rep = { 0 };
+
+	if (type == EXEC_MSG_QUEUE) {
+		struct exec_queue q;
+
+		memcpy(&q, payload, sizeof(q));
+		rep.req = q.req;
+		rep.status = dp_queue(dp, q.session, q.queue, q.create != 0, rep.reason, sizeof(rep.reason));
+	} else {
+		struct exec_attach a;
+
+		memcpy(&a, payload, sizeof(a));
+		rep.req = a.req;
+		if (type == EXEC_MSG_DETACH) {
+			rep.status = dp_detach(dp, a.session);
+		} else if (nfd != 3) {
+			rep.status = -EBADF;
+			snprintf(rep.reason, sizeof(rep.reason), "attach needs 3 descriptors, got %d", nfd);
+		} else {
+			rep.status = dp_attach(dp, a.session, fds[0], fds[1], fds[2], a.area_size, a.sq_entries,
+					       a.cq_entries, a.flags & EXEC_ATTACH_RESET, rep.reason, sizeof(rep.reason));
+			fds[0] = fds[1] = fds[2] = -1; /* dp_attach took them */
+		}
+	}
+	return send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
+}
+
+/* One message from oood, if one is waiting. Returns 1 handled, 0 none, -1 to exit (oood gone or bad). */
+static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 {
 	unsigned char buf[512];
+	struct iovec iov = { buf, sizeof(buf) };
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(sizeof(int) * 4)];
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+	const void *payload;
+	int fds[4] = { -1, -1, -1, -1 }, nfd = 0, rc = 0;
+	size_t plen;
+	uint16_t type;
+	ssize_t n;
+
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	if (n == 0)
+		return -1; /* oood closed: we are done */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (nfd < 4)
+				fds[nfd++] = f;
+			else
+				close(f);
+		}
+	}
+	if (exec_msg_check(buf, (size_t)n, &type, &payload, &plen) < 0) {
+		rc = -1; /* oood never sends garbage: something is badly wrong */
+	} else if (type == EXEC_MSG_PING) {
+		rc = send_msg(fd, EXEC_MSG_PING | OOO_MSG_REPLY, payload, plen);
+	} else if (type == EXEC_MSG_ALLOC || type == EXEC_MSG_FREE || type == EXEC_MSG_IMPORT) {
+		struct exec_mem_req q;
+		memcpy(&q, payload, sizeof(q));
+		rc = handle_mem(fd, mem, dp, type, &q, fds[0]);
+	} else if (type == EXEC_MSG_ATTACH || type == EXEC_MSG_DETACH || type == EXEC_MSG_QUEUE) {
+		rc = handle_attach(fd, dp, type, payload, fds, nfd);
+	}
+	for (int i = 0; i < nfd; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	return rc < 0 ? -1 : 1;
+}
+
+#define SPIN_PASSES 4000     /* busy passes while the GPU works, before sleeping in short naps */
+#define NAP_NS 50000         /* nap length while commands are in flight */
+#define MAX_WAIT_FDS 1024
+
+/*
+ * Serve oood and the attached sessions until oood closes the control socket.
+ * While commands are in flight the loop spins on their events for a while
+ * (completion latency is what tenants feel), then naps in short sleeps that
+ * a doorbell or oood ends early; with nothing in flight it sleeps until one.
+ */
+static int serve(int fd, struct memory *mem, struct datapath *dp)
+{
+	static struct pollfd pfd[MAX_WAIT_FDS + 1];
+	unsigned spins = 0;
 
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		struct iovec iov = { buf, sizeof(buf) };
-		union {
-			struct cmsghdr align;
-			char b[CMSG_SPACE(sizeof(int) * 4)];
-		} u;
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
-		const void *payload;
-		int in_fd = -1, rc = 0;
-		size_t plen;
-		uint16_t type;
-		ssize_t n;
+		bool moved = dp_progress(dp);
+		int r = ctl_message(fd, mem, dp), n;
 
-		if (poll(&p, 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		if (r < 0)
+			return 0;
+		if (dp->fatal) {
+			dp_progress(dp); /* post what can still be posted */
+			fprintf(stderr, "oood[executor]: %s; the context is lost, exiting\n", dp->fatal_why);
 			return 1;
 		}
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-		if (n == 0)
-			return 0; /* oood closed: we are done */
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == ECONNRESET ? 0 : 1;
+		if (moved || r > 0) {
+			spins = 0;
+			continue;
 		}
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-				int nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-				for (int i = 0; i < nfd; i++) {
-					int f;
-					memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-					if (in_fd < 0)
-						in_fd = f;
-					else
-						close(f);
-				}
-			}
+		if (dp->inflight && ++spins < SPIN_PASSES)
+			continue;
+		pfd[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		n = dp_prepare_sleep(dp, pfd + 1, MAX_WAIT_FDS);
+		if (n < 0)
+			continue;
+		if (dp->inflight) {
+			struct timespec ts = { 0, NAP_NS };
+			r = ppoll(pfd, (nfds_t)n + 1, &ts, NULL);
+		} else {
+			r = ppoll(pfd, (nfds_t)n + 1, NULL, NULL);
 		}
-		if (exec_msg_check(buf, (size_t)n, &type, &payload, &plen) < 0) {
-			if (in_fd >= 0)
-				close(in_fd);
-			return 1; /* oood never sends garbage: something is badly wrong */
-		}
-		if (type == EXEC_MSG_PING) {
-			rc = send_msg(fd, EXEC_MSG_PING | OOO_MSG_REPLY, payload, plen);
-		} else if (type == EXEC_MSG_ALLOC || type == EXEC_MSG_FREE || type == EXEC_MSG_IMPORT) {
-			struct exec_mem_req q;
-			memcpy(&q, payload, sizeof(q));
-			rc = handle_mem(fd, mem, type, &q, in_fd);
-		}
-		if (in_fd >= 0)
-			close(in_fd);
-		if (rc < 0)
+		dp_awake(dp);
+		if (r < 0 && errno != EINTR)
 			return 1;
 	}
 }
@@ -313,6 +396,7 @@ int executor_main(int argc, char **argv)
 	struct exec_ready r = { 0 };
 	struct cuda_api api = { 0 };
 	struct memory mem = { 0 };
+	struct datapath dp;
 	CUcontext ctx = NULL;
 	unsigned long dev = 0;
 	char *end;
@@ -357,8 +441,10 @@ int executor_main(int argc, char **argv)
 		exec_log((unsigned)dev, "%s", r.reason);
 	if (send_msg(EXEC_CTL_FD, EXEC_MSG_READY, &r, sizeof(r)) < 0)
 		rc = rc ? rc : 1;
+	dp_init(&dp, &api);
 	if (rc == 0)
-		rc = serve(EXEC_CTL_FD, &mem);
+		rc = serve(EXEC_CTL_FD, &mem, &dp);
+	dp_fini(&dp);
 	memory_fini(&mem);
 	if (ctx) {
 		CUdevice d;

@@ -152,6 +152,54 @@ size_t ooo_buf_size(const ooo_buf *b);
  */
 int ooo_buf_export_fd(ooo_buf *b);
 
+/* ---- queues and commands ---------------------------------------------------------- */
+
+/*
+ * Commands go through shared-memory rings straight to the GPU's executor;
+ * the daemon is not on this path. A queue runs its commands in order, like a
+ * CUDA stream; different queues run independently. The first queue of a
+ * session sets up its data path (a 32 MiB staging area and the rings) on a
+ * GPU the daemon picks.
+ */
+typedef struct ooo_queue ooo_queue;
+
+/*
+ * Create a queue. Returns 0 and stores it in *out (destroy with
+ * ooo_queue_destroy), or -EINVAL, -OOO_ELIMIT (max_queues), -OOO_ENODEV,
+ * -OOO_EDEVRESET, or a transport error.
+ */
+int ooo_queue_create(ooo_session *s, ooo_queue **out);
+
+/* Wait for the queue's commands, then destroy it. Accepts NULL. Returns what ooo_queue_sync would. */
+int ooo_queue_destroy(ooo_queue *q);
+
+/*
+ * Wait until every command submitted to the queue has completed, at most
+ * timeout_ms (< 0: no limit). Returns 0; the first failure of a command
+ * since the last sync (-EFAULT for memory outside the session's buffers,
+ * -EINVAL, -OOO_EFAULT for a fault on the GPU, -OOO_EDEVRESET when the
+ * executor was replaced under the commands); -ETIMEDOUT; or a session
+ * error.
+ */
+int ooo_queue_sync(ooo_queue *q, int timeout_ms);
+
+/*
+ * Copy len bytes from host memory to device address dst. Returns once src
+ * has been copied into the staging area (src may be reused at once); the
+ * copy itself completes in queue order. Errors of the copy on the GPU are
+ * reported by ooo_queue_sync.
+ */
+int ooo_memcpy_htod(ooo_queue *q, uint64_t dst, const void *src, size_t len);
+
+/* Copy len bytes from device address src to host memory; returns when they are there. */
+int ooo_memcpy_dtoh(ooo_queue *q, void *dst, uint64_t src, size_t len);
+
+/* Copy between device addresses (both in the session's buffers), in queue order. */
+int ooo_memcpy_dtod(ooo_queue *q, uint64_t dst, uint64_t src, size_t len);
+
+/* Set count elements of elsize bytes (1, 2 or 4) at dst to value, in queue order. */
+int ooo_memset(ooo_queue *q, uint64_t dst, uint32_t value, size_t count, unsigned elsize);
+
 /* The session id the daemon assigned (0 for admin sessions). */
 uint64_t ooo_session_id(const ooo_session *s);
 

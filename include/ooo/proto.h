@@ -144,6 +144,7 @@ struct ooo_msg_hello_reply {
 enum ooo_notice_kind {
 	OOO_NOTICE_SHUTDOWN = 1, /* daemon is stopping; the session will close */
 	OOO_NOTICE_REVOKED = 2,  /* policy reload no longer admits this peer */
+	OOO_NOTICE_DEVRESET = 3, /* the session's GPU executor was replaced: commands in flight failed */
 };
 
 struct ooo_msg_notice {

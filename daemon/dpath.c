@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+#include "dpath.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "../client/ring.h"
+#include "log.h"
+#include "server.h"
+
+static uint64_t next_req = 1ull << 62; /* apart from buffers' request ids */
+
+void dpath_init(struct server *srv)
+{
+	list_init(&srv->dpaths);
+}
+
+static void dp_free(struct sdpath *d)
+{
+	list_del(&d->node);
+	if (d->memfd >= 0)
+		close(d->memfd);
+	if (d->sq_efd >= 0)
+		close(d->sq_efd);
+	if (d->cq_efd >= 0)
+		close(d->cq_efd);
+	free(d);
+}
+
+/* A sealed memfd laid out for the rings: neither peer can resize it under the other. */
+static int make_area(uint64_t size)
+{
+	void *p;
+	int fd = memfd_create("ooo-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0)
+		goto err;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto err;
+	if (ring_layout(p, size, DPATH_SQ_ENTRIES, DPATH_CQ_ENTRIES, NULL) < 0) {
+		munmap(p, size);
+		errno = EINVAL;
+		goto err;
+	}
+	munmap(p, size);
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto err;
+	return fd;
+err: {
+	int e = -errno;
+	close(fd);
+	return e;
+}
+}
+
+static int send_attach(struct server *srv, struct sdpath *d, uint32_t flags)
+{
+	struct exec_attach a = {
+		.req = d->req = next_req++,
+		.session = d->session,
+		.area_size = DPATH_AREA_SIZE,
+		.sq_entries = DPATH_SQ_ENTRIES,
+		.cq_entries = DPATH_CQ_ENTRIES,
+		.max_queues = DPATH_MAX_QUEUES,
+		.flags = flags,
+	};
+	int fds[3] = { d->memfd, d->sq_efd, d->cq_efd };
+	int r = gpu_send_fds(srv, d->gpu, EXEC_MSG_ATTACH, &a, sizeof(a), fds, 3);
+
+	if (r < 0)
+		d->req = 0;
+	return r;
+}
+
+static int send_queue(struct server *srv, struct sdpath *d, uint32_t queue, bool create, uint64_t req)
+{
+	struct exec_queue q = { .req = req, .session = d->session, .queue = queue, .create = create };
+
+	return gpu_send(srv, d->gpu, EXEC_MSG_QUEUE, &q, sizeof(q), -1);
+}
+
+void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d;
+	int gpu, r;
+
+	if (s->dp) {
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -EEXIST, "the session is attached to gpu%u already",
+				   s->dp->gpu);
+		return;
+	}
+	gpu = gpu_pick(srv, req->device);
+	if (gpu < 0) {
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, gpu, "no usable GPU: %s", gpu_reason(srv));
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -ENOMEM, "out of memory");
+		return;
+	}
+	list_add_tail(&srv->dpaths, &d->node);
+	d->sess = s;
+	d->session = s->id;
+	d->gpu = (uint32_t)gpu;
+	d->sq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	d->cq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	d->memfd = make_area(DPATH_AREA_SIZE);
+	if (d->memfd < 0 || d->sq_efd < 0 || d->cq_efd < 0) {
+		r = d->memfd < 0 ? d->memfd : -errno;
+		if (d->memfd < 0)
+			d->memfd = -1;
+		dp_free(d);
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, r, "cannot create the session's shared area: %s",
+				   strerror(-r));
+		return;
+	}
+	d->waiter = server_conn_ref(c);
+	d->seq = seq;
+	d->wait_type = OOO_MSG_ATTACH;
+	r = send_attach(srv, d, 0);
+	if (r < 0) {
+		dp_free(d);
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_EDEVRESET, "cannot reach the executor of gpu%d: %s",
+				   gpu, strerror(-r));
+		return;
+	}
+	s->dp = d;
+}
+
+void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d = s->dp;
+	uint32_t q;
+	int r;
+
+	if (!d || !d->attached) {
+		server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, seq, -EINVAL, "attach the session first");
+		return;
+	}
+	if (d->req) {
+		server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, seq, -EBUSY, "a queue operation is in progress");
+		return;
+	}
+	for (q = 0; q < DPATH_MAX_QUEUES && d->queue_live[q]; q++)
+		;
+	if (q == DPATH_MAX_QUEUES || session_charge(s, OOO_RES_QUEUES, 1) < 0) {
+		server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, seq, -OOO_ELIMIT,
+				   "queue limit reached (max_queues = %llu per tenant, %u per session)",
+				   (unsigned long long)s->tenant->terms.limit[OOO_RES_QUEUES], DPATH_MAX_QUEUES);
+		return;
+	}
+	d->req = next_req++;
+	r = send_queue(srv, d, q, true, d->req);
+	if (r < 0) {
+		d->req = 0;
+		session_uncharge(s, OOO_RES_QUEUES, 1);
+		server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, seq, -OOO_EDEVRESET,
+				   "cannot reach the executor of gpu%u: %s", d->gpu, strerror(-r));
+		return;
+	}
+	d->waiter = server_conn_ref(c);
+	d->seq = seq;
+	d->wait_type = OOO_MSG_QUEUE_CREATE;
+	d->wait_queue = q;
+}
+
+void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d = s->dp;
+
+	if (!d || queue >= DPATH_MAX_QUEUES || !d->queue_live[queue]) {
+		server_reply_error(srv, c, OOO_MSG_QUEUE_DESTROY, seq, -ENOENT, "no queue %u in this session", queue);
+		return;
+	}
+	d->queue_live[queue] = 0;
+	session_uncharge(s, OOO_RES_QUEUES, 1);
+	if (d->attached)
+		send_queue(srv, d, queue, false, 0); /* its reply needs no answer */
+	server_reply(srv, c, OOO_MSG_QUEUE_DESTROY, seq, NULL, 0, -1);
+}
+
+void dpath_release_session(struct server *srv, struct session *s)
+{
+	struct sdpath *d = s->dp;
+
+	if (!d)
+		return;
+	for (uint32_t q = 0; q < DPATH_MAX_QUEUES; q++) {
+		if (d->queue_live[q])
+			session_uncharge(s, OOO_RES_QUEUES, 1);
+	}
+	if (d->attached && !srv->stopping) {
+		struct exec_attach a = { .session = d->session };
+		gpu_send(srv, d->gpu, EXEC_MSG_DETACH, &a, sizeof(a), -1);
+	}
+	s->dp = NULL;
+	dp_free(d);
+}
+
+static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
+{
+	struct list_node *n;
+
+	list_for_each(n, &srv->dpaths) {
+		struct sdpath *d = list_entry(n, struct sdpath, node);
+		if (d->gpu == gpu && d->req && d->req == req)
+			return d;
+	}
+	return NULL;
+}
+
+void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason)
+{
+	struct sdpath *d = req ? by_req(srv, gpu, req) : NULL;
+	struct conn *c;
+
+	if (!d) {
+		if (status < 0 && type != (EXEC_MSG_DETACH | OOO_MSG_REPLY))
+			log_warn("gpu%u: executor: %s", gpu, reason);
+		return;
+	}
+	d->req = 0;
+	c = server_conn_get(srv, d->waiter);
+	if (type == (EXEC_MSG_ATTACH | OOO_MSG_REPLY)) {
+		if (status < 0) {
+			log_warn("gpu%u: attaching session %llu failed: %s", gpu, (unsigned long long)d->session, reason);
+			if (c && d->wait_type == OOO_MSG_ATTACH) {
+				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, status, "gpu%u: %s", gpu, reason);
+				d->sess->dp = NULL;
+				dp_free(d);
+			}
+			return;
+		}
+		d->attached = true;
+		if (d->wait_type == OOO_MSG_ATTACH && c) {
+			struct ooo_msg_attach_reply rep = { .area_size = DPATH_AREA_SIZE,
+							    .sq_entries = DPATH_SQ_ENTRIES,
+							    .cq_entries = DPATH_CQ_ENTRIES,
+							    .device = d->gpu,
+							    .max_queues = DPATH_MAX_QUEUES };
+			int fds[3] = { fcntl(d->memfd, F_DUPFD_CLOEXEC, 3), fcntl(d->sq_efd, F_DUPFD_CLOEXEC, 3),
+				       fcntl(d->cq_efd, F_DUPFD_CLOEXEC, 3) };
+
+			d->wait_type = 0;
+			if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
+				for (int i = 0; i < 3; i++)
+					if (fds[i] >= 0)
+						close(fds[i]);
+				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, -EMFILE, "out of descriptors");
+				return;
+			}
+			server_reply_fds(srv, c, OOO_MSG_ATTACH, d->seq, &rep, sizeof(rep), fds, 3);
+			return;
+		}
+		/* a re-attach after an executor restart: queues come back too */
+		for (uint32_t q = 0; q < DPATH_MAX_QUEUES; q++) {
+			if (d->queue_live[q])
+				send_queue(srv, d, q, true, 0);
+		}
+		return;
+	}
+	if (type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY) && d->wait_type == OOO_MSG_QUEUE_CREATE) {
+		d->wait_type = 0;
+		if (status < 0) {
+			session_uncharge(d->sess, OOO_RES_QUEUES, 1);
+			if (c)
+				server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, d->seq, status, "gpu%u: %s", gpu, reason);
+			return;
+		}
+		d->queue_live[d->wait_queue] = 1;
+		if (c) {
+			struct ooo_msg_queue rep = { .queue = d->wait_queue };
+			server_reply(srv, c, OOO_MSG_QUEUE_CREATE, d->seq, &rep, sizeof(rep), -1);
+		} else {
+			send_queue(srv, d, d->wait_queue, false, 0);
+		}
+	}
+}
+
+void dpath_gpu_lost(struct server *srv, uint32_t gpu)
+{
+	struct list_node *n;
+
+	list_for_each(n, &srv->dpaths) {
+		struct sdpath *d = list_entry(n, struct sdpath, node);
+		struct conn *c;
+
+		if (d->gpu != gpu)
+			continue;
+		d->attached = false;
+		c = server_conn_get(srv, d->waiter);
+		if (d->req && c && d->wait_type) {
+			server_reply_error(srv, c, d->wait_type, d->seq, -OOO_EDEVRESET,
+					   "the executor of gpu%u died during the request", gpu);
+			if (d->wait_type == OOO_MSG_QUEUE_CREATE)
+				session_uncharge(d->sess, OOO_RES_QUEUES, 1);
+		}
+		d->req = 0;
+		d->wait_type = 0;
+		/* every tenant with a data path there hears that its commands in flight are gone */
+		if (d->sess && d->sess->owner)
+			server_notice(srv, d->sess->owner, OOO_NOTICE_DEVRESET,
+				      "the GPU executor was restarted: commands in flight failed");
+	}
+}
+
+void dpath_gpu_ready(struct server *srv, uint32_t gpu)
+{
+	struct list_node *n;
+	unsigned k = 0;
+
+	list_for_each(n, &srv->dpaths) {
+		struct sdpath *d = list_entry(n, struct sdpath, node);
+
+		if (d->gpu != gpu || d->attached || d->req)
+			continue;
+		/* EXEC_ATTACH_RESET: what the dead executor never took is dropped, not run late */
+		if (send_attach(srv, d, EXEC_ATTACH_RESET) == 0)
+			k++;
+	}
+	if (k)
+		log_info("gpu%u: attaching %u sessions again", gpu, k);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A session's data path, as oood sets it up: the shared area (a sealed
+ * memfd with rings and staging, <ooo/shm.h>), two doorbell eventfds, and the
+ * session's queues on its GPU. oood creates and keeps all three descriptors,
+ * gives copies to the tenant and to the executor, and gives them again to a
+ * restarted executor. Submissions and completions never pass through oood.
+ *
+ * Owner: struct sdpath belongs to its session (session->dp) and owns the
+ * three descriptors.
+ */
+#ifndef OOO_DPATH_H
+#define OOO_DPATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ooo/proto.h>
+
+#include "registry.h"
+
+#define DPATH_AREA_SIZE (33ull << 20) /* 32 MiB of staging plus the rings */
+#define DPATH_SQ_ENTRIES 1024u
+#define DPATH_CQ_ENTRIES 4096u
+#define DPATH_MAX_QUEUES 256u         /* the executor's DP_MAX_QUEUES */
+
+struct server;
+struct conn;
+
+struct sdpath {
+	struct list_node node; /* srv->dpaths */
+	struct session *sess;
+	uint64_t session;
+	uint32_t gpu;
+	int memfd, sq_efd, cq_efd;
+	bool attached; /* the current executor has it */
+	uint64_t req;  /* executor request in flight */
+	struct conn_ref waiter;
+	uint32_t seq;
+	uint16_t wait_type;
+	uint32_t wait_queue;
+	uint8_t queue_live[DPATH_MAX_QUEUES];
+};
+
+void dpath_init(struct server *srv);
+void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req);
+void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq);
+void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue);
+void dpath_release_session(struct server *srv, struct session *s);
+void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason);
+void dpath_gpu_lost(struct server *srv, uint32_t gpu);
+void dpath_gpu_ready(struct server *srv, uint32_t gpu);
+
+#endif

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+#include "datapath.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+void dp_init(struct datapath *dp, struct cuda_api *api)
+{
+	memset(dp, 0, sizeof(*dp));
+	dp->api = api;
+}
+
+static int ev_get(struct datapath *dp, CUevent *ev)
+{
+	if (dp->nev) {
+		*ev = dp->evpool[--dp->nev];
+		return 0;
+	}
+	return dp->api->p_cuEventCreate(ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS ? 0 : -ENOMEM;
+}
+
+static void ev_put(struct datapath *dp, CUevent ev)
+{
+	if (dp->nev == dp->evcap) {
+		uint32_t cap = dp->evcap ? dp->evcap * 2 : 256;
+		CUevent *p = realloc(dp->evpool, cap * sizeof(*p));
+		if (!p) {
+			dp->api->p_cuEventDestroy(ev);
+			return;
+		}
+		dp->evpool = p;
+		dp->evcap = cap;
+	}
+	dp->evpool[dp->nev++] = ev;
+}
+
+struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create)
+{
+	struct dp_session *s;
+
+	for (s = dp->sessions; s; s = s->next) {
+		if (s->id == id)
+			return s;
+	}
+	if (!create)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->id = id;
+	s->memfd = s->sq_efd = s->cq_efd = -1;
+	s->next = dp->sessions;
+	dp->sessions = s;
+	return s;
+}
+
+static bool sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW);
+}
+
+int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
+	      uint32_t cq_n, bool reset, char *why, size_t cap)
+{
+	struct dp_session *s = dp_session_get(dp, id, true);
+	struct stat st;
+	CUresult cr;
+	char e[160];
+
+	if (!s) {
+		snprintf(why, cap, "out of memory");
+		goto err;
+	}
+	if (s->base) {
+		snprintf(why, cap, "session %llu is already attached", (unsigned long long)id);
+		goto err;
+	}
+	/* a tenant must not be able to shrink the area under us: it would fault the executor */
+	if (fstat(memfd, &st) < 0 || (uint64_t)st.st_size != size || !sealed(memfd)) {
+		snprintf(why, cap, "the session area is not a sealed memfd of %llu bytes", (unsigned long long)size);
+		goto err;
+	}
+	if (ring_compute(size, sq_n, cq_n, &s->h) < 0) {
+		snprintf(why, cap, "bad ring shape");
+		goto err;
+	}
+	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (s->base == MAP_FAILED) {
+		s->base = NULL;
+		snprintf(why, cap, "mmap: %s", strerror(errno));
+		goto err;
+	}
+	s->size = size;
+	cr = dp->api->p_cuMemHostRegister(s->base, size, CU_MEMHOSTREGISTER_DEVICEMAP);
+	if (cr != CUDA_SUCCESS) {
+		snprintf(why, cap, "cuMemHostRegister: %s", cuda_strerror(dp->api, cr, e, sizeof(e)));
+		munmap(s->base, size);
+		s->base = NULL;
+		goto err;
+	}
+	s->registered = true;
+	ring_init(&s->sq, s->base, size, s->h.sq_ctl_off, s->h.sq_off, sq_n, sizeof(struct ooo_sqe), sq_efd, false);
+	ring_init(&s->cq, s->base, size, s->h.cq_ctl_off, s->h.cq_off, cq_n, sizeof(struct ooo_cqe), cq_efd, true);
+	if (reset) {
+		/* skip what was submitted to the executor that died: the tenant was told it failed */
+		s->sq.mine = s->sq.theirs = __atomic_load_n(&s->sq.ctl->tail, __ATOMIC_ACQUIRE);
+		ring_release(&s->sq);
+	}
+	s->memfd = memfd;
+	s->sq_efd = sq_efd;
+	s->cq_efd = cq_efd;
+	return 0;
+err:
+	close(memfd);
+	close(sq_efd);
+	close(cq_efd);
+	return -EINVAL;
+}
+
+static void queue_destroy(struct datapath *dp, struct dp_queue *q)
+{
+	dp->api->p_cuStreamSynchronize(q->stream);
+	while (q->len) {
+		ev_put(dp, q->fifo[q->head].ev);
+		q->head = (q->head + 1) % DP_QUEUE_DEPTH;
+		q->len--;
+		dp->inflight--;
+	}
+	dp->api->p_cuStreamDestroy(q->stream);
+	free(q);
+}
+
+int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char *why, size_t cap)
+{
+	struct dp_session *s = dp_session_get(dp, id, false);
+	struct dp_queue *q;
+	CUresult cr;
+	char e[160];
+
+	if (!s || !s->base || queue >= DP_MAX_QUEUES) {
+		snprintf(why, cap, "no such session or queue");
+		return -ENOENT;
+	}
+	if (!create) {
+		if (!s->queues[queue])
+			return -ENOENT;
+		s->inflight -= s->queues[queue]->len;
+		queue_destroy(dp, s->queues[queue]);
+		s->queues[queue] = NULL;
+		s->queue_live[queue] = 0;
+		return 0;
+	}
+	if (s->queues[queue]) {
+		snprintf(why, cap, "queue %u exists", queue);
+		return -EEXIST;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		snprintf(why, cap, "out of memory");
+		return -ENOMEM;
+	}
+	cr = dp->api->p_cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
+	if (cr != CUDA_SUCCESS) {
+		snprintf(why, cap, "cuStreamCreate: %s", cuda_strerror(dp->api, cr, e, sizeof(e)));
+		free(q);
+		return -ENOMEM;
+	}
+	q->live = true;
+	s->queues[queue] = q;
+	s->queue_live[queue] = 1;
+	return 0;
+}
+
+static void session_free(struct datapath *dp, struct dp_session *s)
+{
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		if (s->queues[i])
+			queue_destroy(dp, s->queues[i]);
+	}
+	if (s->registered)
+		dp->api->p_cuMemHostUnregister(s->base);
+	if (s->base)
+		munmap(s->base, s->size);
+	if (s->memfd >= 0)
+		close(s->memfd);
+	if (s->sq_efd >= 0)
+		close(s->sq_efd);
+	if (s->cq_efd >= 0)
+		close(s->cq_efd);
+	vbufs_free(&s->bufs);
+	free(s);
+}
+
+int dp_detach(struct datapath *dp, uint64_t id)
+{
+	struct dp_session **pp;
+
+	for (pp = &dp->sessions; *pp; pp = &(*pp)->next) {
+		if ((*pp)->id == id) {
+			struct dp_session *s = *pp;
+			*pp = s->next;
+			session_free(dp, s);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+void dp_fini(struct datapath *dp)
+{
+	while (dp->sessions) {
+		struct dp_session *s = dp->sessions;
+		dp->sessions = s->next;
+		session_free(dp, s);
+	}
+	while (dp->nev)
+		dp->api->p_cuEventDestroy(dp->evpool[--dp->nev]);
+	free(dp->evpool);
+	dp->evpool = NULL;
+}
+
+/* Post a completion; false if the tenant's completion ring is full. */
+static bool post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t op, int32_t status)
+{
+	struct ooo_cqe *c = ring_reserve(&s->cq);
+
+	if (!c)
+		return false;
+	memset(c, 0, sizeof(*c));
+	c->user_data = user_data;
+	c->queue = queue;
+	c->opcode = op;
+	c->status = status;
+	return true;
+}
+
+static bool sticky(CUresult r)
+{
+	return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
+	       r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_INVALID_ADDRESS_SPACE ||
+	       r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ECC_UNCORRECTABLE ||
+	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_UNKNOWN;
+}
+
+static void set_fatal(struct datapath *dp, CUresult r, const char *what)
+{
+	char e[128];
+
+	if (dp->fatal)
+		return;
+	dp->fatal = true;
+	snprintf(dp->fatal_why, sizeof(dp->fatal_why), "%s: %s", what, cuda_strerror(dp->api, r, e, sizeof(e)));
+}
+
+/* Issue one validated submission. Returns a status to post at once (< 0), 0 if issued, 1 if issued with an event. */
+static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e)
+{
+	const struct cuda_api *api = dp->api;
+	struct dp_queue *q = s->queues[e->queue];
+	unsigned char *stage = (unsigned char *)s->base + s->h.staging_off;
+	struct dp_pending *p;
+	CUresult r = CUDA_SUCCESS;
+
+	if ((e->flags & OOO_SQE_NOTIFY) && q->len == DP_QUEUE_DEPTH)
+		return -EBUSY; /* the tenant changed the entry after we looked: refuse, never overflow */
+	switch (e->opcode) {
+	case OOO_OP_NOP:
+		break;
+	case OOO_OP_HTOD:
+		r = api->p_cuMemcpyHtoDAsync(e->copy.dst, stage + e->copy.src, e->copy.len, q->stream);
+		break;
+	case OOO_OP_DTOH:
+		r = api->p_cuMemcpyDtoHAsync(stage + e->copy.dst, e->copy.src, e->copy.len, q->stream);
+		break;
+	case OOO_OP_DTOD:
+		r = api->p_cuMemcpyDtoDAsync(e->copy.dst, e->copy.src, e->copy.len, q->stream);
+		break;
+	case OOO_OP_MEMSET:
+		if (e->set.elsize == 1)
+			r = api->p_cuMemsetD8Async(e->set.dst, (unsigned char)e->set.value, e->set.count, q->stream);
+		else if (e->set.elsize == 2)
+			r = api->p_cuMemsetD16Async(e->set.dst, (unsigned short)e->set.value, e->set.count, q->stream);
+		else
+			r = api->p_cuMemsetD32Async(e->set.dst, e->set.value, e->set.count, q->stream);
+		break;
+	default:
+		return -EOPNOTSUPP; /* launches and events come with modules */
+	}
+	if (r != CUDA_SUCCESS) {
+		if (sticky(r)) {
+			set_fatal(dp, r, "enqueue");
+			return -OOO_EFAULT;
+		}
+		return -EIO;
+	}
+	if (!(e->flags & OOO_SQE_NOTIFY))
+		return 0;
+	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
+	if (ev_get(dp, &p->ev) < 0)
+		return -ENOMEM;
+	r = api->p_cuEventRecord(p->ev, q->stream);
+	if (r != CUDA_SUCCESS) {
+		ev_put(dp, p->ev);
+		return -EIO;
+	}
+	p->user_data = e->user_data;
+	p->opcode = e->opcode;
+	p->status = 0;
+	p->notify = true;
+	q->len++;
+	s->inflight++;
+	dp->inflight++;
+	return 1;
+}
+
+static bool take_submissions(struct datapath *dp, struct dp_session *s)
+{
+	struct vsession vs = {
+		.bufs = &s->bufs,
+		.queue_live = s->queue_live,
+		.nqueues = DP_MAX_QUEUES,
+		.staging_size = s->h.staging_size,
+	};
+	bool moved = false;
+
+	for (int n = 0; n < DP_BATCH && !dp->fatal; n++) {
+		struct ooo_sqe e;
+		const char *why;
+		int r;
+
+		/* a full queue or completion ring stops this session until it drains */
+		if (ring_pending(&s->sq) == 0)
+			break;
+		{
+			/* peek the queue index safely: pop copies the entry out */
+			struct ring probe = s->sq;
+			if (ring_pop(&probe, &e) == 1 && e.queue < DP_MAX_QUEUES && s->queues[e.queue] &&
+			    s->queues[e.queue]->len == DP_QUEUE_DEPTH)
+				break;
+		}
+		r = ring_pop(&s->sq, &e);
+		if (r < 0) {
+			s->broken = true;
+			break;
+		}
+		if (r == 0)
+			break;
+		moved = true;
+		r = validate_sqe(&e, &vs, &why);
+		if (r == 0)
+			r = issue(dp, s, &e);
+		if (r < 0 && !post(s, e.user_data, e.queue, e.opcode, r))
+			break; /* completion ring full: the tenant loses this error only if it never reads */
+	}
+	ring_release(&s->sq);
+	return moved;
+}
+
+static bool reap(struct datapath *dp, struct dp_session *s)
+{
+	bool moved = false;
+
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		struct dp_queue *q = s->queues[i];
+
+		while (q && q->len) {
+			struct dp_pending *p = &q->fifo[q->head];
+			CUresult r = dp->api->p_cuEventQuery(p->ev);
+
+			if (r == CUDA_ERROR_NOT_READY)
+				break;
+			if (r != CUDA_SUCCESS) {
+				set_fatal(dp, r, "a command on the GPU");
+				p->status = -OOO_EFAULT;
+			}
+			if (!post(s, p->user_data, (uint16_t)i, p->opcode, p->status))
+				return moved; /* ring full: try again later */
+			ev_put(dp, p->ev);
+			q->head = (q->head + 1) % DP_QUEUE_DEPTH;
+			q->len--;
+			s->inflight--;
+			dp->inflight--;
+			moved = true;
+		}
+	}
+	return moved;
+}
+
+bool dp_progress(struct datapath *dp)
+{
+	bool moved = false;
+
+	for (struct dp_session *s = dp->sessions; s; s = s->next) {
+		bool m;
+
+		if (!s->base)
+			continue;
+		m = reap(dp, s);
+		if (!s->broken)
+			m |= take_submissions(dp, s);
+		if (m) {
+			ring_publish(&s->cq);
+			moved = true;
+		}
+	}
+	return moved;
+}
+
+int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max)
+{
+	int n = 0;
+
+	for (struct dp_session *s = dp->sessions; s; s = s->next) {
+		if (!s->base || s->broken)
+			continue;
+		if (!ring_sleep_prepare(&s->sq))
+			return -1;
+		if (n < max)
+			pfd[n++] = (struct pollfd){ .fd = s->sq_efd, .events = POLLIN };
+	}
+	return n;
+}
+
+void dp_awake(struct datapath *dp)
+{
+	for (struct dp_session *s = dp->sessions; s; s = s->next) {
+		uint64_t v;
+
+		if (!s->base)
+			continue;
+		ring_awake(&s->sq);
+		(void)!read(s->sq_efd, &v, sizeof(v)); /* nonblocking: drain */
+	}
+}

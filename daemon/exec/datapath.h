@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The executor's data path: for each attached session, its shared area
+ * (mapped and registered with cuMemHostRegister so copies are DMA), its
+ * submission ring (read here) and completion ring (written here), its queues
+ * (one CUDA stream each) and the device buffers it owns. Submissions are
+ * copied out of shared memory, validated (validate.c), and issued on their
+ * queue's stream; completions are posted in order per queue when a CUDA
+ * event recorded after the command has completed.
+ *
+ * Owner: the executor's struct datapath owns every session, its mapping,
+ * its doorbell fds, streams and events.
+ */
+#ifndef OOO_EXEC_DATAPATH_H
+#define OOO_EXEC_DATAPATH_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../client/ring.h"
+#include "cuda.h"
+#include "validate.h"
+
+#define DP_MAX_QUEUES 256     /* per session */
+#define DP_QUEUE_DEPTH 1024   /* commands in flight per queue */
+#define DP_BATCH 64           /* submissions taken from one session per pass */
+
+struct dp_pending {
+	CUevent ev;
+	uint64_t user_data;
+	int32_t status;
+	uint8_t opcode;
+	bool notify;
+};
+
+struct dp_queue {
+	bool live;
+	CUstream stream;
+	struct dp_pending fifo[DP_QUEUE_DEPTH];
+	uint32_t head, len;
+};
+
+struct dp_session {
+	uint64_t id;
+	struct dp_session *next;
+	int memfd, sq_efd, cq_efd;
+	void *base;
+	uint64_t size;
+	bool registered;
+	bool broken; /* the tenant corrupted its ring: stop reading it */
+	struct ooo_shm_hdr h;
+	struct ring sq, cq;
+	struct vbufs bufs;
+	uint8_t queue_live[DP_MAX_QUEUES];
+	struct dp_queue *queues[DP_MAX_QUEUES];
+	uint32_t inflight;
+};
+
+struct datapath {
+	struct cuda_api *api;
+	struct dp_session *sessions;
+	CUevent *evpool;
+	uint32_t nev, evcap;
+	uint32_t inflight; /* commands issued, completion not yet posted */
+	bool fatal;        /* a sticky CUDA error: the context is gone */
+	char fatal_why[160];
+};
+
+void dp_init(struct datapath *dp, struct cuda_api *api);
+void dp_fini(struct datapath *dp);
+
+struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create);
+
+/* Attach: map the area (fds are taken over). Returns 0 or -errno with a reason. */
+int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
+	      uint32_t cq_n, bool reset, char *why, size_t cap);
+int dp_detach(struct datapath *dp, uint64_t id);
+int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char *why, size_t cap);
+
+/* Issue what the rings hold and post what completed. Returns true if anything moved. */
+bool dp_progress(struct datapath *dp);
+
+/*
+ * Before the executor sleeps: fill pfd[] with the doorbells to wait on
+ * (after announcing the sleep on each ring). Returns how many, or -1 if a
+ * ring filled meanwhile and the caller must not sleep.
+ */
+int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max);
+void dp_awake(struct datapath *dp);
+
+#endif

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dp_check: the tenant data path on a real GPU, for tests/gpu.
+ *   dp_check SOCK check          fill and read back (memset, htod, dtoh, dtod), bounds
+ *                                and other-session refusals; prints "ok"
+ *   dp_check SOCK reset          keeps a queue busy; prints "busy", waits for a line
+ *                                (the executor is killed meanwhile), expects
+ *                                OOO_EDEVRESET, then checks the queue works again
+ *   dp_check SOCK bw LIBCUDA MB  H2D/D2H bandwidth through ooo and, in this process,
+ *                                direct pinned cuMemcpy; prints one line per mode
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "../../daemon/exec/cuda.h"
+
+static int fails;
+
+#define CHECK(cond, ...)                                                                                   \
+	do {                                                                                               \
+		if (!(cond)) {                                                                             \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                        \
+			printf(__VA_ARGS__);                                                               \
+			printf(" (%s)\n", ooo_last_error());                                               \
+			fails++;                                                                           \
+		}                                                                                          \
+	} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int check(const char *sock)
+{
+	const size_t size = 64u << 20, words = size / 4;
+	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
+	ooo_buf *b, *ob;
+	ooo_queue *q, *q2;
+	uint32_t *h = malloc(size), *h2 = malloc(size);
+	uint64_t a;
+	int r;
+
+	if (!s || !other || !h || !h2)
+		return printf("FAIL open: %s\n", ooo_last_error()), 1;
+	CHECK(ooo_buf_alloc(s, size, 0, &b) == 0, "alloc");
+	CHECK(ooo_buf_alloc(other, 1 << 20, 0, &ob) == 0, "alloc other");
+	CHECK((r = ooo_queue_create(s, &q)) == 0, "queue create %d", r);
+	CHECK((r = ooo_queue_create(s, &q2)) == 0, "queue create 2 %d", r);
+	if (fails)
+		return 1;
+	a = ooo_buf_addr(b);
+	/* memset, then read back */
+	CHECK(ooo_memset(q, a, 0xabababab, words, 4) == 0, "memset");
+	memset(h, 0, size);
+	CHECK((r = ooo_memcpy_dtoh(q, h, a, size)) == 0, "dtoh %d", r);
+	for (size_t i = 0; i < words && !fails; i++)
+		CHECK(h[i] == 0xabababab, "memset word %zu = %#x", i, h[i]);
+	/* random data up and back */
+	srand(42);
+	for (size_t i = 0; i < words; i++)
+		h[i] = (uint32_t)rand() * 2654435761u + (uint32_t)i;
+	CHECK(ooo_memcpy_htod(q, a, h, size) == 0, "htod");
+	memset(h2, 0, size);
+	CHECK((r = ooo_memcpy_dtoh(q, h2, a, size)) == 0, "dtoh %d", r);
+	CHECK(!memcmp(h, h2, size), "random round trip differs");
+	/* dtod of the first half onto the second, on another queue after a sync */
+	CHECK(ooo_queue_sync(q, 10000) == 0, "sync");
+	CHECK(ooo_memcpy_dtod(q2, a + size / 2, a, size / 2) == 0, "dtod");
+	CHECK(ooo_queue_sync(q2, 10000) == 0, "sync 2");
+	CHECK(ooo_memcpy_dtoh(q2, h2, a, size) == 0, "dtoh");
+	CHECK(!memcmp(h2, h, size / 2) && !memcmp((char *)h2 + size / 2, h, size / 2), "dtod result");
+	/* 2-byte and 1-byte memsets, odd counts, unaligned by element */
+	CHECK(ooo_memset(q, a + 2, 0xbeef, 3, 2) == 0, "memset16");
+	CHECK(ooo_memset(q, a + 9, 0x5a, 5, 1) == 0, "memset8");
+	CHECK(ooo_memcpy_dtoh(q, h2, a, 16) == 0, "dtoh small");
+	{
+		unsigned char *c = (unsigned char *)h2, *o = (unsigned char *)h;
+		CHECK(c[0] == o[0] && c[1] == o[1] && c[2] == 0xef && c[3] == 0xbe && c[7] == 0xbe && c[8] == o[8] &&
+			      c[9] == 0x5a && c[13] == 0x5a && c[14] == o[14],
+		      "small memsets");
+	}
+	/* refusals: nothing is written, the session goes on */
+	CHECK(ooo_memset(q, a + size - 4, 0, 2, 4) == 0, "submit past the end");
+	CHECK((r = ooo_queue_sync(q, 10000)) == -EFAULT, "past the end: %d", r);
+	CHECK(ooo_memset(q, ooo_buf_addr(ob), 0, 16, 4) == 0, "submit into another session's buffer");
+	CHECK((r = ooo_queue_sync(q, 10000)) == -EFAULT, "other session's buffer: %d", r);
+	CHECK(ooo_memset(q, a, 0, 1, 3) == 0, "submit bad element size");
+	CHECK((r = ooo_queue_sync(q, 10000)) == -EINVAL, "bad element size: %d", r);
+	CHECK(ooo_memcpy_dtoh(q, h2, a, 64) == 0 && !memcmp(h2, h, 8), "buffer intact after refusals");
+	CHECK(ooo_queue_destroy(q) == 0, "destroy");
+	CHECK(ooo_queue_destroy(q2) == 0, "destroy 2");
+	CHECK(ooo_buf_free(b) == 0, "free");
+	CHECK(ooo_buf_free(ob) == 0, "free other");
+	ooo_close(s);
+	ooo_close(other);
+	free(h);
+	free(h2);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
+static int reset(const char *sock)
+{
+	ooo_session *s = ooo_open(sock);
+	ooo_buf *b;
+	ooo_queue *q;
+	char line[16];
+	uint32_t v = 0;
+	int r;
+
+	if (!s || ooo_buf_alloc(s, 256u << 20, 0, &b) || ooo_queue_create(s, &q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	/* a queue with plenty of work in flight */
+	for (int i = 0; i < 200; i++)
+		ooo_memset(q, ooo_buf_addr(b), (uint32_t)i, (256u << 20) / 4, 4);
+	printf("busy\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	r = ooo_queue_sync(q, 30000);
+	CHECK(r == -OOO_EDEVRESET || r == 0, "sync after the executor died: %d", r);
+	printf("sync after the kill: %d (%s)\n", r, ooo_strerror(r));
+	/* the queue works again, on the buffer mapped again by the new executor */
+	CHECK(ooo_memset(q, ooo_buf_addr(b), 77, 1024, 4) == 0, "memset after reset");
+	CHECK((r = ooo_memcpy_dtoh(q, &v, ooo_buf_addr(b), 4)) == 0, "dtoh after reset %d", r);
+	CHECK(v == 77, "value after reset %u", v);
+	ooo_queue_destroy(q);
+	ooo_buf_free(b);
+	ooo_close(s);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
+static int bw(const char *sock, const char *libcuda, size_t mb)
+{
+	size_t size = mb << 20;
+	ooo_session *s = ooo_open(sock);
+	ooo_buf *b;
+	ooo_queue *q;
+	void *h = malloc(size);
+	struct cuda_api api;
+	char why[256];
+	double t;
+	int reps = 10;
+
+	if (!s || !h || ooo_buf_alloc(s, size, 0, &b) || ooo_queue_create(s, &q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	memset(h, 1, size);
+	ooo_memcpy_htod(q, ooo_buf_addr(b), h, size); /* warm up */
+	ooo_queue_sync(q, -1);
+	t = now_s();
+	for (int i = 0; i < reps; i++)
+		ooo_memcpy_htod(q, ooo_buf_addr(b), h, size);
+	ooo_queue_sync(q, -1);
+	printf("ooo htod %zu MiB: %.2f GB/s\n", mb, (double)size * reps / (now_s() - t) / 1e9);
+	ooo_memcpy_dtoh(q, h, ooo_buf_addr(b), size);
+	t = now_s();
+	for (int i = 0; i < reps; i++)
+		ooo_memcpy_dtoh(q, h, ooo_buf_addr(b), size);
+	printf("ooo dtoh %zu MiB: %.2f GB/s\n", mb, (double)size * reps / (now_s() - t) / 1e9);
+	/* baseline: this process's own context, pinned host memory, cuMemcpy */
+	if (cuda_load(&api, libcuda, why, sizeof(why)) == 0) {
+		CUcontext ctx;
+		CUdevice dev;
+		CUdeviceptr d;
+		void *ph;
+
+		api.p_cuInit(0);
+		api.p_cuDeviceGet(&dev, 0);
+		api.p_cuDevicePrimaryCtxRetain(&ctx, dev);
+		api.p_cuCtxSetCurrent(ctx);
+		ph = aligned_alloc(4096, size);
+		memset(ph, 1, size);
+		api.p_cuMemHostRegister(ph, size, 0);
+		{
+			CUmemGenericAllocationHandle hh;
+			CUmemAllocationProp p = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+						  .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } };
+			CUmemAccessDesc acc = { .location = p.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+			size_t g = 2 << 20, sz = (size + g - 1) / g * g;
+			api.p_cuMemCreate(&hh, sz, &p, 0);
+			api.p_cuMemAddressReserve(&d, sz, 0, 0, 0);
+			api.p_cuMemMap(d, sz, 0, hh, 0);
+			api.p_cuMemSetAccess(d, sz, &acc, 1);
+		}
+		api.p_cuMemcpyHtoD(d, ph, size);
+		t = now_s();
+		for (int i = 0; i < reps; i++)
+			api.p_cuMemcpyHtoD(d, ph, size);
+		printf("direct htod %zu MiB: %.2f GB/s\n", mb, (double)size * reps / (now_s() - t) / 1e9);
+		t = now_s();
+		for (int i = 0; i < reps; i++)
+			api.p_cuMemcpyDtoH(ph, d, size);
+		printf("direct dtoh %zu MiB: %.2f GB/s\n", mb, (double)size * reps / (now_s() - t) / 1e9);
+	} else {
+		printf("direct: %s\n", why);
+	}
+	ooo_queue_destroy(q);
+	ooo_buf_free(b);
+	ooo_close(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[2], "check"))
+		return check(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "reset"))
+		return reset(argv[1]);
+	if (argc == 5 && !strcmp(argv[2], "bw"))
+		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
+	fprintf(stderr, "usage: dp_check SOCK check | reset | bw LIBCUDA MB\n");
+	return 2;
+}

@@ -1,0 +1,61 @@
+#!/bin/sh
+# test_datapath.sh BUILD: queues and copies through the shared-memory rings on
+# a real GPU: fill and read back, refusals, an executor killed under a busy
+# queue (OOO_EDEVRESET, then the queue works again), and the copy bandwidth
+# through staging next to direct pinned cuMemcpy in the same run.
+set -u
+build=${1:-build}
+if [ ! -e /dev/nvidiactl ]; then
+	echo "test_datapath: SKIP: no NVIDIA device on this machine"
+	exit 77
+fi
+rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
+chmod 755 "$rundir"
+libcuda=libcuda.so.1
+[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
+printf '[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\nmem_limit = 16G\n' "$libcuda" >"$rundir/oood.conf"
+"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
+daemon=$!
+ctl="$build/oooctl --rundir $rundir"
+sock="$rundir/oood.sock"
+fail() {
+	echo "test_datapath: FAIL: $*"
+	sed 's/^/  | /' "$rundir/oood.log" | tail -40
+	kill -9 $daemon 2>/dev/null
+	exit 1
+}
+field() { $ctl --json devices 2>/dev/null | sed -n "s/^ *\"$1\": \"*\([^\",]*\)\"*,*$/\1/p" | head -1; }
+wait_ready() {
+	for _ in $(seq 300); do
+		[ "$(field state)" = ready ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+wait_ready || fail "executor never became ready: $(field reason)"
+
+out=$(timeout 120 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "check: $out"
+echo "$out" | grep -q '^ok' || fail "check: $out"
+echo "test_datapath: fill and read back, dtod, small memsets, refusals: ok"
+
+fifo="$rundir/in"
+mkfifo "$fifo"
+timeout 120 "$build/tests/gpu/dp_check" "$sock" reset <"$fifo" >"$rundir/reset.out" 2>&1 &
+tenant=$!
+exec 9>"$fifo"
+for _ in $(seq 100); do grep -q '^busy' "$rundir/reset.out" && break; sleep 0.1; done
+grep -q '^busy' "$rundir/reset.out" || fail "reset: $(cat "$rundir/reset.out")"
+kill -9 "$(field executor_pid)"
+sleep 0.3
+wait_ready || fail "executor not restarted"
+echo go >&9
+exec 9>&-
+wait $tenant || fail "reset: $(cat "$rundir/reset.out")"
+grep -q '^ok' "$rundir/reset.out" || fail "reset: $(cat "$rundir/reset.out")"
+echo "test_datapath: executor killed under a busy queue: $(grep '^sync after' "$rundir/reset.out"); queue works again: ok"
+
+timeout 120 "$build/tests/gpu/dp_check" "$sock" bw "$libcuda" 64 || fail "bandwidth"
+kill -TERM $daemon
+wait $daemon || fail "oood exited with $?"
+rm -rf "$rundir"
+echo "test_datapath: OK"
