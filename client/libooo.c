@@ -39,7 +39,7 @@ struct ooo_session {
 	int rfd; /* descriptor passed with the last reply, -1 if none; the caller takes it */
 	int rfds[3]; /* all descriptors of the last reply (attach passes three) */
 	int nrfds;
-	unsigned devresets; /* DEVRESET notices seen; the data path compares */
+	unsigned devresets; /* DEVRESET notices seen (the area epoch is what the data path uses) */
 	struct dpath *dp;   /* the data path, once a queue exists */
 	pthread_mutex_t lock;
 	unsigned char rbuf[OOO_MSG_MAX];
@@ -565,7 +565,8 @@ struct dpath {
 	struct staging st;
 	unsigned char *stage;
 	uint32_t device;
-	unsigned devresets; /* s->devresets handled */
+	uint32_t epoch;     /* the area's epoch last handled */
+	volatile uint32_t *epoch_p;
 	struct dp_entry ent[DP_INFLIGHT];
 	uint32_t free_hint;
 	struct dp_queue_state q[256];
@@ -625,7 +626,6 @@ static int dp_attach_locked(ooo_session *s)
 	s->rfd = -1;
 	d->size = rep.area_size;
 	d->device = rep.device;
-	d->devresets = s->devresets;
 	d->base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
 	if (d->base == MAP_FAILED) {
 		d->base = NULL;
@@ -639,6 +639,8 @@ static int dp_attach_locked(ooo_session *s)
 		goto err;
 	}
 	d->h = h;
+	d->epoch_p = (volatile uint32_t *)((char *)d->base + offsetof(struct ooo_shm_hdr, epoch));
+	d->epoch = h.epoch;
 	ring_init(&d->sq, d->base, d->size, h.sq_ctl_off, h.sq_off, h.sq_entries, sizeof(struct ooo_sqe), d->sq_efd,
 		  true);
 	ring_init(&d->cq, d->base, d->size, h.cq_ctl_off, h.cq_off, h.cq_entries, sizeof(struct ooo_cqe), d->cq_efd,
@@ -678,17 +680,29 @@ static void dp_fail_all(struct dpath *d, int status)
 	}
 }
 
+/*
+ * Has the executor been replaced since we last looked? Then everything in
+ * flight failed. Returns true while a replacement is under way (odd epoch).
+ */
+static bool dp_epoch(struct dpath *d)
+{
+	uint32_t e = __atomic_load_n(d->epoch_p, __ATOMIC_ACQUIRE);
+
+	if (e != d->epoch) {
+		d->epoch = e;
+		dp_fail_all(d, -OOO_EDEVRESET);
+		set_last_error("the GPU executor was restarted: commands in flight failed");
+	}
+	return e & 1;
+}
+
 /* Take every completion posted. Caller holds d->lock. */
 static int dp_reap(ooo_session *s, struct dpath *d)
 {
 	struct ooo_cqe c;
 	int r, n = 0;
 
-	if (s->devresets != d->devresets) {
-		d->devresets = s->devresets;
-		dp_fail_all(d, -OOO_EDEVRESET);
-		set_last_error("the GPU executor was restarted: commands in flight failed");
-	}
+	dp_epoch(d);
 	while ((r = ring_pop(&d->cq, &c)) == 1) {
 		uint32_t i = (uint32_t)(c.user_data & 0xffffffffu);
 		struct dp_entry *e = i < DP_INFLIGHT ? &d->ent[i] : NULL;
@@ -792,6 +806,10 @@ static int dp_submit(ooo_session *s, struct dpath *d, uint32_t queue, struct ooo
 	uint32_t i = 0;
 	int r;
 
+	if (dp_epoch(d)) {
+		set_last_error("the GPU executor is being restarted; submit again when it is back");
+		return -OOO_EDEVRESET;
+	}
 	if (!entry_free(d, NULL)) {
 		r = dp_wait(s, d, entry_free, NULL, -1);
 		if (r < 0)

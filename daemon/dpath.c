@@ -25,6 +25,8 @@ void dpath_init(struct server *srv)
 static void dp_free(struct sdpath *d)
 {
 	list_del(&d->node);
+	if (d->hdr)
+		munmap(d->hdr, 4096);
 	if (d->memfd >= 0)
 		close(d->memfd);
 	if (d->sq_efd >= 0)
@@ -124,6 +126,13 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 		dp_free(d);
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, r, "cannot create the session's shared area: %s",
 				   strerror(-r));
+		return;
+	}
+	d->hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
+	if (d->hdr == MAP_FAILED) {
+		d->hdr = NULL;
+		dp_free(d);
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -ENOMEM, "cannot map the session's area");
 		return;
 	}
 	d->waiter = server_conn_ref(c);
@@ -271,6 +280,9 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 			if (d->queue_live[q])
 				send_queue(srv, d, q, true, 0);
 		}
+		/* the tenant may submit again; queue creations above are in order before its commands */
+		if (__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1)
+			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);
 		return;
 	}
 	if (type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY) && d->wait_type == OOO_MSG_QUEUE_CREATE) {
@@ -302,6 +314,9 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		if (d->gpu != gpu)
 			continue;
 		d->attached = false;
+		/* odd epoch: the tenant fails what it has in flight and holds new submissions */
+		if (d->hdr && !(__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1))
+			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);
 		c = server_conn_get(srv, d->waiter);
 		if (d->req && c && d->wait_type) {
 			server_reply_error(srv, c, d->wait_type, d->seq, -OOO_EDEVRESET,

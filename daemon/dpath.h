@@ -33,6 +33,7 @@ struct sdpath {
 	uint64_t session;
 	uint32_t gpu;
 	int memfd, sq_efd, cq_efd;
+	struct ooo_shm_hdr *hdr; /* page 0 of the area, mapped here to write the epoch */
 	bool attached; /* the current executor has it */
 	uint64_t req;  /* executor request in flight */
 	struct conn_ref waiter;

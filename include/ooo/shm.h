@@ -60,6 +60,14 @@ struct ooo_shm_hdr {
 	uint64_t cq_off;       /* cq_entries * sizeof(struct ooo_cqe) */
 	uint64_t staging_off;  /* page aligned */
 	uint64_t staging_size;
+	/*
+	 * Written by oood alone, read by the tenant before every submission:
+	 * odd while the GPU's executor is being replaced, +1 again once the new
+	 * one has the session. A change means every command in flight failed
+	 * (OOO_EDEVRESET); while odd, submitting is refused.
+	 */
+	uint32_t epoch;
+	uint32_t reserved;
 };
 
 /* Submission opcodes. */
