@@ -52,7 +52,7 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
-               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c
+               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o
@@ -64,7 +64,7 @@ TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/libooo.so $(BUILD)/libooo.a
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
-GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check
+GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
 all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS)
@@ -153,6 +153,7 @@ run: deps
 
 $(BUILD)/tests/gpu/buf_check: $(OBJ)/tests/gpu/buf_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libooo.a
 $(BUILD)/tests/gpu/dp_check: $(OBJ)/tests/gpu/dp_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libooo.a
+$(BUILD)/tests/gpu/launch_check: $(OBJ)/tests/gpu/launch_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libooo.a
 $(GPU_TEST_BINS):
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)

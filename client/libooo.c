@@ -7,6 +7,7 @@
  * to requests that timed out earlier are discarded.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ struct ooo_session {
 	char class_name[OOO_NAME_MAX];
 	int rfd; /* descriptor passed with the last reply, -1 if none; the caller takes it */
 	int rfds[3]; /* all descriptors of the last reply (attach passes three) */
+	int pass_fd; /* passed with the next request, -1 if none */
 	int nrfds;
 	unsigned devresets; /* DEVRESET notices seen (the area epoch is what the data path uses) */
 	struct dpath *dp;   /* the data path, once a queue exists */
@@ -150,6 +152,31 @@ static void keep_fd(struct ooo_session *s, struct msghdr *mh)
 	s->rfd = s->nrfds ? s->rfds[0] : -1;
 }
 
+/* Send the request in s->sbuf, with s->pass_fd if set. */
+static ssize_t send_request(struct ooo_session *s, size_t n)
+{
+	struct iovec iov = { s->sbuf, n };
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (s->pass_fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &s->pass_fd, sizeof(int));
+	}
+	return sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+}
+
 static void drop_fd(struct ooo_session *s)
 {
 	for (int i = 0; i < s->nrfds; i++) {
@@ -182,7 +209,7 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 	n = wire_encode(s->sbuf, sizeof(s->sbuf), type, seq, 0, req, req_len);
 	if (n < 0)
 		return (int)n;
-	if (send(s->fd, s->sbuf, (size_t)n, MSG_NOSIGNAL) != n) {
+	if (send_request(s, (size_t)n) != n) {
 		if (errno == EPIPE || errno == ECONNRESET)
 			return closed_error(s);
 		return -errno;
@@ -308,6 +335,7 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 		return NULL;
 	s->admin = admin;
 	s->rfd = -1;
+	s->pass_fd = -1;
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
 	pthread_mutex_init(&s->lock, NULL);
 	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -543,6 +571,8 @@ const char *ooo_session_class(const ooo_session *s)
 struct dp_entry {
 	uint32_t gen;
 	bool used;
+	bool on_consume; /* freed once the executor has taken it (launches: no completion is posted) */
+	uint32_t sq_pos; /* its submission ring index */
 	uint32_t queue;
 	uint64_t stage_off; /* UINT64_MAX: none */
 	void *dtoh_dst;     /* copy out of staging on completion */
@@ -570,6 +600,8 @@ struct dpath {
 	struct dp_entry ent[DP_INFLIGHT];
 	uint32_t free_hint;
 	struct dp_queue_state q[256];
+	uint32_t consume[DP_INFLIGHT]; /* on_consume entries, oldest first */
+	uint32_t chead, clen;
 };
 
 struct ooo_queue {
@@ -666,7 +698,8 @@ static void entry_done(struct dpath *d, struct dp_entry *e, int status)
 		staging_free(&d->st, e->stage_off);
 	if (status < 0 && !q->error)
 		q->error = status;
-	q->completed++;
+	if (!e->on_consume)
+		q->completed++;
 	e->used = false;
 	e->gen++;
 }
@@ -674,6 +707,7 @@ static void entry_done(struct dpath *d, struct dp_entry *e, int status)
 /* The executor was replaced: everything in flight failed. Caller holds d->lock. */
 static void dp_fail_all(struct dpath *d, int status)
 {
+	d->clen = 0;
 	for (uint32_t i = 0; i < DP_INFLIGHT; i++) {
 		if (d->ent[i].used)
 			entry_done(d, &d->ent[i], status);
@@ -703,13 +737,32 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 	int r, n = 0;
 
 	dp_epoch(d);
+	/* launches the executor has taken: their parameters are copied, their staging is free */
+	if (d->clen) {
+		uint32_t head = __atomic_load_n(&d->sq.ctl->head, __ATOMIC_ACQUIRE);
+
+		while (d->clen) {
+			struct dp_entry *e = &d->ent[d->consume[d->chead]];
+
+			if (e->used && (int32_t)(head - e->sq_pos) <= 0)
+				break;
+			if (e->used && e->on_consume)
+				entry_done(d, e, 0);
+			d->chead = (d->chead + 1) % DP_INFLIGHT;
+			d->clen--;
+		}
+	}
 	while ((r = ring_pop(&d->cq, &c)) == 1) {
 		uint32_t i = (uint32_t)(c.user_data & 0xffffffffu);
 		struct dp_entry *e = i < DP_INFLIGHT ? &d->ent[i] : NULL;
 
 		n++;
-		if (!e || !e->used || e->gen != (uint32_t)(c.user_data >> 32))
-			continue; /* a completion from before a reset */
+		if (!e || !e->used || e->gen != (uint32_t)(c.user_data >> 32)) {
+			/* an error of a launch already freed, or a completion from before a reset */
+			if (c.status < 0 && c.queue < 256 && d->q[c.queue].live && !d->q[c.queue].error)
+				d->q[c.queue].error = c.status;
+			continue;
+		}
 		entry_done(d, e, c.status);
 	}
 	ring_release(&d->cq);
@@ -832,10 +885,18 @@ static int dp_submit(ooo_session *s, struct dpath *d, uint32_t queue, struct ooo
 	d->ent[i] = (struct dp_entry){ .gen = d->ent[i].gen, .used = true, .queue = queue, .stage_off = stage_off,
 				       .dtoh_dst = dtoh_dst, .len = len };
 	e->queue = (uint16_t)queue;
-	e->flags |= OOO_SQE_NOTIFY;
 	e->user_data = ((uint64_t)d->ent[i].gen << 32) | i;
+	if (e->opcode == OOO_OP_LAUNCH) {
+		/* no completion: queue order and the next synced command say when it ran */
+		d->ent[i].on_consume = true;
+		d->ent[i].sq_pos = d->sq.mine - 1;
+		d->consume[(d->chead + d->clen) % DP_INFLIGHT] = i;
+		d->clen++;
+	} else {
+		e->flags |= OOO_SQE_NOTIFY;
+		d->q[queue].submitted++;
+	}
 	memcpy(slot, e, sizeof(*e));
-	d->q[queue].submitted++;
 	ring_publish(&d->sq);
 	return 0;
 }
@@ -946,7 +1007,13 @@ int ooo_queue_sync(ooo_queue *q, int timeout_ms)
 	if ((r = queue_check(q, &d)))
 		return r;
 	pthread_mutex_lock(&d->lock);
-	r = dp_wait(q->s, d, queue_idle, &q->idx, timeout_ms);
+	{
+		/* a marker behind everything submitted: launches post no completion of their own */
+		struct ooo_sqe nop = { .opcode = OOO_OP_NOP };
+		r = dp_submit(q->s, d, q->idx, &nop, UINT64_MAX, NULL, 0);
+	}
+	if (r == 0)
+		r = dp_wait(q->s, d, queue_idle, &q->idx, timeout_ms);
 	if (r == 0 && d->q[q->idx].error) {
 		r = d->q[q->idx].error;
 		d->q[q->idx].error = 0;
@@ -1044,4 +1111,201 @@ int ooo_memset(ooo_queue *q, uint64_t dst, uint32_t value, size_t count, unsigne
 	struct ooo_sqe e = { .opcode = OOO_OP_MEMSET, .set = { .dst = dst, .count = count, .value = value, .elsize = elsize } };
 
 	return simple(q, &e);
+}
+
+/* ---- modules, kernels, launches --------------------------------------------------- */
+
+struct ooo_module {
+	ooo_session *s;
+	uint32_t id;
+};
+
+struct ooo_kernel {
+	ooo_module *m;
+	struct ooo_msg_kernel k;
+};
+
+/* A sealed memfd holding the image, so the executor reads exactly what we wrote. */
+static int image_fd(const void *image, size_t len)
+{
+	int fd = memfd_create("ooo-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t done = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)image + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = n < 0 ? -errno : -EIO;
+			close(fd);
+			return e;
+		}
+		done += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* transact, passing one descriptor with the request. Caller holds s->lock. */
+static int transact_fd(struct ooo_session *s, uint16_t type, const void *req, size_t req_len, int fd,
+		       const void **reply, size_t *reply_len)
+{
+	s->pass_fd = fd;
+	int r = transact(s, type, req, req_len, reply, reply_len);
+	s->pass_fd = -1;
+	return r;
+}
+
+int ooo_module_load(ooo_session *s, int kind, const void *image, size_t len, ooo_module **out)
+{
+	struct ooo_msg_module_load req = { .kind = (uint32_t)kind, .len = len };
+	struct ooo_msg_module rep;
+	const void *rp;
+	size_t rlen;
+	ooo_module *m;
+	int fd, r;
+
+	if (!s || s->admin || !image || !len || !out || len > OOO_MODULE_MAX_BYTES || kind < OOO_MODULE_PTX ||
+	    kind > OOO_MODULE_CUDA_C)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	fd = image_fd(image, len);
+	if (fd < 0) {
+		free(m);
+		return fd;
+	}
+	set_last_error("");
+	pthread_mutex_lock(&s->lock);
+	r = dp_attach_locked(s); /* the module lives on the session's GPU */
+	if (r == 0)
+		r = transact_fd(s, OOO_MSG_MODULE_LOAD, &req, sizeof(req), fd, &rp, &rlen);
+	if (r == 0)
+		memcpy(&rep, rp, sizeof(rep));
+	pthread_mutex_unlock(&s->lock);
+	close(fd);
+	if (r < 0) {
+		free(m);
+		return r;
+	}
+	m->s = s;
+	m->id = rep.module;
+	*out = m;
+	return 0;
+}
+
+int ooo_module_unload(ooo_module *m)
+{
+	struct ooo_msg_module req;
+	const void *rp;
+	size_t rlen;
+	int r;
+
+	if (!m)
+		return 0;
+	req = (struct ooo_msg_module){ .module = m->id };
+	pthread_mutex_lock(&m->s->lock);
+	r = transact(m->s, OOO_MSG_MODULE_UNLOAD, &req, sizeof(req), &rp, &rlen);
+	pthread_mutex_unlock(&m->s->lock);
+	free(m);
+	return r;
+}
+
+int ooo_kernel_get(ooo_module *m, const char *name, ooo_kernel **out)
+{
+	struct ooo_msg_kernel_get req = { 0 };
+	const void *rp;
+	size_t rlen;
+	ooo_kernel *k;
+	int r;
+
+	if (!m || !name || !*name || !out || strlen(name) >= sizeof(req.name))
+		return -EINVAL;
+	req.module = m->id;
+	memcpy(req.name, name, strlen(name) + 1);
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	set_last_error("");
+	pthread_mutex_lock(&m->s->lock);
+	r = transact(m->s, OOO_MSG_KERNEL_GET, &req, sizeof(req), &rp, &rlen);
+	if (r == 0)
+		memcpy(&k->k, rp, sizeof(k->k));
+	pthread_mutex_unlock(&m->s->lock);
+	if (r < 0) {
+		free(k);
+		return r;
+	}
+	k->m = m;
+	*out = k;
+	return 0;
+}
+
+ooo_kernel *ooo_kernel_free(ooo_kernel *k)
+{
+	free(k);
+	return NULL;
+}
+
+int ooo_kernel_info(const ooo_kernel *k, struct ooo_kernel_info *info)
+{
+	struct ooo_kernel_info i = { .sz = sizeof(i) };
+
+	if (!k || !info || info->sz < sizeof(size_t))
+		return -EINVAL;
+	i.nparams = k->k.nparams;
+	i.param_size = k->k.param_size;
+	i.max_threads = k->k.max_threads;
+	i.static_shmem = k->k.static_shmem;
+	i.max_dyn_shmem = k->k.max_dyn_shmem;
+	i.regs = k->k.regs;
+	memcpy(i.param_offset, k->k.param_offset, sizeof(i.param_offset));
+	memcpy(i.param_bytes, k->k.param_bytes, sizeof(i.param_bytes));
+	memcpy(info, &i, info->sz < sizeof(i) ? info->sz : sizeof(i));
+	return 0;
+}
+
+int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
+	       const void *params, size_t len)
+{
+	struct ooo_sqe e = { .opcode = OOO_OP_LAUNCH };
+	struct dpath *d;
+	uint64_t off = UINT64_MAX;
+	int r;
+
+	if ((r = queue_check(q, &d)))
+		return r;
+	if (!k || !grid || !block || (len && !params) || k->m->s != q->s)
+		return -EINVAL;
+	/* checked here for a clear error at once; the executor checks it again */
+	if (len != k->k.param_size) {
+		set_last_error("parameter bytes do not match the kernel's parameter layout");
+		return -EINVAL;
+	}
+	e.launch.kernel = k->k.kernel;
+	e.launch.shmem = shmem;
+	memcpy(e.launch.grid, grid, sizeof(e.launch.grid));
+	memcpy(e.launch.block, block, sizeof(e.launch.block));
+	e.launch.param_len = (uint32_t)len;
+	pthread_mutex_lock(&d->lock);
+	if (len) {
+		r = dp_stage(q->s, d, len, &off);
+		if (r == 0) {
+			memcpy(d->stage + off, params, len);
+			e.launch.param_off = off;
+		}
+	}
+	if (r == 0)
+		r = dp_submit(q->s, d, q->idx, &e, off, NULL, 0);
+	if (r < 0 && off != UINT64_MAX)
+		staging_free(&d->st, off);
+	pthread_mutex_unlock(&d->lock);
+	return r;
 }

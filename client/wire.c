@@ -45,6 +45,9 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_ATTACH: return "attach";
 	case OOO_MSG_QUEUE_CREATE: return "queue create";
 	case OOO_MSG_QUEUE_DESTROY: return "queue destroy";
+	case OOO_MSG_MODULE_LOAD: return "module load";
+	case OOO_MSG_MODULE_UNLOAD: return "module unload";
+	case OOO_MSG_KERNEL_GET: return "kernel get";
 	case OOO_MSG_STATUS: return "status";
 	case OOO_MSG_TENANTS: return "tenants";
 	case OOO_MSG_SESSIONS: return "sessions";
@@ -109,6 +112,29 @@ static int check_request(const struct wire_msg *m, const char **why)
 			return -OOO_EPROTO;
 		}
 		return 0;
+	case OOO_MSG_MODULE_LOAD: {
+		const struct ooo_msg_module_load *l = p;
+		if (n != sizeof(*l) || l->flags || !l->len || l->len > OOO_MODULE_MAX_BYTES || !l->kind ||
+		    l->kind > OOO_MODULE_CUDA_C) {
+			*why = "module load: bad size, kind or flags";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_MODULE_UNLOAD:
+		if (n != sizeof(struct ooo_msg_module)) {
+			*why = "module payload has the wrong size";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	case OOO_MSG_KERNEL_GET: {
+		const struct ooo_msg_kernel_get *k = p;
+		if (n != sizeof(*k) || !FIELD_OK(k, name) || !k->name[0]) {
+			*why = "kernel get: bad size or name";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_QUEUE_DESTROY: {
 		const struct ooo_msg_queue *q = p;
 		if (n != sizeof(*q) || q->reserved) {
@@ -248,6 +274,7 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 	case OOO_MSG_BYE:
 	case OOO_MSG_BUF_FREE:
 	case OOO_MSG_QUEUE_DESTROY:
+	case OOO_MSG_MODULE_UNLOAD:
 		if (n != 0) {
 			*why = "unexpected payload in reply";
 			return -OOO_EPROTO;
@@ -262,6 +289,12 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return 0;
 	case OOO_MSG_QUEUE_CREATE:
 		EXACT(struct ooo_msg_queue);
+		return 0;
+	case OOO_MSG_MODULE_LOAD:
+		EXACT(struct ooo_msg_module);
+		return 0;
+	case OOO_MSG_KERNEL_GET:
+		EXACT(struct ooo_msg_kernel);
 		return 0;
 	case OOO_MSG_STATUS: {
 		const struct ooo_msg_status *s = p;

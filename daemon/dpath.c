@@ -20,6 +20,160 @@ static uint64_t next_req = 1ull << 62; /* apart from buffers' request ids */
 void dpath_init(struct server *srv)
 {
 	list_init(&srv->dpaths);
+	list_init(&srv->xreqs);
+}
+
+
+static struct xreq *xreq_new(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, uint32_t gpu)
+{
+	struct xreq *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	x->req = next_req++;
+	x->gpu = gpu;
+	x->type = type;
+	x->waiter = server_conn_ref(c);
+	x->seq = seq;
+	x->sess = server_conn_session(c);
+	list_add_tail(&srv->xreqs, &x->node);
+	return x;
+}
+
+static void xreq_free(struct xreq *x)
+{
+	list_del(&x->node);
+	free(x);
+}
+
+/* The session's attached data path, or NULL after answering the tenant why not. */
+static struct sdpath *attached(struct server *srv, struct conn *c, uint16_t type, uint32_t seq)
+{
+	struct sdpath *d = server_conn_session(c)->dp;
+
+	if (!d || !d->attached) {
+		server_reply_error(srv, c, type, seq, d ? -OOO_EDEVRESET : -EINVAL,
+				   d ? "the GPU executor is being restarted" : "attach the session first");
+		return NULL;
+	}
+	return d;
+}
+
+void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d = attached(srv, c, OOO_MSG_MODULE_LOAD, seq);
+	struct exec_module m = { .session = s->id, .kind = req->kind, .len = req->len };
+	struct xreq *x;
+	int r;
+
+	if (!d)
+		goto out;
+	if (session_charge(s, OOO_RES_MODULES, 1) < 0) {
+		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -OOO_ELIMIT,
+				   "tenant has its maximum of %llu modules (max_modules)",
+				   (unsigned long long)s->tenant->terms.limit[OOO_RES_MODULES]);
+		goto out;
+	}
+	x = xreq_new(srv, c, seq, OOO_MSG_MODULE_LOAD, d->gpu);
+	if (!x) {
+		session_uncharge(s, OOO_RES_MODULES, 1);
+		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -ENOMEM, "out of memory");
+		goto out;
+	}
+	m.req = x->req;
+	r = gpu_send_fds(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &m, sizeof(m), &fd, 1);
+	if (r < 0) {
+		xreq_free(x);
+		session_uncharge(s, OOO_RES_MODULES, 1);
+		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -OOO_EDEVRESET, "cannot reach the executor: %s",
+				   strerror(-r));
+	}
+out:
+	close(fd); /* the executor has its own copy */
+}
+
+void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint32_t module)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d = s->dp;
+	struct exec_module m = { .session = s->id, .module = module };
+
+	if (!d || module >= DPATH_MAX_MODULES || !d->module_live[module]) {
+		server_reply_error(srv, c, OOO_MSG_MODULE_UNLOAD, seq, -ENOENT, "no module %u in this session", module);
+		return;
+	}
+	d->module_live[module] = 0;
+	session_uncharge(s, OOO_RES_MODULES, 1);
+	if (d->attached)
+		gpu_send(srv, d->gpu, EXEC_MSG_MODULE_UNLOAD, &m, sizeof(m), -1);
+	server_reply(srv, c, OOO_MSG_MODULE_UNLOAD, seq, NULL, 0, -1);
+}
+
+void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_kernel_get *req)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d = attached(srv, c, OOO_MSG_KERNEL_GET, seq);
+	struct exec_kernel_get k = { .session = s->id, .module = req->module };
+	struct xreq *x;
+	int r;
+
+	if (!d)
+		return;
+	memcpy(k.name, req->name, sizeof(k.name));
+	x = xreq_new(srv, c, seq, OOO_MSG_KERNEL_GET, d->gpu);
+	if (!x) {
+		server_reply_error(srv, c, OOO_MSG_KERNEL_GET, seq, -ENOMEM, "out of memory");
+		return;
+	}
+	k.req = x->req;
+	r = gpu_send(srv, d->gpu, EXEC_MSG_KERNEL_GET, &k, sizeof(k), -1);
+	if (r < 0) {
+		xreq_free(x);
+		server_reply_error(srv, c, OOO_MSG_KERNEL_GET, seq, -OOO_EDEVRESET, "cannot reach the executor: %s",
+				   strerror(-r));
+	}
+}
+
+void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void *payload)
+{
+	uint64_t req;
+	struct list_node *n;
+
+	memcpy(&req, payload, sizeof(req));
+	list_for_each(n, &srv->xreqs) {
+		struct xreq *x = list_entry(n, struct xreq, node);
+		struct conn *c;
+
+		if (x->req != req || x->gpu != gpu)
+			continue;
+		c = x->sess ? server_conn_get(srv, x->waiter) : NULL;
+		if (type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
+			struct exec_kernel_reply k;
+
+			memcpy(&k, payload, sizeof(k));
+			if (c && k.status < 0)
+				server_reply_error(srv, c, x->type, x->seq, k.status, "%s", k.reason);
+			else if (c)
+				server_reply(srv, c, x->type, x->seq, &k.k, sizeof(k.k), -1);
+		} else {
+			struct exec_mem_reply r;
+
+			memcpy(&r, payload, sizeof(r));
+			if (r.status < 0 && x->sess)
+				session_uncharge(x->sess, OOO_RES_MODULES, 1);
+			if (r.status == 0 && x->sess && x->sess->dp && r.addr < DPATH_MAX_MODULES)
+				x->sess->dp->module_live[r.addr] = 1;
+			if (c && r.status < 0) {
+				server_reply_error(srv, c, x->type, x->seq, r.status, "%s", r.reason);
+			} else if (c) {
+				struct ooo_msg_module rep = { .module = (uint32_t)r.addr };
+				server_reply(srv, c, x->type, x->seq, &rep, sizeof(rep), -1);
+			}
+		}
+		xreq_free(x);
+		return;
+	}
 }
 
 static void dp_free(struct sdpath *d)
@@ -205,12 +359,21 @@ void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint3
 void dpath_release_session(struct server *srv, struct session *s)
 {
 	struct sdpath *d = s->dp;
+	struct list_node *n;
 
+	/* answers still to come find no session */
+	list_for_each(n, &srv->xreqs) {
+		struct xreq *x = list_entry(n, struct xreq, node);
+		if (x->sess == s)
+			x->sess = NULL;
+	}
 	if (!d)
 		return;
 	for (uint32_t q = 0; q < DPATH_MAX_QUEUES; q++) {
 		if (d->queue_live[q])
 			session_uncharge(s, OOO_RES_QUEUES, 1);
+		if (d->module_live[q])
+			session_uncharge(s, OOO_RES_MODULES, 1);
 	}
 	if (d->attached && !srv->stopping) {
 		struct exec_attach a = { .session = d->session };
@@ -305,7 +468,22 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 
 void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 {
-	struct list_node *n;
+	struct list_node *n, *tmp;
+
+	/* forwarded requests die with the executor */
+	list_for_each_safe(n, tmp, &srv->xreqs) {
+		struct xreq *x = list_entry(n, struct xreq, node);
+		struct conn *c = x->sess ? server_conn_get(srv, x->waiter) : NULL;
+
+		if (x->gpu != gpu)
+			continue;
+		if (x->type == OOO_MSG_MODULE_LOAD && x->sess)
+			session_uncharge(x->sess, OOO_RES_MODULES, 1);
+		if (c)
+			server_reply_error(srv, c, x->type, x->seq, -OOO_EDEVRESET,
+					   "the executor of gpu%u died during the request", gpu);
+		xreq_free(x);
+	}
 
 	list_for_each(n, &srv->dpaths) {
 		struct sdpath *d = list_entry(n, struct sdpath, node);
@@ -314,6 +492,12 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		if (d->gpu != gpu)
 			continue;
 		d->attached = false;
+		/* modules lived in the dead executor's context: the tenant loads them again */
+		for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++) {
+			if (d->module_live[m] && d->sess)
+				session_uncharge(d->sess, OOO_RES_MODULES, 1);
+			d->module_live[m] = 0;
+		}
 		/* odd epoch: the tenant fails what it has in flight and holds new submissions */
 		if (d->hdr && !(__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1))
 			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);
@@ -349,4 +533,16 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 	}
 	if (k)
 		log_info("gpu%u: attaching %u sessions again", gpu, k);
+}
+
+void dpath_fini(struct server *srv)
+{
+	while (!list_empty(&srv->xreqs))
+		xreq_free(list_entry(srv->xreqs.next, struct xreq, node));
+	while (!list_empty(&srv->dpaths)) {
+		struct sdpath *d = list_entry(srv->dpaths.next, struct sdpath, node);
+		if (d->sess)
+			d->sess->dp = NULL;
+		dp_free(d);
+	}
 }

@@ -23,6 +23,7 @@
 #define DPATH_SQ_ENTRIES 1024u
 #define DPATH_CQ_ENTRIES 4096u
 #define DPATH_MAX_QUEUES 256u         /* the executor's DP_MAX_QUEUES */
+#define DPATH_MAX_MODULES 256u        /* the executor's DP_MAX_MODULES */
 
 struct server;
 struct conn;
@@ -41,13 +42,31 @@ struct sdpath {
 	uint16_t wait_type;
 	uint32_t wait_queue;
 	uint8_t queue_live[DPATH_MAX_QUEUES];
+	uint8_t module_live[DPATH_MAX_MODULES];
+};
+
+/* A request forwarded to an executor, answered to the tenant when the executor replies. */
+struct xreq {
+	struct list_node node; /* srv->xreqs */
+	uint64_t req;
+	uint32_t gpu;
+	uint16_t type; /* the tenant's request type */
+	struct conn_ref waiter;
+	uint32_t seq;
+	struct session *sess; /* NULL once the session is gone */
 };
 
 void dpath_init(struct server *srv);
+void dpath_fini(struct server *srv);
 void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req);
 void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq);
 void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue);
 void dpath_release_session(struct server *srv, struct session *s);
+void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd);
+void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint32_t module);
+void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_kernel_get *req);
+/* An executor's answer to a forwarded request (module load/unload, kernel get). */
+void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void *payload);
 void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason);
 void dpath_gpu_lost(struct server *srv, uint32_t gpu);
 void dpath_gpu_ready(struct server *srv, uint32_t gpu);

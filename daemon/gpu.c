@@ -296,6 +296,10 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
 		if (type == EXEC_MSG_READY) {
 			on_ready(srv, g, payload);
+		} else if (type == (EXEC_MSG_MODULE_LOAD | OOO_MSG_REPLY) ||
+			   type == (EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY) ||
+			   type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
+			dpath_on_xreply(srv, idx, type, payload);
 		} else if (type == (EXEC_MSG_ATTACH | OOO_MSG_REPLY) || type == (EXEC_MSG_DETACH | OOO_MSG_REPLY) ||
 			   type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY)) {
 			struct exec_mem_reply r;

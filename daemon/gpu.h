@@ -42,7 +42,7 @@ struct gpu {
 	bool have_info;
 	struct exec_ready info;
 	char reason[OOO_ERRMSG_MAX];
-	unsigned char rbuf[1024];
+	unsigned char rbuf[4096];
 	struct msghdr rmsg;
 	struct iovec riov;
 	union {

@@ -58,6 +58,7 @@ struct conn {
 	enum conn_state state;
 	bool recv_armed, send_armed, close_after_send, admitted_admin, reaping;
 	const char *close_reason; /* static text, for the log once closed */
+	int rx_fd; /* descriptor passed with the message being handled, -1 if none */
 	unsigned inflight;
 	struct peer_cred cred;
 	struct session *sess;
@@ -536,6 +537,7 @@ static void conn_new(struct server *srv, int fd, bool admin)
 		return;
 	}
 	c->fd = fd;
+	c->rx_fd = -1;
 	c->admin = admin;
 	r = read_cred(fd, &c->cred);
 	if (r < 0) {
@@ -721,6 +723,21 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_PING:
 		conn_reply(srv, c, type, seq, m->payload, m->plen);
 		return;
+	case OOO_MSG_MODULE_LOAD:
+	case OOO_MSG_MODULE_UNLOAD:
+	case OOO_MSG_KERNEL_GET:
+		if (!c->sess) {
+			conn_reply_error(srv, c, type, seq, -EINVAL, "modules belong to tenant sessions (%s)",
+					 srv->sock_path[0]);
+			return;
+		}
+		if (type == OOO_MSG_MODULE_LOAD)
+			dpath_module_load(srv, c, seq, m->payload, server_take_fd(c));
+		else if (type == OOO_MSG_MODULE_UNLOAD)
+			dpath_module_unload(srv, c, seq, ((const struct ooo_msg_module *)m->payload)->module);
+		else
+			dpath_kernel_get(srv, c, seq, m->payload);
+		return;
 	case OOO_MSG_ATTACH:
 	case OOO_MSG_QUEUE_CREATE:
 	case OOO_MSG_QUEUE_DESTROY:
@@ -777,11 +794,12 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	}
 }
 
-/* Close every descriptor passed with a message; returns how many there were. */
-static unsigned drop_fds(struct conn *c)
+/* Keep the first descriptor passed with a message in *keep, close the others; returns how many there were. */
+static unsigned take_fds(struct conn *c, int *keep)
 {
 	unsigned n = 0;
 
+	*keep = -1;
 	if (c->rmsg.msg_controllen < sizeof(struct cmsghdr))
 		return 0;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&c->rmsg); cm; cm = CMSG_NXTHDR(&c->rmsg, cm)) {
@@ -792,7 +810,9 @@ static unsigned drop_fds(struct conn *c)
 		for (size_t i = 0; i < nfd; i++) {
 			int fd;
 			memcpy(&fd, &fds[i], sizeof(fd));
-			if (fd >= 0)
+			if (fd >= 0 && *keep < 0)
+				*keep = fd;
+			else if (fd >= 0)
 				close(fd);
 			n++;
 		}
@@ -805,11 +825,15 @@ static void on_recv(struct server *srv, struct conn *c, int res)
 	struct wire_msg m;
 	const char *why = NULL;
 	unsigned nfds;
-	int r;
+	int r, fd = -1;
 
 	c->recv_armed = false;
 	/* even when closing, and with an empty datagram: never keep what a peer passed */
-	nfds = res >= 0 ? drop_fds(c) : 0;
+	nfds = res >= 0 ? take_fds(c, &fd) : 0;
+	if (fd >= 0 && (nfds != 1 || c->state == CONN_CLOSING || res <= 0 || c->close_after_send)) {
+		close(fd);
+		fd = -1;
+	}
 	if (c->state == CONN_CLOSING)
 		return;
 	if (res == 0) {
@@ -829,9 +853,19 @@ static void on_recv(struct server *srv, struct conn *c, int res)
 	if ((size_t)res > SERVER_REQ_MAX || (c->rmsg.msg_flags & MSG_TRUNC)) {
 		r = -OOO_EPROTO;
 		why = "message larger than the daemon accepts (8192 bytes)";
-	} else if (r == 0 && (nfds || (c->rmsg.msg_flags & MSG_CTRUNC))) {
+	} else if (r == 0 && (c->rmsg.msg_flags & MSG_CTRUNC)) {
+		r = -OOO_EPROTO;
+		why = "too many file descriptors passed with a message";
+	} else if (r == 0 && m.hdr.type == OOO_MSG_MODULE_LOAD && nfds != 1) {
+		r = -OOO_EPROTO;
+		why = "module load takes exactly one file descriptor (the image)";
+	} else if (r == 0 && nfds && m.hdr.type != OOO_MSG_MODULE_LOAD) {
 		r = -OOO_EPROTO;
 		why = "file descriptors passed with a message that takes none";
+	}
+	if (r < 0 && fd >= 0) {
+		close(fd);
+		fd = -1;
 	}
 	if (r < 0) {
 		srv->stats.proto_errors++;
@@ -845,8 +879,20 @@ static void on_recv(struct server *srv, struct conn *c, int res)
 		conn_finish(srv, c, "protocol error");
 		return;
 	}
+	c->rx_fd = fd; /* a handler that keeps it sets it to -1 */
 	dispatch(srv, c, &m);
+	if (c->rx_fd >= 0)
+		close(c->rx_fd);
+	c->rx_fd = -1;
 	conn_arm_recv(srv, c);
+}
+
+int server_take_fd(struct conn *c)
+{
+	int fd = c->rx_fd;
+
+	c->rx_fd = -1;
+	return fd;
 }
 
 static void on_send(struct server *srv, struct conn *c, int res)
@@ -1408,6 +1454,7 @@ void server_fini(struct server *srv)
 		io_uring_queue_exit(&srv->ring);
 	gpu_fini(srv);
 	buffers_fini(srv);
+	dpath_fini(srv);
 	/* Whatever is left could not be drained; the ring is gone, so free it now. */
 	reap(srv);
 	list_for_each_safe(n, tmp, &srv->conns)

@@ -117,6 +117,7 @@ struct server {
 	struct gpus gpus;
 	struct list_node buffers; /* every struct buffer (buffers.c) */
 	struct list_node dpaths;  /* every struct sdpath (dpath.c) */
+	struct list_node xreqs;   /* requests forwarded to executors (dpath.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);
@@ -130,6 +131,8 @@ void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint3
 /* Like server_reply with up to SERVER_MAX_FDS descriptors (taken over). */
 void server_reply_fds(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n,
 		      const int *fds, int nfds);
+/* The descriptor that came with the request being handled (the caller owns it now), or -1. */
+int server_take_fd(struct conn *c);
 /* An unsolicited notice (OOO_NOTICE_*) to the connection's peer. */
 void server_notice(struct server *srv, struct conn *c, uint32_t kind, const char *msg);
 

@@ -3,11 +3,24 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*version_fn)(int *);
+
+static bool resolve(get_proc_fn get_proc, const char *name, int version, void **out)
+{
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	void *fn = NULL;
+
+	if (get_proc(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
+	    st != CU_GET_PROC_ADDRESS_SUCCESS || !fn)
+		return false;
+	*out = fn;
+	return true;
+}
 
 int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap)
 {
@@ -57,17 +70,16 @@ int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap)
 	}
 	want = CUDA_ABI_VERSION;
 #define CUDA_RESOLVE(name)                                                                                 \
-	if (!missing) {                                                                                    \
-		void *fn = NULL;                                                                           \
-		CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                  \
-		if (get_proc(#name, &fn, want, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||        \
-		    st != CU_GET_PROC_ADDRESS_SUCCESS || !fn)                                              \
-			missing = #name;                                                                   \
-		else                                                                                       \
-			api->p_##name = (__typeof__(api->p_##name))fn;                                     \
-	}
+	if (!missing && !resolve(get_proc, #name, want, (void **)&api->p_##name))                          \
+		missing = #name;
 	CUDA_FUNCS(CUDA_RESOLVE)
 #undef CUDA_RESOLVE
+	/* newer functions: the driver must be at least as new as the function */
+#define CUDA_RESOLVE_V(name, ver)                                                                          \
+	if (!missing && !resolve(get_proc, #name, ver, (void **)&api->p_##name))                           \
+		missing = #name;
+	CUDA_FUNCS_NEWER(CUDA_RESOLVE_V)
+#undef CUDA_RESOLVE_V
 	if (missing) {
 		snprintf(why, cap, "%s (driver %d.%d) does not provide %s", path, api->driver_version / 1000,
 			 api->driver_version % 1000 / 10, missing);

@@ -63,14 +63,26 @@
 	X(cuMemcpyDtoDAsync)                                                                               \
 	X(cuMemsetD8Async)                                                                                 \
 	X(cuMemsetD16Async)                                                                                \
-	X(cuMemsetD32Async)
+	X(cuMemsetD32Async)                                                                                \
+	X(cuModuleLoadDataEx)                                                                              \
+	X(cuModuleUnload)                                                                                  \
+	X(cuModuleGetFunction)                                                                             \
+	X(cuFuncGetAttribute)                                                                              \
+	X(cuLaunchKernel)                                                                                  \
+	X(cuStreamWaitEvent)
+
+/* Functions newer than CUDA_ABI_VERSION, each resolved at the version it appeared in. */
+#define CUDA_FUNCS_NEWER(X) X(cuFuncGetParamInfo, 12040)
 
 struct cuda_api {
 	void *lib;
 	int driver_version; /* e.g. 13000 */
 #define CUDA_MEMBER(name) __typeof__(&name) p_##name;
+#define CUDA_MEMBER_V(name, ver) __typeof__(&name) p_##name;
 	CUDA_FUNCS(CUDA_MEMBER)
+	CUDA_FUNCS_NEWER(CUDA_MEMBER_V)
 #undef CUDA_MEMBER
+#undef CUDA_MEMBER_V
 };
 
 /*

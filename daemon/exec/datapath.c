@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include <ooo/ooo.h>
+#include <ooo/proto.h>
+
+#include "nvrtc.h"
 
 void dp_init(struct datapath *dp, struct cuda_api *api)
 {
@@ -183,6 +186,10 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char
 
 static void session_free(struct datapath *dp, struct dp_session *s)
 {
+	for (int i = 0; i < DP_MAX_MODULES; i++) {
+		if (s->modules[i])
+			dp->api->p_cuModuleUnload(s->modules[i]);
+	}
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
 			queue_destroy(dp, s->queues[i]);
@@ -227,6 +234,157 @@ void dp_fini(struct datapath *dp)
 		dp->api->p_cuEventDestroy(dp->evpool[--dp->nev]);
 	free(dp->evpool);
 	dp->evpool = NULL;
+}
+
+int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
+		   size_t cap)
+{
+	struct dp_session *s = dp_session_get(dp, id, true);
+	char jitlog[4096] = "";
+	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[2] = { jitlog, (void *)(uintptr_t)sizeof(jitlog) };
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS), m, rc = 0;
+	char *image = NULL, *ptx = NULL;
+	void *map;
+	CUresult r;
+
+	if (!s) {
+		snprintf(why, cap, "out of memory");
+		return -ENOMEM;
+	}
+	for (m = 0; m < DP_MAX_MODULES && s->modules[m]; m++)
+		;
+	if (m == DP_MAX_MODULES) {
+		snprintf(why, cap, "the session has %d modules loaded", DP_MAX_MODULES);
+		return -EMFILE;
+	}
+	/* the image must not change while we read it, nor shrink under our mapping */
+	if (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size < len || !len) {
+		snprintf(why, cap, "the module image is not a sealed memfd of %llu bytes", (unsigned long long)len);
+		return -EINVAL;
+	}
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		snprintf(why, cap, "cannot map the module image: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	image = malloc(len + 1);
+	if (image) {
+		memcpy(image, map, len);
+		image[len] = '\0'; /* PTX is text: cuModuleLoadData wants it terminated */
+	}
+	munmap(map, len);
+	if (!image) {
+		snprintf(why, cap, "out of memory");
+		return -ENOMEM;
+	}
+	if (kind == OOO_MODULE_CUDA_C) {
+		rc = nvrtc_compile(image, len, dp->cc_major, dp->cc_minor, &ptx, why, cap);
+		free(image);
+		if (rc < 0)
+			return rc;
+		image = ptx;
+	} else if (kind == OOO_MODULE_PTX && memchr(image, '\0', len)) {
+		free(image);
+		snprintf(why, cap, "PTX text contains a NUL byte");
+		return -EINVAL;
+	}
+	r = dp->api->p_cuModuleLoadDataEx(&s->modules[m], image, 2, opt, val);
+	free(image);
+	if (r != CUDA_SUCCESS) {
+		char e[128];
+
+		s->modules[m] = NULL;
+		if (jitlog[0])
+			snprintf(why, cap, "%s", jitlog);
+		else
+			snprintf(why, cap, "cuModuleLoadData: %s", cuda_strerror(dp->api, r, e, sizeof(e)));
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
+	}
+	*module = (uint32_t)m;
+	return 0;
+}
+
+int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
+{
+	struct dp_session *s = dp_session_get(dp, id, false);
+
+	if (!s || module >= DP_MAX_MODULES || !s->modules[module])
+		return -ENOENT;
+	/* its kernels go with it: later launches of them are refused */
+	for (int k = 0; k < DP_MAX_KERNELS; k++) {
+		if (s->kmodule[k] == module + 1) {
+			s->kmodule[k] = 0;
+			s->kernels[k].live = false;
+		}
+	}
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		if (s->queues[i])
+			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
+	}
+	dp->api->p_cuModuleUnload(s->modules[module]);
+	s->modules[module] = NULL;
+	return 0;
+}
+
+int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, struct ooo_msg_kernel *out,
+		  char *why, size_t cap)
+{
+	struct dp_session *s = dp_session_get(dp, id, false);
+	const struct cuda_api *api = dp->api;
+	CUfunction f;
+	CUresult r;
+	int k, v;
+
+	memset(out, 0, sizeof(*out));
+	if (!s || module >= DP_MAX_MODULES || !s->modules[module]) {
+		snprintf(why, cap, "no module %u in this session", module);
+		return -ENOENT;
+	}
+	r = api->p_cuModuleGetFunction(&f, s->modules[module], name);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, cap, "module %u has no kernel '%.120s'", module, name);
+		return -ENOENT;
+	}
+	for (k = 0; k < DP_MAX_KERNELS && s->kmodule[k]; k++)
+		;
+	if (k == DP_MAX_KERNELS) {
+		snprintf(why, cap, "the session has %d kernels", DP_MAX_KERNELS);
+		return -EMFILE;
+	}
+	for (uint32_t i = 0;; i++) {
+		size_t off = 0, sz = 0;
+
+		if (api->p_cuFuncGetParamInfo(f, i, &off, &sz) != CUDA_SUCCESS)
+			break;
+		if (i >= OOO_MAX_PARAMS) {
+			snprintf(why, cap, "kernel '%.120s' has more than %u parameters", name, OOO_MAX_PARAMS);
+			return -E2BIG;
+		}
+		out->param_offset[i] = (uint32_t)off;
+		out->param_bytes[i] = (uint32_t)sz;
+		out->nparams = i + 1;
+		if (off + sz > out->param_size)
+			out->param_size = (uint32_t)(off + sz);
+	}
+	if (api->p_cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS)
+		out->max_threads = (uint32_t)v;
+	if (api->p_cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS)
+		out->static_shmem = (uint32_t)v;
+	if (api->p_cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS)
+		out->max_dyn_shmem = (uint32_t)v;
+	if (api->p_cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS)
+		out->regs = (uint32_t)v;
+	s->funcs[k] = f;
+	s->kmodule[k] = (uint16_t)(module + 1);
+	s->kernels[k] = (struct vkernel){ .live = true,
+					  .param_size = out->param_size,
+					  .max_threads = out->max_threads,
+					  .max_dyn_shmem = out->max_dyn_shmem };
+	out->kernel = (uint32_t)k;
+	return 0;
 }
 
 /* Post a completion; false if the tenant's completion ring is full. */
@@ -293,8 +451,19 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 		else
 			r = api->p_cuMemsetD32Async(e->set.dst, e->set.value, e->set.count, q->stream);
 		break;
+	case OOO_OP_LAUNCH: {
+		size_t psize = e->launch.param_len;
+		void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, stage + e->launch.param_off, CU_LAUNCH_PARAM_BUFFER_SIZE,
+				  &psize, CU_LAUNCH_PARAM_END };
+
+		/* the driver copies the parameter block now: staging may be reused once we move on */
+		r = api->p_cuLaunchKernel(s->funcs[e->launch.kernel], e->launch.grid[0], e->launch.grid[1],
+					  e->launch.grid[2], e->launch.block[0], e->launch.block[1], e->launch.block[2],
+					  e->launch.shmem, q->stream, NULL, psize ? extra : NULL);
+		break;
+	}
 	default:
-		return -EOPNOTSUPP; /* launches and events come with modules */
+		return -EOPNOTSUPP; /* events are not wired up yet */
 	}
 	if (r != CUDA_SUCCESS) {
 		if (sticky(r)) {
@@ -327,6 +496,8 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s)
 {
 	struct vsession vs = {
 		.bufs = &s->bufs,
+		.kernels = s->kernels,
+		.nkernels = DP_MAX_KERNELS,
 		.queue_live = s->queue_live,
 		.nqueues = DP_MAX_QUEUES,
 		.staging_size = s->h.staging_size,

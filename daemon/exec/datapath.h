@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <ooo/proto.h>
+
 #include "../../client/ring.h"
 #include "cuda.h"
 #include "validate.h"
@@ -25,6 +27,8 @@
 #define DP_MAX_QUEUES 256     /* per session */
 #define DP_QUEUE_DEPTH 1024   /* commands in flight per queue */
 #define DP_BATCH 64           /* submissions taken from one session per pass */
+#define DP_MAX_MODULES 256    /* per session */
+#define DP_MAX_KERNELS 1024   /* per session */
 
 struct dp_pending {
 	CUevent ev;
@@ -52,6 +56,10 @@ struct dp_session {
 	struct ooo_shm_hdr h;
 	struct ring sq, cq;
 	struct vbufs bufs;
+	CUmodule modules[DP_MAX_MODULES];
+	CUfunction funcs[DP_MAX_KERNELS];
+	uint16_t kmodule[DP_MAX_KERNELS]; /* module index + 1 of each kernel, 0: free */
+	struct vkernel kernels[DP_MAX_KERNELS];
 	uint8_t queue_live[DP_MAX_QUEUES];
 	struct dp_queue *queues[DP_MAX_QUEUES];
 	uint32_t inflight;
@@ -63,6 +71,7 @@ struct datapath {
 	CUevent *evpool;
 	uint32_t nev, evcap;
 	uint32_t inflight; /* commands issued, completion not yet posted */
+	int cc_major, cc_minor;
 	bool fatal;        /* a sticky CUDA error: the context is gone */
 	char fatal_why[160];
 };
@@ -77,6 +86,14 @@ int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_ef
 	      uint32_t cq_n, bool reset, char *why, size_t cap);
 int dp_detach(struct datapath *dp, uint64_t id);
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char *why, size_t cap);
+
+/* Load a module from a sealed memfd image (fd stays the caller's). Returns 0 with *module, or -errno and why. */
+int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
+		   size_t cap);
+int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module);
+/* Look a kernel up and describe it. Returns 0 or -errno and why. */
+int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, struct ooo_msg_kernel *out,
+		  char *why, size_t cap);
 
 /* Issue what the rings hold and post what completed. Returns true if anything moved. */
 bool dp_progress(struct datapath *dp);

@@ -26,6 +26,33 @@ enum exec_msg_type {
 	EXEC_MSG_ATTACH = 0x105, /* oood -> executor: exec_attach + area, sq and cq doorbell fds; reply exec_mem_reply */
 	EXEC_MSG_DETACH = 0x106, /* oood -> executor: exec_attach (session); reply */
 	EXEC_MSG_QUEUE = 0x107,  /* oood -> executor: exec_queue; reply */
+	EXEC_MSG_MODULE_LOAD = 0x108,   /* exec_module + image memfd; reply exec_mem_reply (addr = module) */
+	EXEC_MSG_MODULE_UNLOAD = 0x109, /* exec_module; reply exec_mem_reply */
+	EXEC_MSG_KERNEL_GET = 0x10a,    /* exec_kernel_get; reply exec_kernel_reply */
+};
+
+struct exec_module {
+	uint64_t req;
+	uint64_t session;
+	uint32_t kind;   /* enum ooo_module_kind */
+	uint32_t module; /* UNLOAD */
+	uint64_t len;
+};
+
+struct exec_kernel_get {
+	uint64_t req;
+	uint64_t session;
+	uint32_t module;
+	uint32_t reserved;
+	char name[OOO_KERNEL_NAME_MAX];
+};
+
+struct exec_kernel_reply {
+	uint64_t req;
+	int32_t status;
+	uint32_t reserved;
+	struct ooo_msg_kernel k;
+	char reason[OOO_ERRMSG_MAX];
 };
 
 struct exec_attach {
@@ -61,7 +88,7 @@ struct exec_mem_reply {
 	uint32_t reserved;
 	uint64_t addr;
 	uint64_t size; /* rounded up to the allocation granularity */
-	char reason[128];
+	char reason[OOO_ERRMSG_MAX - 16]; /* fits a tenant's error reply with a prefix */
 };
 
 struct exec_ready {

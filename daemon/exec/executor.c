@@ -62,12 +62,31 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 		return *plen == sizeof(struct exec_attach) ? 0 : -OOO_EPROTO;
 	case EXEC_MSG_QUEUE:
 		return *plen == sizeof(struct exec_queue) ? 0 : -OOO_EPROTO;
+	case EXEC_MSG_MODULE_LOAD:
+	case EXEC_MSG_MODULE_UNLOAD:
+		return *plen == sizeof(struct exec_module) ? 0 : -OOO_EPROTO;
+	case EXEC_MSG_KERNEL_GET: {
+		struct exec_kernel_get k;
+		if (*plen != sizeof(k))
+			return -OOO_EPROTO;
+		memcpy(&k, *payload, sizeof(k));
+		return memchr(k.name, 0, sizeof(k.name)) ? 0 : -OOO_EPROTO;
+	}
+	case EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY: {
+		struct exec_kernel_reply k;
+		if (*plen != sizeof(k))
+			return -OOO_EPROTO;
+		memcpy(&k, *payload, sizeof(k));
+		return memchr(k.reason, 0, sizeof(k.reason)) ? 0 : -OOO_EPROTO;
+	}
 	case EXEC_MSG_ALLOC | OOO_MSG_REPLY:
 	case EXEC_MSG_FREE | OOO_MSG_REPLY:
 	case EXEC_MSG_IMPORT | OOO_MSG_REPLY:
 	case EXEC_MSG_ATTACH | OOO_MSG_REPLY:
 	case EXEC_MSG_DETACH | OOO_MSG_REPLY:
-	case EXEC_MSG_QUEUE | OOO_MSG_REPLY: {
+	case EXEC_MSG_QUEUE | OOO_MSG_REPLY:
+	case EXEC_MSG_MODULE_LOAD | OOO_MSG_REPLY:
+	case EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY: {
 		struct exec_mem_reply r;
 		if (*plen != sizeof(r))
 			return -OOO_EPROTO;
@@ -95,7 +114,7 @@ static void exec_log(unsigned dev, const char *fmt, ...)
 /* Send one message, with a descriptor if pass_fd >= 0. */
 static int send_msg_fd(int fd, uint16_t type, const void *p, size_t n, int pass_fd)
 {
-	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(struct exec_ready)];
+	unsigned char buf[sizeof(struct ooo_msg_hdr) + 4096];
 	ssize_t len = wire_encode(buf, sizeof(buf), type, 0, 0, p, n);
 	struct iovec iov = { buf, 0 };
 	union {
@@ -329,6 +348,32 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 		rc = handle_mem(fd, mem, dp, type, &q, fds[0]);
 	} else if (type == EXEC_MSG_ATTACH || type == EXEC_MSG_DETACH || type == EXEC_MSG_QUEUE) {
 		rc = handle_attach(fd, dp, type, payload, fds, nfd);
+	} else if (type == EXEC_MSG_MODULE_LOAD || type == EXEC_MSG_MODULE_UNLOAD) {
+		struct exec_module m;
+		struct exec_mem_reply rep = { 0 };
+
+		memcpy(&m, payload, sizeof(m));
+		rep.req = m.req;
+		if (type == EXEC_MSG_MODULE_UNLOAD) {
+			rep.status = dp_module_unload(dp, m.session, m.module);
+		} else if (nfd < 1) {
+			rep.status = -EBADF;
+			snprintf(rep.reason, sizeof(rep.reason), "module load without its image");
+		} else {
+			uint32_t mod = 0;
+			rep.status = dp_module_load(dp, m.session, m.kind, fds[0], m.len, &mod, rep.reason,
+						    sizeof(rep.reason));
+			rep.addr = mod;
+		}
+		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
+	} else if (type == EXEC_MSG_KERNEL_GET) {
+		struct exec_kernel_get k;
+		struct exec_kernel_reply rep = { 0 };
+
+		memcpy(&k, payload, sizeof(k));
+		rep.req = k.req;
+		rep.status = dp_kernel_get(dp, k.session, k.module, k.name, &rep.k, rep.reason, sizeof(rep.reason));
+		rc = send_msg(fd, EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY, &rep, sizeof(rep));
 	}
 	for (int i = 0; i < nfd; i++) {
 		if (fds[i] >= 0)
@@ -442,6 +487,8 @@ int executor_main(int argc, char **argv)
 	if (send_msg(EXEC_CTL_FD, EXEC_MSG_READY, &r, sizeof(r)) < 0)
 		rc = rc ? rc : 1;
 	dp_init(&dp, &api);
+	dp.cc_major = (int)r.cc_major;
+	dp.cc_minor = (int)r.cc_minor;
 	if (rc == 0)
 		rc = serve(EXEC_CTL_FD, &mem, &dp);
 	dp_fini(&dp);

@@ -200,6 +200,62 @@ int ooo_memcpy_dtod(ooo_queue *q, uint64_t dst, uint64_t src, size_t len);
 /* Set count elements of elsize bytes (1, 2 or 4) at dst to value, in queue order. */
 int ooo_memset(ooo_queue *q, uint64_t dst, uint32_t value, size_t count, unsigned elsize);
 
+/* ---- modules, kernels and launches ------------------------------------------------ */
+
+typedef struct ooo_module ooo_module;
+typedef struct ooo_kernel ooo_kernel;
+
+/* Kinds of module image (enum ooo_module_kind in <ooo/proto.h>). */
+#define OOO_PTX 1    /* PTX text */
+#define OOO_CUBIN 2  /* a cubin for the device's architecture */
+#define OOO_FATBIN 3 /* a fatbin */
+#define OOO_CUDA_C 4 /* CUDA C source, compiled by NVRTC for the device */
+
+/*
+ * Load a module of `kind` from len bytes at image (at most 256 MiB) into the
+ * session's GPU. On success stores a handle (free with ooo_module_unload)
+ * and returns 0. Errors: -EINVAL (with the JIT or NVRTC log's beginning in
+ * ooo_last_error()), -OOO_ELIMIT (max_modules), -OOO_ENODEV, -OOO_EDEVRESET,
+ * -ENOSYS (CUDA C without NVRTC on the GPU host). Modules do not survive an
+ * executor restart: after OOO_EDEVRESET, load them again.
+ */
+int ooo_module_load(ooo_session *s, int kind, const void *image, size_t len, ooo_module **out);
+
+/* Unload a module (its kernels become invalid) and free the handle. Accepts NULL. */
+int ooo_module_unload(ooo_module *m);
+
+/* Look up a kernel by its (mangled) name. Returns 0 and a handle (ooo_kernel_free), or -ENOENT. */
+int ooo_kernel_get(ooo_module *m, const char *name, ooo_kernel **out);
+
+/* Free a kernel handle (client side only). Accepts NULL. Returns NULL. */
+ooo_kernel *ooo_kernel_free(ooo_kernel *k);
+
+struct ooo_kernel_info {
+	size_t sz; /* sizeof(struct ooo_kernel_info) */
+	uint32_t nparams;
+	uint32_t param_size; /* bytes ooo_launch expects */
+	uint32_t max_threads;
+	uint32_t static_shmem;
+	uint32_t max_dyn_shmem;
+	uint32_t regs;
+	uint32_t param_offset[64];
+	uint32_t param_bytes[64];
+};
+
+/* Describe a kernel: its parameter layout (from cuFuncGetParamInfo) and limits. Returns 0 or -EINVAL. */
+int ooo_kernel_info(const ooo_kernel *k, struct ooo_kernel_info *info);
+
+/*
+ * Launch k on queue q. params is the raw parameter block (len bytes, laid
+ * out as ooo_kernel_info describes, exactly as cuLaunchKernel's
+ * CU_LAUNCH_PARAM_BUFFER_POINTER takes it). Returns once the launch is
+ * submitted; a launch that the executor refuses (shape out of range, memory
+ * outside the session's buffers, ...) fails the next ooo_queue_sync.
+ * Errors here: -EINVAL (size mismatch, kernel of another session).
+ */
+int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
+	       const void *params, size_t len);
+
 /* The session id the daemon assigned (0 for admin sessions). */
 uint64_t ooo_session_id(const ooo_session *s);
 

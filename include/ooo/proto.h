@@ -47,6 +47,9 @@ enum ooo_msg_type {
 	OOO_MSG_ATTACH = 8,     /* tenant: ooo_msg_attach -> ooo_msg_attach_reply + 3 fds: area, sq and cq doorbells */
 	OOO_MSG_QUEUE_CREATE = 9,  /* tenant: no payload -> ooo_msg_queue */
 	OOO_MSG_QUEUE_DESTROY = 10, /* tenant: ooo_msg_queue -> empty */
+	OOO_MSG_MODULE_LOAD = 11,   /* tenant: ooo_msg_module_load + the image as a sealed memfd -> ooo_msg_module */
+	OOO_MSG_MODULE_UNLOAD = 12, /* tenant: ooo_msg_module -> empty */
+	OOO_MSG_KERNEL_GET = 13,    /* tenant: ooo_msg_kernel_get -> ooo_msg_kernel */
 
 	OOO_MSG_STATUS = 32,   /* admin: no payload -> struct ooo_msg_status */
 	OOO_MSG_TENANTS = 33,  /* admin: ooo_msg_list_req -> ooo_msg_list + tenant recs */
@@ -127,6 +130,47 @@ struct ooo_msg_attach_reply {
 struct ooo_msg_queue {
 	uint32_t queue; /* index used in struct ooo_sqe */
 	uint32_t reserved;
+};
+
+enum ooo_module_kind {
+	OOO_MODULE_PTX = 1,
+	OOO_MODULE_CUBIN = 2,
+	OOO_MODULE_FATBIN = 3,
+	OOO_MODULE_CUDA_C = 4, /* compiled by NVRTC for the device */
+};
+
+#define OOO_MODULE_MAX_BYTES (256u << 20)
+#define OOO_KERNEL_NAME_MAX 256u
+#define OOO_MAX_PARAMS 64u
+
+struct ooo_msg_module_load {
+	uint32_t kind; /* enum ooo_module_kind */
+	uint32_t flags; /* must be 0 */
+	uint64_t len;   /* image bytes in the memfd */
+};
+
+struct ooo_msg_module {
+	uint32_t module;
+	uint32_t reserved;
+};
+
+struct ooo_msg_kernel_get {
+	uint32_t module;
+	uint32_t reserved;
+	char name[OOO_KERNEL_NAME_MAX];
+};
+
+struct ooo_msg_kernel {
+	uint32_t kernel; /* handle for launches */
+	uint32_t nparams;
+	uint32_t param_size; /* bytes of the parameter block */
+	uint32_t max_threads;
+	uint32_t static_shmem;
+	uint32_t max_dyn_shmem;
+	uint32_t regs;
+	uint32_t reserved;
+	uint32_t param_offset[OOO_MAX_PARAMS];
+	uint32_t param_bytes[OOO_MAX_PARAMS];
 };
 
 struct ooo_msg_hello_reply {

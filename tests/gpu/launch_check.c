@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * launch_check: modules and launches through ooo on a real GPU, for tests/gpu.
+ *   launch_check SOCK vadd SRC.cu PTX CUBIN   vector add from CUDA C, PTX and CUBIN, results checked
+ *   launch_check SOCK fault PTX               a kernel that faults: OOO_EFAULT, and another
+ *                                             session's buffer is intact after the executor restart
+ *   launch_check SOCK bench PTX LIBCUDA       round trip of a 2-block kernel + sync and the async
+ *                                             launch rate, through ooo and directly in this process
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "../../daemon/exec/cuda.h"
+
+static int fails;
+
+#define CHECK(cond, ...)                                                                                   \
+	do {                                                                                               \
+		if (!(cond)) {                                                                             \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                        \
+			printf(__VA_ARGS__);                                                               \
+			printf(" (%s)\n", ooo_last_error());                                               \
+			fails++;                                                                           \
+		}                                                                                          \
+	} while (0)
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = '\0';
+		*len = (size_t)n;
+	}
+	return buf;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int vadd_one(ooo_session *s, ooo_queue *q, int kind, const char *what, const char *image, size_t len)
+{
+	const int n = 1000003; /* not a multiple of the block */
+	const size_t bytes = (size_t)n * sizeof(float);
+	float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+	struct ooo_kernel_info info = { .sz = sizeof(info) };
+	ooo_buf *da, *db, *dc;
+	ooo_module *m;
+	ooo_kernel *k;
+	int r, before = fails;
+
+	r = ooo_module_load(s, kind, image, len, &m);
+	CHECK(r == 0, "%s: module load %d", what, r);
+	if (r)
+		return 1;
+	CHECK(ooo_kernel_get(m, "vadd", &k) == 0, "%s: kernel get", what);
+	CHECK(ooo_kernel_get(m, "nosuch", &(ooo_kernel *){ 0 }) == -ENOENT, "%s: unknown kernel", what);
+	CHECK(ooo_kernel_info(k, &info) == 0 && info.nparams == 4 && info.param_size == 28 &&
+		      info.param_offset[3] == 24 && info.param_bytes[3] == 4,
+	      "%s: parameter layout: %u params, %u bytes", what, info.nparams, info.param_size);
+	CHECK(ooo_buf_alloc(s, bytes, 0, &da) == 0 && ooo_buf_alloc(s, bytes, 0, &db) == 0 &&
+		      ooo_buf_alloc(s, bytes, 0, &dc) == 0,
+	      "alloc");
+	for (int i = 0; i < n; i++) {
+		a[i] = (float)i * 0.5f;
+		b[i] = (float)(n - i);
+	}
+	ooo_memcpy_htod(q, ooo_buf_addr(da), a, bytes);
+	ooo_memcpy_htod(q, ooo_buf_addr(db), b, bytes);
+	ooo_memset(q, ooo_buf_addr(dc), 0xffffffffu, (size_t)n, 4); /* poison: an unwritten element fails */
+	{
+		struct {
+			uint64_t a, b, c;
+			int32_t n;
+		} __attribute__((packed)) p = { ooo_buf_addr(da), ooo_buf_addr(db), ooo_buf_addr(dc), n };
+		uint32_t grid[3] = { (uint32_t)(n + 255) / 256, 1, 1 }, block[3] = { 256, 1, 1 };
+
+		CHECK(ooo_launch(q, k, grid, block, 0, &p, 20) == -EINVAL, "%s: short parameters refused", what);
+		CHECK((r = ooo_launch(q, k, grid, block, 0, &p, sizeof(p))) == 0, "%s: launch %d", what, r);
+		CHECK((r = ooo_queue_sync(q, 10000)) == 0, "%s: sync %d", what, r);
+		block[0] = 2048;
+		CHECK(ooo_launch(q, k, grid, block, 0, &p, sizeof(p)) == 0, "submit");
+		CHECK((r = ooo_queue_sync(q, 10000)) == -E2BIG, "%s: 2048 threads: %d", what, r);
+	}
+	CHECK(ooo_memcpy_dtoh(q, c, ooo_buf_addr(dc), bytes) == 0, "dtoh");
+	for (int i = 0; i < n && fails == before; i++)
+		CHECK(c[i] == a[i] + b[i], "%s: c[%d] = %g, want %g", what, i, (double)c[i], (double)(a[i] + b[i]));
+	ooo_buf_free(da);
+	ooo_buf_free(db);
+	ooo_buf_free(dc);
+	ooo_kernel_free(k);
+	CHECK(ooo_module_unload(m) == 0, "unload");
+	free(a);
+	free(b);
+	free(c);
+	if (fails == before)
+		printf("%s: vector add of %d floats correct\n", what, n);
+	return fails != before;
+}
+
+static int vadd(const char *sock, const char *src, const char *ptx, const char *cubin)
+{
+	ooo_session *s = ooo_open(sock);
+	ooo_queue *q;
+	char *img;
+	size_t len;
+	ooo_module *m;
+
+	if (!s || ooo_queue_create(s, &q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	if ((img = slurp(src, &len))) {
+		vadd_one(s, q, OOO_CUDA_C, "CUDA C", img, len);
+		free(img);
+	}
+	if ((img = slurp(ptx, &len))) {
+		vadd_one(s, q, OOO_PTX, "PTX", img, len);
+		free(img);
+	}
+	if ((img = slurp(cubin, &len))) {
+		vadd_one(s, q, OOO_CUBIN, "CUBIN", img, len);
+		free(img);
+	}
+	/* a compile error comes back with the compiler's words */
+	CHECK(ooo_module_load(s, OOO_CUDA_C, "__global__ void f( { }", 22, &m) == -EINVAL, "bad CUDA C refused");
+	CHECK(strstr(ooo_last_error(), "error") != NULL, "NVRTC log in the error: '%s'", ooo_last_error());
+	CHECK(ooo_module_load(s, OOO_PTX, "not ptx", 7, &m) == -EINVAL, "bad PTX refused");
+	ooo_queue_destroy(q);
+	ooo_close(s);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
+static int fault(const char *sock, const char *ptx)
+{
+	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
+	ooo_queue *q, *oq;
+	ooo_buf *ob;
+	ooo_module *m;
+	ooo_kernel *k;
+	uint32_t pat[1024], back[1024];
+	uint32_t one[3] = { 1, 1, 1 };
+	uint64_t bad = 0x10;
+	size_t len;
+	char *img = slurp(ptx, &len);
+	int r;
+
+	if (!s || !other || !img || ooo_queue_create(s, &q) || ooo_queue_create(other, &oq))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	for (int i = 0; i < 1024; i++)
+		pat[i] = 0xc0ffee00u + (uint32_t)i;
+	CHECK(ooo_buf_alloc(other, sizeof(pat), 0, &ob) == 0, "alloc other");
+	CHECK(ooo_memcpy_htod(oq, ooo_buf_addr(ob), pat, sizeof(pat)) == 0 && ooo_queue_sync(oq, 10000) == 0,
+	      "fill other");
+	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "poke", &k) == 0, "load poke");
+	CHECK(ooo_launch(q, k, one, one, 0, &bad, sizeof(bad)) == 0, "launch poke");
+	r = ooo_queue_sync(q, 30000);
+	CHECK(r == -OOO_EFAULT || r == -OOO_EDEVRESET, "sync after the fault: %d (%s)", r, ooo_strerror(r));
+	printf("faulting kernel: %d (%s)\n", r, ooo_strerror(r));
+	/* the other tenant: its next sync says its commands may have failed, then its data is intact */
+	for (int i = 0; i < 1000; i++) {
+		r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
+		if (r != -OOO_EDEVRESET)
+			break;
+		usleep(10000);
+	}
+	CHECK(r == 0, "read the other session's buffer after the restart: %d", r);
+	CHECK(!memcmp(pat, back, sizeof(pat)), "the other session's buffer changed");
+	ooo_close(s);
+	ooo_close(other);
+	free(img);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int bench(const char *sock, const char *ptx, const char *libcuda)
+{
+	enum { RT = 20000, ASYNC = 200000 };
+	ooo_session *s = ooo_open(sock);
+	ooo_queue *q;
+	ooo_module *m;
+	ooo_kernel *k;
+	ooo_buf *b;
+	uint32_t grid[3] = { 2, 1, 1 }, block[3] = { 128, 1, 1 };
+	size_t len;
+	char *img = slurp(ptx, &len);
+	double *lat = malloc(RT * sizeof(double)), t;
+	struct {
+		uint64_t x;
+		int32_t iters;
+	} __attribute__((packed)) p;
+
+	if (!s || !img || !lat || ooo_queue_create(s, &q) || ooo_module_load(s, OOO_PTX, img, len, &m) ||
+	    ooo_kernel_get(m, "tiny", &k) || ooo_buf_alloc(s, 4096, 0, &b))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	p.x = ooo_buf_addr(b);
+	p.iters = 1000;
+	for (int i = 0; i < 1000; i++) {
+		ooo_launch(q, k, grid, block, 0, &p, sizeof(p));
+		ooo_queue_sync(q, -1);
+	}
+	for (int i = 0; i < RT; i++) {
+		t = now_s();
+		ooo_launch(q, k, grid, block, 0, &p, sizeof(p));
+		ooo_queue_sync(q, -1);
+		lat[i] = (now_s() - t) * 1e6;
+	}
+	qsort(lat, RT, sizeof(double), cmp_d);
+	printf("ooo round trip (2x128 kernel + sync): p50 %.2f us, p99 %.2f us\n", lat[RT / 2], lat[RT * 99 / 100]);
+	t = now_s();
+	for (int i = 0; i < ASYNC; i++)
+		ooo_launch(q, k, grid, block, 0, &p, sizeof(p));
+	ooo_queue_sync(q, -1);
+	printf("ooo async launches: %.0f /s\n", ASYNC / (now_s() - t));
+	{
+		struct cuda_api api;
+		char why[256];
+		CUcontext ctx;
+		CUdevice dev;
+		CUmodule mod;
+		CUfunction f;
+		CUstream st;
+		CUdeviceptr x;
+		void *args[2] = { &x, &p.iters };
+
+		if (cuda_load(&api, libcuda, why, sizeof(why)) < 0)
+			return printf("direct: %s\n", why), 0;
+		api.p_cuInit(0);
+		api.p_cuDeviceGet(&dev, 0);
+		api.p_cuDevicePrimaryCtxRetain(&ctx, dev);
+		api.p_cuCtxSetCurrent(ctx);
+		api.p_cuModuleLoadDataEx(&mod, img, 0, NULL, NULL);
+		api.p_cuModuleGetFunction(&f, mod, "tiny");
+		api.p_cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
+		{
+			CUmemGenericAllocationHandle hh;
+			CUmemAllocationProp pr = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+						   .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } };
+			CUmemAccessDesc acc = { .location = pr.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+			api.p_cuMemCreate(&hh, 2 << 20, &pr, 0);
+			api.p_cuMemAddressReserve(&x, 2 << 20, 0, 0, 0);
+			api.p_cuMemMap(x, 2 << 20, 0, hh, 0);
+			api.p_cuMemSetAccess(x, 2 << 20, &acc, 1);
+		}
+		for (int i = 0; i < 1000; i++) {
+			api.p_cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, st, args, NULL);
+			api.p_cuStreamSynchronize(st);
+		}
+		for (int i = 0; i < RT; i++) {
+			t = now_s();
+			api.p_cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, st, args, NULL);
+			api.p_cuStreamSynchronize(st);
+			lat[i] = (now_s() - t) * 1e6;
+		}
+		qsort(lat, RT, sizeof(double), cmp_d);
+		printf("direct round trip (2x128 kernel + sync): p50 %.2f us, p99 %.2f us\n", lat[RT / 2],
+		       lat[RT * 99 / 100]);
+		t = now_s();
+		for (int i = 0; i < ASYNC; i++)
+			api.p_cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, st, args, NULL);
+		api.p_cuStreamSynchronize(st);
+		printf("direct async launches: %.0f /s\n", ASYNC / (now_s() - t));
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 6 && !strcmp(argv[2], "vadd"))
+		return vadd(argv[1], argv[3], argv[4], argv[5]);
+	if (argc == 4 && !strcmp(argv[2], "fault"))
+		return fault(argv[1], argv[3]);
+	if (argc == 5 && !strcmp(argv[2], "bench"))
+		return bench(argv[1], argv[3], argv[4]);
+	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | fault PTX | bench PTX LIBCUDA\n");
+	return 2;
+}
