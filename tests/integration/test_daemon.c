@@ -614,6 +614,16 @@ static void test_protocol_violations(void **state)
 		assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
 		assert_int_equal(m.hdr.status, -ENOENT);
 	}
+	/* a module load must carry exactly one descriptor (the image) */
+	{
+		struct ooo_msg_module_load ml = { .kind = OOO_MODULE_PTX, .len = 10 };
+		raw_send(fd, OOO_MSG_MODULE_LOAD, 7, &ml, sizeof(ml));
+		expect_error_then_eof(fd, -OOO_EPROTO, "exactly one file descriptor");
+		close(fd);
+		fd = raw_connect(shared.sock);
+		raw_hello(fd);
+		assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+	}
 	/* bye: empty reply, then the daemon closes */
 	raw_send(fd, OOO_MSG_BYE, 4, NULL, 0);
 	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
@@ -1111,6 +1121,19 @@ static void test_no_gpu_reported(void **state)
 		assert_int_equal(ooo_buf_alloc(a, 1 << 20, OOO_BUF_DEVICE(3), &b), -OOO_ENODEV);
 		assert_int_equal(ooo_buf_alloc(a, 0, 0, &b), -EINVAL);
 		assert_int_equal(ooo_buf_alloc(a, 1, 0x80000000u, &b), -EINVAL);
+		/* queues and modules need a GPU too, and say so */
+		{
+			ooo_queue *q = NULL;
+			ooo_module *mod = NULL;
+
+			assert_int_equal(ooo_queue_create(a, &q), -OOO_ENODEV);
+			assert_null(q);
+			assert_non_null(strstr(ooo_last_error(), "no usable GPU"));
+			assert_int_equal(ooo_module_load(a, OOO_PTX, ".version 8.0", 12, &mod), -OOO_ENODEV);
+			assert_int_equal(ooo_module_load(a, 99, "x", 1, &mod), -EINVAL);
+			assert_int_equal(ooo_memset(NULL, 0, 0, 1, 4), -EINVAL);
+			assert_int_equal(ooo_queue_sync(NULL, 0), -EINVAL);
+		}
 		/* nothing stays charged after refused allocations */
 		get_status(&d, &st2);
 		assert_int_equal(st2.sessions, 1);
