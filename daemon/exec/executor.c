@@ -477,7 +477,7 @@ int executor_main(int argc, char **argv)
 		CUdevice d;
 
 		if (api.p_cuDeviceGet(&d, (int)dev) != CUDA_SUCCESS ||
-		    memory_init(&mem, &api, d, r.reason, sizeof(r.reason)) < 0) {
+		    memory_init(&mem, &api, d, (unsigned)dev, r.reason, sizeof(r.reason)) < 0) {
 			r.status = -OOO_ENODEV;
 			rc = 1;
 		}

@@ -27,9 +27,11 @@ static int fail(struct memory *m, CUresult r, const char *what, char *why, size_
 	return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
 }
 
-int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, char *why, size_t cap)
+int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned index, char *why, size_t cap)
 {
 	CUmemAllocationProp p = prop_for(dev);
+	uint64_t want = MEMORY_ARENA_BASE + (uint64_t)index * MEMORY_ARENA_SIZE;
+	CUdeviceptr got = 0;
 	CUresult r;
 
 	memset(m, 0, sizeof(*m));
@@ -38,7 +40,103 @@ int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, char *why,
 	r = api->p_cuMemGetAllocationGranularity(&m->granularity, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 	if (r != CUDA_SUCCESS)
 		return fail(m, r, "cuMemGetAllocationGranularity", why, cap);
+	r = api->p_cuMemAddressReserve(&got, MEMORY_ARENA_SIZE, 0, want, 0);
+	if (r == CUDA_SUCCESS && got == want) {
+		m->free = malloc(64 * sizeof(*m->free));
+		if (m->free) {
+			m->arena = want;
+			m->capfree = 64;
+			m->nfree = 1;
+			m->free[0] = (struct mem_range){ 0, MEMORY_ARENA_SIZE };
+			return 0;
+		}
+	}
+	/* without the arena buffers still work, but may not survive a restart */
+	if (r == CUDA_SUCCESS)
+		api->p_cuMemAddressFree(got, MEMORY_ARENA_SIZE);
+	fprintf(stderr, "oood[executor]: cannot reserve the device address arena at %#llx; buffers will not "
+			"survive an executor restart\n",
+		(unsigned long long)want);
 	return 0;
+}
+
+/* Take [off, off+len) out of the free list (it must lie inside one free range). */
+static int arena_take(struct memory *m, uint64_t off, uint64_t len)
+{
+	for (size_t i = 0; i < m->nfree; i++) {
+		struct mem_range *f = &m->free[i];
+
+		if (off < f->off || off + len > f->off + f->len)
+			continue;
+		if (off == f->off && len == f->len) {
+			memmove(f, f + 1, (m->nfree - i - 1) * sizeof(*f));
+			m->nfree--;
+		} else if (off == f->off) {
+			f->off += len;
+			f->len -= len;
+		} else if (off + len == f->off + f->len) {
+			f->len -= len;
+		} else {
+			if (m->nfree == m->capfree) {
+				struct mem_range *v = realloc(m->free, m->capfree * 2 * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				m->free = v;
+				m->capfree *= 2;
+				f = &m->free[i];
+			}
+			memmove(f + 2, f + 1, (m->nfree - i - 1) * sizeof(*f));
+			m->free[i + 1] = (struct mem_range){ off + len, f->off + f->len - (off + len) };
+			f->len = off - f->off;
+			m->nfree++;
+		}
+		return 0;
+	}
+	return -EADDRINUSE;
+}
+
+static int arena_alloc(struct memory *m, uint64_t len, uint64_t *off)
+{
+	for (size_t i = 0; i < m->nfree; i++) {
+		if (m->free[i].len >= len) {
+			*off = m->free[i].off;
+			return arena_take(m, *off, len);
+		}
+	}
+	return -ENOMEM;
+}
+
+static void arena_put(struct memory *m, uint64_t off, uint64_t len)
+{
+	size_t i = 0;
+
+	while (i < m->nfree && m->free[i].off < off)
+		i++;
+	/* merge with the neighbours where they touch */
+	if (i > 0 && m->free[i - 1].off + m->free[i - 1].len == off) {
+		m->free[i - 1].len += len;
+		if (i < m->nfree && off + len == m->free[i].off) {
+			m->free[i - 1].len += m->free[i].len;
+			memmove(&m->free[i], &m->free[i + 1], (m->nfree - i - 1) * sizeof(*m->free));
+			m->nfree--;
+		}
+		return;
+	}
+	if (i < m->nfree && off + len == m->free[i].off) {
+		m->free[i].off = off;
+		m->free[i].len += len;
+		return;
+	}
+	if (m->nfree == m->capfree) {
+		struct mem_range *v = realloc(m->free, m->capfree * 2 * sizeof(*v));
+		if (!v)
+			return; /* the range stays lost to the arena: harmless, address space is plentiful */
+		m->free = v;
+		m->capfree *= 2;
+	}
+	memmove(&m->free[i + 1], &m->free[i], (m->nfree - i) * sizeof(*m->free));
+	m->free[i] = (struct mem_range){ off, len };
+	m->nfree++;
 }
 
 static int track(struct memory *m, uint64_t addr, uint64_t size, CUmemGenericAllocationHandle h)
@@ -55,6 +153,15 @@ static int track(struct memory *m, uint64_t addr, uint64_t size, CUmemGenericAll
 	return 0;
 }
 
+/* Give address space back: to the arena, or to the driver if it was reserved alone. */
+static void unreserve(struct memory *m, uint64_t p, uint64_t size)
+{
+	if (m->arena)
+		arena_put(m, p - m->arena, size);
+	else
+		m->api->p_cuMemAddressFree(p, size);
+}
+
 /* Reserve [at, at+size) (at 0: anywhere), map h there, give this device access. */
 static int map(struct memory *m, CUmemGenericAllocationHandle h, uint64_t at, uint64_t size, uint64_t *addr, char *why,
 	       size_t cap)
@@ -63,17 +170,35 @@ static int map(struct memory *m, CUmemGenericAllocationHandle h, uint64_t at, ui
 	CUdeviceptr p = 0;
 	CUresult r;
 
-	r = m->api->p_cuMemAddressReserve(&p, size, 0, (CUdeviceptr)at, 0);
-	if (r != CUDA_SUCCESS)
-		return fail(m, r, "cuMemAddressReserve", why, cap);
-	if (at && p != at) {
-		m->api->p_cuMemAddressFree(p, size);
-		snprintf(why, cap, "device address %#llx is taken in the new executor", (unsigned long long)at);
-		return -EADDRINUSE;
+	if (m->arena) {
+		uint64_t off;
+		int rc;
+
+		if (at && (at < m->arena || at - m->arena + size > MEMORY_ARENA_SIZE)) {
+			snprintf(why, cap, "device address %#llx is outside this executor's arena", (unsigned long long)at);
+			return -EADDRINUSE;
+		}
+		off = at ? at - m->arena : 0;
+		rc = at ? arena_take(m, off, size) : arena_alloc(m, size, &off);
+		if (rc < 0) {
+			snprintf(why, cap, at ? "device address %#llx is taken" : "device address space exhausted",
+				 (unsigned long long)at);
+			return rc;
+		}
+		p = m->arena + off;
+	} else {
+		r = m->api->p_cuMemAddressReserve(&p, size, 0, (CUdeviceptr)at, 0);
+		if (r != CUDA_SUCCESS)
+			return fail(m, r, "cuMemAddressReserve", why, cap);
+		if (at && p != at) {
+			m->api->p_cuMemAddressFree(p, size);
+			snprintf(why, cap, "device address %#llx is taken in the new executor", (unsigned long long)at);
+			return -EADDRINUSE;
+		}
 	}
 	r = m->api->p_cuMemMap(p, size, 0, h, 0);
 	if (r != CUDA_SUCCESS) {
-		m->api->p_cuMemAddressFree(p, size);
+		unreserve(m, p, size);
 		return fail(m, r, "cuMemMap", why, cap);
 	}
 	memset(&acc, 0, sizeof(acc));
@@ -83,7 +208,7 @@ static int map(struct memory *m, CUmemGenericAllocationHandle h, uint64_t at, ui
 	r = m->api->p_cuMemSetAccess(p, size, &acc, 1);
 	if (r != CUDA_SUCCESS) {
 		m->api->p_cuMemUnmap(p, size);
-		m->api->p_cuMemAddressFree(p, size);
+		unreserve(m, p, size);
 		return fail(m, r, "cuMemSetAccess", why, cap);
 	}
 	*addr = p;
@@ -118,7 +243,7 @@ int memory_alloc(struct memory *m, uint64_t size, uint64_t *addr, uint64_t *rsiz
 	if (rc < 0) {
 		if (*addr && rc == -ENOMEM) {
 			m->api->p_cuMemUnmap(*addr, sz);
-			m->api->p_cuMemAddressFree(*addr, sz);
+			unreserve(m, *addr, sz);
 		}
 		m->api->p_cuMemRelease(h);
 		close(efd);
@@ -145,7 +270,7 @@ int memory_import(struct memory *m, int fd, uint64_t addr, uint64_t size, char *
 	if (rc < 0) {
 		if (got && rc == -ENOMEM) {
 			m->api->p_cuMemUnmap(got, size);
-			m->api->p_cuMemAddressFree(got, size);
+			unreserve(m, got, size);
 		}
 		m->api->p_cuMemRelease(h);
 	}
@@ -160,7 +285,7 @@ int memory_free(struct memory *m, uint64_t addr)
 		if (mm->addr != addr)
 			continue;
 		m->api->p_cuMemUnmap(mm->addr, mm->size);
-		m->api->p_cuMemAddressFree(mm->addr, mm->size);
+		unreserve(m, mm->addr, mm->size);
 		m->api->p_cuMemRelease(mm->handle);
 		m->maps[i] = m->maps[--m->n];
 		return 0;
@@ -175,4 +300,9 @@ void memory_fini(struct memory *m)
 	free(m->maps);
 	m->maps = NULL;
 	m->cap = 0;
+	if (m->arena)
+		m->api->p_cuMemAddressFree(m->arena, MEMORY_ARENA_SIZE);
+	m->arena = 0;
+	free(m->free);
+	m->free = NULL;
 }

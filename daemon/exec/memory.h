@@ -19,15 +19,31 @@ struct mem_map {
 	CUmemGenericAllocationHandle handle;
 };
 
+/*
+ * Device addresses come from one arena reserved at the same fixed address in
+ * every executor of a GPU, so that a restarted executor can map each buffer
+ * back where tenants' kernels expect it: a per-buffer reservation would land
+ * wherever the new process's layout (ASLR, library mappings) leaves room.
+ */
+#define MEMORY_ARENA_BASE 0x600000000000ull /* per GPU: + index * MEMORY_ARENA_SIZE */
+#define MEMORY_ARENA_SIZE (1ull << 40)       /* 1 TiB of address space */
+
+struct mem_range {
+	uint64_t off, len;
+};
+
 struct memory {
 	struct cuda_api *api;
 	CUdevice dev;
 	size_t granularity;
 	struct mem_map *maps;
 	size_t n, cap;
+	uint64_t arena; /* base address, 0 if the fixed reservation failed */
+	struct mem_range *free; /* free parts of the arena, sorted by offset */
+	size_t nfree, capfree;
 };
 
-int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, char *why, size_t cap);
+int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned index, char *why, size_t cap);
 void memory_fini(struct memory *m);
 
 /* Allocate and map size bytes (rounded up). Returns 0 with *addr, *rsize and a new fd, or -errno. */
