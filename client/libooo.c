@@ -577,6 +577,7 @@ struct dp_entry {
 	uint64_t stage_off; /* UINT64_MAX: none */
 	void *dtoh_dst;     /* copy out of staging on completion */
 	size_t len;
+	struct ooo_event *ev; /* an event record: bump its completed count */
 };
 
 struct dp_queue_state {
@@ -602,6 +603,15 @@ struct dpath {
 	struct dp_queue_state q[256];
 	uint32_t consume[DP_INFLIGHT]; /* on_consume entries, oldest first */
 	uint32_t chead, clen;
+	uint8_t event_used[1024]; /* event handles in use (the executor's DP_MAX_EVENTS) */
+	struct ooo_event *next_ev; /* dp_submit: the event the next entry records */
+};
+
+struct ooo_event {
+	ooo_session *s;
+	uint32_t idx;
+	uint64_t recorded, done; /* records submitted and completed */
+	int error;
 };
 
 struct ooo_queue {
@@ -700,6 +710,11 @@ static void entry_done(struct dpath *d, struct dp_entry *e, int status)
 		q->error = status;
 	if (!e->on_consume)
 		q->completed++;
+	if (e->ev) {
+		e->ev->done++;
+		if (status < 0 && !e->ev->error)
+			e->ev->error = status;
+	}
 	e->used = false;
 	e->gen++;
 }
@@ -804,8 +819,9 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		   int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t spin_until = now_ms() + 1; /* completions of short commands come within microseconds */
 
-	for (unsigned spin = 0;; spin++) {
+	for (;;) {
 		struct pollfd p[2] = { { .fd = d->cq_efd, .events = POLLIN }, { .fd = s->fd, .events = POLLIN } };
 		int64_t left;
 		int r = dp_reap(s, d);
@@ -816,8 +832,8 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 			return 0;
 		if (s->dead)
 			return s->dead;
-		if (spin < 200)
-			continue; /* completions of short commands come within microseconds */
+		if (now_ms() <= spin_until)
+			continue;
 		if (!ring_sleep_prepare(&d->cq))
 			continue;
 		left = deadline < 0 ? -1 : deadline - now_ms();
@@ -883,7 +899,8 @@ static int dp_submit(ooo_session *s, struct dpath *d, uint32_t queue, struct ooo
 		sched_yield(); /* the executor takes submissions within microseconds */
 	}
 	d->ent[i] = (struct dp_entry){ .gen = d->ent[i].gen, .used = true, .queue = queue, .stage_off = stage_off,
-				       .dtoh_dst = dtoh_dst, .len = len };
+				       .dtoh_dst = dtoh_dst, .len = len, .ev = d->next_ev };
+	d->next_ev = NULL;
 	e->queue = (uint16_t)queue;
 	e->user_data = ((uint64_t)d->ent[i].gen << 32) | i;
 	if (e->opcode == OOO_OP_LAUNCH) {
@@ -1306,6 +1323,134 @@ int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const 
 		r = dp_submit(q->s, d, q->idx, &e, off, NULL, 0);
 	if (r < 0 && off != UINT64_MAX)
 		staging_free(&d->st, off);
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+/* ---- events ----------------------------------------------------------------------- */
+
+int ooo_event_create(ooo_session *s, ooo_event **out)
+{
+	struct dpath *d;
+	ooo_event *ev;
+	int r = 0;
+
+	if (!s || !out || s->admin)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	r = dp_attach_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0)
+		return r;
+	d = s->dp;
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	pthread_mutex_lock(&d->lock);
+	for (ev->idx = 0; ev->idx < 1024 && d->event_used[ev->idx]; ev->idx++)
+		;
+	if (ev->idx == 1024)
+		r = -OOO_ELIMIT;
+	else
+		d->event_used[ev->idx] = 1;
+	pthread_mutex_unlock(&d->lock);
+	if (r < 0) {
+		set_last_error("the session has 1024 events");
+		free(ev);
+		return r;
+	}
+	ev->s = s;
+	*out = ev;
+	return 0;
+}
+
+static bool event_done(struct dpath *d, const void *arg)
+{
+	const ooo_event *ev = arg;
+	(void)d;
+	return ev->done == ev->recorded;
+}
+
+int ooo_event_destroy(ooo_event *ev)
+{
+	struct dpath *d;
+
+	if (!ev)
+		return 0;
+	d = ev->s->dp;
+	pthread_mutex_lock(&d->lock);
+	/* entries point at it until their records complete */
+	(void)dp_wait(ev->s, d, event_done, ev, -1);
+	d->event_used[ev->idx] = 0;
+	pthread_mutex_unlock(&d->lock);
+	free(ev);
+	return 0;
+}
+
+int ooo_event_record(ooo_queue *q, ooo_event *ev)
+{
+	struct ooo_sqe e = { .opcode = OOO_OP_EVENT_RECORD };
+	struct dpath *d;
+	int r;
+
+	if ((r = queue_check(q, &d)) || !ev || ev->s != q->s)
+		return r ? r : -EINVAL;
+	e.event.event = ev->idx;
+	pthread_mutex_lock(&d->lock);
+	d->next_ev = ev;
+	r = dp_submit(q->s, d, q->idx, &e, UINT64_MAX, NULL, 0);
+	d->next_ev = NULL;
+	if (r == 0)
+		ev->recorded++;
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ooo_queue_wait_event(ooo_queue *q, ooo_event *ev)
+{
+	struct ooo_sqe e = { .opcode = OOO_OP_EVENT_WAIT };
+	struct dpath *d;
+	int r;
+
+	if ((r = queue_check(q, &d)) || !ev || ev->s != q->s)
+		return r ? r : -EINVAL;
+	e.event.event = ev->idx;
+	pthread_mutex_lock(&d->lock);
+	r = dp_submit(q->s, d, q->idx, &e, UINT64_MAX, NULL, 0);
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ooo_event_query(ooo_event *ev)
+{
+	struct dpath *d;
+	int r;
+
+	if (!ev)
+		return -EINVAL;
+	d = ev->s->dp;
+	pthread_mutex_lock(&d->lock);
+	r = dp_reap(ev->s, d);
+	if (r >= 0)
+		r = ev->done == ev->recorded ? (ev->error ? ev->error : 0) : -EAGAIN;
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ooo_event_wait(ooo_event *ev, int timeout_ms)
+{
+	struct dpath *d;
+	int r;
+
+	if (!ev)
+		return -EINVAL;
+	d = ev->s->dp;
+	pthread_mutex_lock(&d->lock);
+	r = dp_wait(ev->s, d, event_done, ev, timeout_ms);
+	if (r == 0 && ev->error) {
+		r = ev->error;
+		ev->error = 0;
+	}
 	pthread_mutex_unlock(&d->lock);
 	return r;
 }

@@ -190,6 +190,10 @@ static void session_free(struct datapath *dp, struct dp_session *s)
 		if (s->modules[i])
 			dp->api->p_cuModuleUnload(s->modules[i]);
 	}
+	for (int i = 0; i < DP_MAX_EVENTS; i++) {
+		if (s->events[i])
+			dp->api->p_cuEventDestroy(s->events[i]);
+	}
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
 			queue_destroy(dp, s->queues[i]);
@@ -462,8 +466,23 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 					  e->launch.shmem, q->stream, NULL, psize ? extra : NULL);
 		break;
 	}
+	case OOO_OP_EVENT_RECORD: {
+		CUevent *ev = &s->events[e->event.event];
+
+		if (!*ev && api->p_cuEventCreate(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+			*ev = NULL;
+			return -ENOMEM;
+		}
+		r = api->p_cuEventRecord(*ev, q->stream);
+		break;
+	}
+	case OOO_OP_EVENT_WAIT:
+		/* an event never recorded has nothing to wait for, as in CUDA */
+		if (s->events[e->event.event])
+			r = api->p_cuStreamWaitEvent(q->stream, s->events[e->event.event], 0);
+		break;
 	default:
-		return -EOPNOTSUPP; /* events are not wired up yet */
+		return -EOPNOTSUPP;
 	}
 	if (r != CUDA_SUCCESS) {
 		if (sticky(r)) {
@@ -492,12 +511,17 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 	return 1;
 }
 
+/* Event handles are the tenant's to number: any index in range is valid. */
+static const uint8_t all_live[DP_MAX_EVENTS] = { [0 ... DP_MAX_EVENTS - 1] = 1 };
+
 static bool take_submissions(struct datapath *dp, struct dp_session *s)
 {
 	struct vsession vs = {
 		.bufs = &s->bufs,
 		.kernels = s->kernels,
 		.nkernels = DP_MAX_KERNELS,
+		.event_live = all_live,
+		.nevents = DP_MAX_EVENTS,
 		.queue_live = s->queue_live,
 		.nqueues = DP_MAX_QUEUES,
 		.staging_size = s->h.staging_size,

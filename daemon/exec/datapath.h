@@ -29,6 +29,7 @@
 #define DP_BATCH 64           /* submissions taken from one session per pass */
 #define DP_MAX_MODULES 256    /* per session */
 #define DP_MAX_KERNELS 1024   /* per session */
+#define DP_MAX_EVENTS 1024    /* per session: index space of ooo_event handles */
 
 struct dp_pending {
 	CUevent ev;
@@ -60,6 +61,7 @@ struct dp_session {
 	CUfunction funcs[DP_MAX_KERNELS];
 	uint16_t kmodule[DP_MAX_KERNELS]; /* module index + 1 of each kernel, 0: free */
 	struct vkernel kernels[DP_MAX_KERNELS];
+	CUevent events[DP_MAX_EVENTS]; /* created on first record */
 	uint8_t queue_live[DP_MAX_QUEUES];
 	struct dp_queue *queues[DP_MAX_QUEUES];
 	uint32_t inflight;

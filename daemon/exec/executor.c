@@ -382,9 +382,18 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 	return rc < 0 ? -1 : 1;
 }
 
-#define SPIN_PASSES 4000     /* busy passes while the GPU works, before sleeping in short naps */
-#define NAP_NS 50000         /* nap length while commands are in flight */
+#define SPIN_BUSY_NS 2000000ull /* spin this long on commands in flight before napping */
+#define SPIN_IDLE_NS 200000ull  /* and this long after the last activity before sleeping */
+#define NAP_NS 50000            /* nap length while commands are in flight */
 #define MAX_WAIT_FDS 1024
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /*
  * Serve oood and the attached sessions until oood closes the control socket.
@@ -395,7 +404,7 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 static int serve(int fd, struct memory *mem, struct datapath *dp)
 {
 	static struct pollfd pfd[MAX_WAIT_FDS + 1];
-	unsigned spins = 0;
+	uint64_t last = 0;
 
 	for (;;) {
 		bool moved = dp_progress(dp);
@@ -409,11 +418,19 @@ static int serve(int fd, struct memory *mem, struct datapath *dp)
 			return 1;
 		}
 		if (moved || r > 0) {
-			spins = 0;
+			last = mono_ns();
 			continue;
 		}
-		if (dp->inflight && ++spins < SPIN_PASSES)
-			continue;
+		/*
+		 * A tenant waiting on a short kernel feels every microsecond of a
+		 * wake-up: keep polling a while after activity (one core of the
+		 * host per GPU), then nap, then sleep.
+		 */
+		{
+			uint64_t idle = mono_ns() - last;
+			if (idle < (dp->inflight ? SPIN_BUSY_NS : SPIN_IDLE_NS))
+				continue;
+		}
 		pfd[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		n = dp_prepare_sleep(dp, pfd + 1, MAX_WAIT_FDS);
 		if (n < 0)

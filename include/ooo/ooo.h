@@ -256,6 +256,23 @@ int ooo_kernel_info(const ooo_kernel *k, struct ooo_kernel_info *info);
 int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
 	       const void *params, size_t len);
 
+/* ---- events: order across queues, completion points ------------------------------- */
+
+typedef struct ooo_event ooo_event;
+
+/* Create an event of the session (at most 1024). Returns 0 or -OOO_ELIMIT, -OOO_ENODEV, ... */
+int ooo_event_create(ooo_session *s, ooo_event **out);
+/* Wait for its records to complete, then free it. Accepts NULL. */
+int ooo_event_destroy(ooo_event *ev);
+/* Record the event on q: it completes when everything before it on q has. */
+int ooo_event_record(ooo_queue *q, ooo_event *ev);
+/* Make q wait, on the GPU, for the event's last record (no wait if never recorded). */
+int ooo_queue_wait_event(ooo_queue *q, ooo_event *ev);
+/* 0 if every record of the event completed, -EAGAIN if not yet, or the first failure. */
+int ooo_event_query(ooo_event *ev);
+/* Wait until every record completed (timeout_ms < 0: no limit). Returns 0, -ETIMEDOUT or a failure. */
+int ooo_event_wait(ooo_event *ev, int timeout_ms);
+
 /* The session id the daemon assigned (0 for admin sessions). */
 uint64_t ooo_session_id(const ooo_session *s);
 

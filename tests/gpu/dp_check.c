@@ -99,6 +99,22 @@ static int check(const char *sock)
 	CHECK((r = ooo_queue_sync(q, 10000)) == -EINVAL, "bad element size: %d", r);
 	CHECK(ooo_memcpy_dtoh(q, after, a, sizeof(after)) == 0 && !memcmp(before, after, sizeof(after)),
 	      "buffer intact after refusals");
+	/* events order queues: q2 copies only after q's long run of memsets */
+	{
+		ooo_event *ev;
+		uint32_t v = 0;
+
+		CHECK(ooo_event_create(s, &ev) == 0, "event create");
+		for (uint32_t i = 1; i <= 50; i++)
+			ooo_memset(q, a, i, words, 4);
+		CHECK(ooo_event_record(q, ev) == 0, "record");
+		CHECK(ooo_queue_wait_event(q2, ev) == 0, "wait event");
+		CHECK(ooo_memcpy_dtod(q2, a + size - 4096, a, 4) == 0, "dtod after the event");
+		CHECK(ooo_memcpy_dtoh(q2, &v, a + size - 4096, 4) == 0, "dtoh");
+		CHECK(v == 50, "the copy ran before the event: %u", v);
+		CHECK(ooo_event_wait(ev, 10000) == 0 && ooo_event_query(ev) == 0, "event complete");
+		CHECK(ooo_event_destroy(ev) == 0, "event destroy");
+	}
 	CHECK(ooo_queue_destroy(q) == 0, "destroy");
 	CHECK(ooo_queue_destroy(q2) == 0, "destroy 2");
 	CHECK(ooo_buf_free(b) == 0, "free");
