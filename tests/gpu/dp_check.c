@@ -163,6 +163,42 @@ static int reset(const char *sock)
 	return fails != 0;
 }
 
+/* 100 sessions with 10 queues each: every queue fills its own slice and reads it back. */
+static int many(const char *sock)
+{
+	enum { SESSIONS = 100, QUEUES = 10, SLICE = 1 << 16 };
+	static ooo_session *s[SESSIONS];
+	static ooo_queue *q[SESSIONS][QUEUES];
+	static ooo_buf *b[SESSIONS];
+	static uint32_t back[SLICE / 4];
+	int r;
+
+	for (int i = 0; i < SESSIONS; i++) {
+		s[i] = ooo_open(sock);
+		CHECK(s[i] && ooo_buf_alloc(s[i], QUEUES * SLICE, 0, &b[i]) == 0, "session %d", i);
+		for (int j = 0; j < QUEUES && !fails; j++)
+			CHECK((r = ooo_queue_create(s[i], &q[i][j])) == 0, "queue %d.%d: %d", i, j, r);
+		if (fails)
+			return 1;
+	}
+	for (int i = 0; i < SESSIONS; i++)
+		for (int j = 0; j < QUEUES; j++)
+			ooo_memset(q[i][j], ooo_buf_addr(b[i]) + (uint64_t)j * SLICE, (uint32_t)(i * 1000 + j), SLICE / 4, 4);
+	for (int i = 0; i < SESSIONS && !fails; i++) {
+		for (int j = 0; j < QUEUES && !fails; j++) {
+			CHECK(ooo_memcpy_dtoh(q[i][j], back, ooo_buf_addr(b[i]) + (uint64_t)j * SLICE, SLICE) == 0,
+			      "dtoh %d.%d", i, j);
+			for (int k = 0; k < SLICE / 4 && !fails; k++)
+				CHECK(back[k] == (uint32_t)(i * 1000 + j), "value %d.%d[%d] = %u", i, j, k, back[k]);
+		}
+	}
+	for (int i = 0; i < SESSIONS; i++)
+		ooo_close(s[i]); /* queues, buffers and data paths are reclaimed with the session */
+	if (!fails)
+		printf("ok: %d queues over %d sessions\n", SESSIONS * QUEUES, SESSIONS);
+	return fails != 0;
+}
+
 static int bw(const char *sock, const char *libcuda, size_t mb)
 {
 	size_t size = mb << 20;
@@ -238,6 +274,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[2], "check"))
 		return check(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "many"))
+		return many(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "reset"))
 		return reset(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))

@@ -13,7 +13,7 @@ rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 chmod 755 "$rundir"
 libcuda=libcuda.so.1
 [ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
-printf '[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\nmem_limit = 16G\n' "$libcuda" >"$rundir/oood.conf"
+printf '[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\nmem_limit = 16G\nmax_sessions = 200\nmax_queues = 2048\n' "$libcuda" >"$rundir/oood.conf"
 "$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 daemon=$!
 ctl="$build/oooctl --rundir $rundir"
@@ -37,6 +37,11 @@ wait_ready || fail "executor never became ready: $(field reason)"
 out=$(timeout 120 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "check: $out"
 echo "$out" | grep -q '^ok' || fail "check: $out"
 echo "test_datapath: fill and read back, dtod, small memsets, refusals: ok"
+
+out=$(timeout 200 "$build/tests/gpu/dp_check" "$sock" many 2>&1) || fail "many: $out"
+echo "test_datapath: $out"
+for _ in $(seq 100); do $ctl status | grep -q '^sessions  *0 /' && break; sleep 0.1; done
+$ctl status | grep -q '^sessions  *0 /' || fail "sessions not reclaimed: $($ctl status)"
 
 fifo="$rundir/in"
 mkfifo "$fifo"
