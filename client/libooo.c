@@ -604,6 +604,10 @@ struct dpath {
 	uint32_t consume[DP_INFLIGHT]; /* on_consume entries, oldest first */
 	uint32_t chead, clen;
 	uint8_t event_used[1024]; /* event handles in use (the executor's DP_MAX_EVENTS) */
+	struct {
+		unsigned char *base; /* NULL if the region is free */
+		uint64_t size;
+	} host[OOO_HOST_REGIONS];
 	struct ooo_event *next_ev; /* dp_submit: the event the next entry records */
 };
 
@@ -1039,14 +1043,37 @@ int ooo_queue_sync(ooo_queue *q, int timeout_ms)
 	return r;
 }
 
+/* Is [p, p+len) inside one of the session's host regions? Then its tagged address. Caller holds d->lock. */
+static bool host_addr(struct dpath *d, const void *p, size_t len, uint64_t *addr)
+{
+	const unsigned char *c = p;
+
+	for (uint32_t r = 0; r < OOO_HOST_REGIONS; r++) {
+		if (d->host[r].base && c >= d->host[r].base && len <= d->host[r].size &&
+		    (uint64_t)(c - d->host[r].base) <= d->host[r].size - len) {
+			*addr = OOO_HOST_ADDR(r, c - d->host[r].base);
+			return true;
+		}
+	}
+	return false;
+}
+
 int ooo_memcpy_htod(ooo_queue *q, uint64_t dst, const void *src, size_t len)
 {
 	struct dpath *d;
+	uint64_t h;
 	int r = 0;
 
 	if ((r = queue_check(q, &d)) || (len && !src))
 		return r ? r : -EINVAL;
 	pthread_mutex_lock(&d->lock);
+	if (len && host_addr(d, src, len, &h)) {
+		/* zero copy: the executor DMAs straight from the caller's registered memory */
+		struct ooo_sqe e = { .opcode = OOO_OP_HTOD, .copy = { .dst = dst, .src = h, .len = len } };
+		r = dp_submit(q->s, d, q->idx, &e, UINT64_MAX, NULL, 0);
+		pthread_mutex_unlock(&d->lock);
+		return r;
+	}
 	for (size_t done = 0; done < len && r == 0;) {
 		size_t n = len - done < DP_CHUNK ? len - done : DP_CHUNK;
 		struct ooo_sqe e = { .opcode = OOO_OP_HTOD };
@@ -1076,6 +1103,15 @@ int ooo_memcpy_dtoh(ooo_queue *q, void *dst, uint64_t src, size_t len)
 	if ((r = queue_check(q, &d)) || (len && !dst))
 		return r ? r : -EINVAL;
 	pthread_mutex_lock(&d->lock);
+	{
+		uint64_t h;
+
+		if (len && host_addr(d, dst, len, &h)) {
+			struct ooo_sqe e = { .opcode = OOO_OP_DTOH, .copy = { .dst = h, .src = src, .len = len } };
+			r = dp_submit(q->s, d, q->idx, &e, UINT64_MAX, NULL, 0);
+			len = 0; /* nothing to stage: wait for it below */
+		}
+	}
 	for (size_t done = 0; done < len && r == 0;) {
 		size_t n = len - done < DP_CHUNK ? len - done : DP_CHUNK;
 		struct ooo_sqe e = { .opcode = OOO_OP_DTOH };
@@ -1452,5 +1488,74 @@ int ooo_event_wait(ooo_event *ev, int timeout_ms)
 		ev->error = 0;
 	}
 	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+/* ---- zero-copy host memory --------------------------------------------------------- */
+
+int ooo_host_alloc(ooo_session *s, size_t bytes, void **out)
+{
+	struct ooo_msg_host req = { .size = bytes }, rep;
+	const void *rp;
+	size_t rlen;
+	void *p;
+	int r, fd = -1;
+
+	if (!s || !out || !bytes || s->admin)
+		return -EINVAL;
+	set_last_error("");
+	pthread_mutex_lock(&s->lock);
+	r = dp_attach_locked(s);
+	if (r == 0)
+		r = transact(s, OOO_MSG_HOST_ALLOC, &req, sizeof(req), &rp, &rlen);
+	if (r == 0) {
+		memcpy(&rep, rp, sizeof(rep));
+		fd = s->rfd;
+		if (fd < 0 || rep.region >= OOO_HOST_REGIONS)
+			r = -OOO_EPROTO;
+	}
+	if (r < 0) {
+		pthread_mutex_unlock(&s->lock);
+		return r;
+	}
+	p = mmap(NULL, rep.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	drop_fd(s); /* the mapping keeps the memory */
+	pthread_mutex_unlock(&s->lock);
+	if (p == MAP_FAILED)
+		return -errno;
+	pthread_mutex_lock(&s->dp->lock);
+	s->dp->host[rep.region].base = p;
+	s->dp->host[rep.region].size = rep.size;
+	pthread_mutex_unlock(&s->dp->lock);
+	*out = p;
+	return 0;
+}
+
+int ooo_host_free(ooo_session *s, void *p)
+{
+	struct ooo_msg_host req = { 0 };
+	const void *rp;
+	size_t rlen;
+	uint32_t reg;
+	uint64_t size = 0;
+	int r;
+
+	if (!s || !p || !s->dp)
+		return -EINVAL;
+	pthread_mutex_lock(&s->dp->lock);
+	for (reg = 0; reg < OOO_HOST_REGIONS && s->dp->host[reg].base != p; reg++)
+		;
+	if (reg < OOO_HOST_REGIONS) {
+		size = s->dp->host[reg].size;
+		s->dp->host[reg].base = NULL;
+	}
+	pthread_mutex_unlock(&s->dp->lock);
+	if (reg == OOO_HOST_REGIONS)
+		return -ENOENT;
+	req.region = reg;
+	pthread_mutex_lock(&s->lock);
+	r = transact(s, OOO_MSG_HOST_FREE, &req, sizeof(req), &rp, &rlen);
+	pthread_mutex_unlock(&s->lock);
+	munmap(p, size);
 	return r;
 }

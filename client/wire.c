@@ -48,6 +48,8 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_MODULE_LOAD: return "module load";
 	case OOO_MSG_MODULE_UNLOAD: return "module unload";
 	case OOO_MSG_KERNEL_GET: return "kernel get";
+	case OOO_MSG_HOST_ALLOC: return "host alloc";
+	case OOO_MSG_HOST_FREE: return "host free";
 	case OOO_MSG_STATUS: return "status";
 	case OOO_MSG_TENANTS: return "tenants";
 	case OOO_MSG_SESSIONS: return "sessions";
@@ -117,6 +119,15 @@ static int check_request(const struct wire_msg *m, const char **why)
 		if (n != sizeof(*l) || l->flags || !l->len || l->len > OOO_MODULE_MAX_BYTES || !l->kind ||
 		    l->kind > OOO_MODULE_CUDA_C) {
 			*why = "module load: bad size, kind or flags";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_HOST_ALLOC:
+	case OOO_MSG_HOST_FREE: {
+		const struct ooo_msg_host *h = p;
+		if (n != sizeof(*h) || h->reserved) {
+			*why = "host region payload has the wrong size";
 			return -OOO_EPROTO;
 		}
 		return 0;
@@ -275,6 +286,7 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 	case OOO_MSG_BUF_FREE:
 	case OOO_MSG_QUEUE_DESTROY:
 	case OOO_MSG_MODULE_UNLOAD:
+	case OOO_MSG_HOST_FREE:
 		if (n != 0) {
 			*why = "unexpected payload in reply";
 			return -OOO_EPROTO;
@@ -292,6 +304,9 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return 0;
 	case OOO_MSG_MODULE_LOAD:
 		EXACT(struct ooo_msg_module);
+		return 0;
+	case OOO_MSG_HOST_ALLOC:
+		EXACT(struct ooo_msg_host);
 		return 0;
 	case OOO_MSG_KERNEL_GET:
 		EXACT(struct ooo_msg_kernel);

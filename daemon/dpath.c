@@ -135,6 +135,86 @@ void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const st
 	}
 }
 
+static int send_host_map(struct server *srv, struct sdpath *d, uint32_t region, uint64_t req)
+{
+	struct exec_host h = { .req = req, .session = d->session, .region = region, .size = d->host_size[region] };
+
+	return gpu_send_fds(srv, d->gpu, EXEC_MSG_HOST_MAP, &h, sizeof(h), &d->host_fd[region], 1);
+}
+
+void dpath_host_alloc(struct server *srv, struct conn *c, uint32_t seq, uint64_t size)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d = attached(srv, c, OOO_MSG_HOST_ALLOC, seq);
+	uint64_t sz = (size + (2ull << 20) - 1) & ~((2ull << 20) - 1);
+	struct xreq *x;
+	uint32_t r;
+	int fd, e;
+
+	if (!d)
+		return;
+	if (!size || size > OOO_HOST_MAX_BYTES) {
+		server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, seq, -EINVAL, "host regions are 1 byte .. 16 GiB");
+		return;
+	}
+	for (r = 0; r < OOO_HOST_REGIONS && d->host_fd[r] >= 0; r++)
+		;
+	if (r == OOO_HOST_REGIONS) {
+		server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, seq, -OOO_ELIMIT, "the session has %u host regions",
+				   OOO_HOST_REGIONS);
+		return;
+	}
+	/* pinned host memory is charged to mem_limit like device memory */
+	if (session_charge(s, OOO_RES_MEM_BYTES, sz) < 0) {
+		server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, seq, -OOO_ELIMIT,
+				   "%llu more bytes would exceed the tenant's mem_limit of %llu", (unsigned long long)sz,
+				   (unsigned long long)s->tenant->terms.limit[OOO_RES_MEM_BYTES]);
+		return;
+	}
+	fd = memfd_create("ooo-host", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)sz) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		e = -errno;
+		if (fd >= 0)
+			close(fd);
+		session_uncharge(s, OOO_RES_MEM_BYTES, sz);
+		server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, seq, e, "cannot create the host region: %s", strerror(-e));
+		return;
+	}
+	d->host_fd[r] = fd;
+	d->host_size[r] = sz;
+	x = xreq_new(srv, c, seq, OOO_MSG_HOST_ALLOC, d->gpu);
+	if (!x || send_host_map(srv, d, r, x->req) < 0) {
+		if (x)
+			xreq_free(x);
+		close(fd);
+		d->host_fd[r] = -1;
+		session_uncharge(s, OOO_RES_MEM_BYTES, sz);
+		server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, seq, -OOO_EDEVRESET, "cannot reach the executor");
+		return;
+	}
+	x->region = r;
+}
+
+void dpath_host_free(struct server *srv, struct conn *c, uint32_t seq, uint32_t region)
+{
+	struct session *s = server_conn_session(c);
+	struct sdpath *d = s->dp;
+	struct exec_host h = { .session = s->id, .region = region };
+
+	if (!d || region >= OOO_HOST_REGIONS || d->host_fd[region] < 0) {
+		server_reply_error(srv, c, OOO_MSG_HOST_FREE, seq, -ENOENT, "no host region %u in this session", region);
+		return;
+	}
+	if (d->attached)
+		gpu_send(srv, d->gpu, EXEC_MSG_HOST_UNMAP, &h, sizeof(h), -1);
+	close(d->host_fd[region]);
+	d->host_fd[region] = -1;
+	d->host_mapped[region] = false;
+	session_uncharge(s, OOO_RES_MEM_BYTES, d->host_size[region]);
+	server_reply(srv, c, OOO_MSG_HOST_FREE, seq, NULL, 0, -1);
+}
+
 void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void *payload)
 {
 	uint64_t req;
@@ -148,7 +228,29 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 		if (x->req != req || x->gpu != gpu)
 			continue;
 		c = x->sess ? server_conn_get(srv, x->waiter) : NULL;
-		if (type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
+		if (type == (EXEC_MSG_HOST_MAP | OOO_MSG_REPLY)) {
+			struct exec_mem_reply r;
+			struct sdpath *d = x->sess ? x->sess->dp : NULL;
+
+			memcpy(&r, payload, sizeof(r));
+			if (d && r.status == 0 && d->host_fd[x->region] >= 0) {
+				struct ooo_msg_host rep = { .region = x->region, .size = d->host_size[x->region] };
+				int fd = fcntl(d->host_fd[x->region], F_DUPFD_CLOEXEC, 3);
+
+				d->host_mapped[x->region] = true;
+				if (c && fd >= 0)
+					server_reply(srv, c, OOO_MSG_HOST_ALLOC, x->seq, &rep, sizeof(rep), fd);
+				else if (fd >= 0)
+					close(fd);
+			} else if (d && d->host_fd[x->region] >= 0) {
+				close(d->host_fd[x->region]);
+				d->host_fd[x->region] = -1;
+				session_uncharge(x->sess, OOO_RES_MEM_BYTES, d->host_size[x->region]);
+				if (c)
+					server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, x->seq, r.status, "gpu%u: %s", gpu,
+							   r.reason);
+			}
+		} else if (type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
 			struct exec_kernel_reply k;
 
 			memcpy(&k, payload, sizeof(k));
@@ -181,6 +283,10 @@ static void dp_free(struct sdpath *d)
 	list_del(&d->node);
 	if (d->hdr)
 		munmap(d->hdr, 4096);
+	for (uint32_t i = 0; i < OOO_HOST_REGIONS; i++) {
+		if (d->host_fd[i] >= 0)
+			close(d->host_fd[i]);
+	}
 	if (d->memfd >= 0)
 		close(d->memfd);
 	if (d->sq_efd >= 0)
@@ -270,6 +376,8 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 	d->sess = s;
 	d->session = s->id;
 	d->gpu = (uint32_t)gpu;
+	for (uint32_t i = 0; i < OOO_HOST_REGIONS; i++)
+		d->host_fd[i] = -1;
 	d->sq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	d->cq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	d->memfd = make_area(DPATH_AREA_SIZE);
@@ -375,6 +483,10 @@ void dpath_release_session(struct server *srv, struct session *s)
 		if (d->module_live[q])
 			session_uncharge(s, OOO_RES_MODULES, 1);
 	}
+	for (uint32_t r = 0; r < OOO_HOST_REGIONS; r++) {
+		if (d->host_fd[r] >= 0)
+			session_uncharge(s, OOO_RES_MEM_BYTES, d->host_size[r]);
+	}
 	if (d->attached && !srv->stopping) {
 		struct exec_attach a = { .session = d->session };
 		gpu_send(srv, d->gpu, EXEC_MSG_DETACH, &a, sizeof(a), -1);
@@ -438,10 +550,14 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 			server_reply_fds(srv, c, OOO_MSG_ATTACH, d->seq, &rep, sizeof(rep), fds, 3);
 			return;
 		}
-		/* a re-attach after an executor restart: queues come back too */
+		/* a re-attach after an executor restart: queues and host regions come back too */
 		for (uint32_t q = 0; q < DPATH_MAX_QUEUES; q++) {
 			if (d->queue_live[q])
 				send_queue(srv, d, q, true, 0);
+		}
+		for (uint32_t r = 0; r < OOO_HOST_REGIONS; r++) {
+			if (d->host_fd[r] >= 0)
+				send_host_map(srv, d, r, 0);
 		}
 		/* the tenant may submit again; queue creations above are in order before its commands */
 		if (__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1)
@@ -479,6 +595,12 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 			continue;
 		if (x->type == OOO_MSG_MODULE_LOAD && x->sess)
 			session_uncharge(x->sess, OOO_RES_MODULES, 1);
+		if (x->type == OOO_MSG_HOST_ALLOC && x->sess && x->sess->dp && x->sess->dp->host_fd[x->region] >= 0) {
+			struct sdpath *hd = x->sess->dp;
+			close(hd->host_fd[x->region]);
+			hd->host_fd[x->region] = -1;
+			session_uncharge(x->sess, OOO_RES_MEM_BYTES, hd->host_size[x->region]);
+		}
 		if (c)
 			server_reply_error(srv, c, x->type, x->seq, -OOO_EDEVRESET,
 					   "the executor of gpu%u died during the request", gpu);

@@ -43,6 +43,9 @@ struct sdpath {
 	uint32_t wait_queue;
 	uint8_t queue_live[DPATH_MAX_QUEUES];
 	uint8_t module_live[DPATH_MAX_MODULES];
+	int host_fd[OOO_HOST_REGIONS]; /* zero-copy host regions: memfds kept here, -1 if free */
+	uint64_t host_size[OOO_HOST_REGIONS];
+	bool host_mapped[OOO_HOST_REGIONS];
 };
 
 /* A request forwarded to an executor, answered to the tenant when the executor replies. */
@@ -54,6 +57,7 @@ struct xreq {
 	struct conn_ref waiter;
 	uint32_t seq;
 	struct session *sess; /* NULL once the session is gone */
+	uint32_t region;      /* HOST_ALLOC: the region it maps */
 };
 
 void dpath_init(struct server *srv);
@@ -65,6 +69,8 @@ void dpath_release_session(struct server *srv, struct session *s);
 void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd);
 void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint32_t module);
 void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_kernel_get *req);
+void dpath_host_alloc(struct server *srv, struct conn *c, uint32_t seq, uint64_t size);
+void dpath_host_free(struct server *srv, struct conn *c, uint32_t seq, uint32_t region);
 /* An executor's answer to a forwarded request (module load/unload, kernel get). */
 void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void *payload);
 void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason);

@@ -296,7 +296,8 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
 		if (type == EXEC_MSG_READY) {
 			on_ready(srv, g, payload);
-		} else if (type == (EXEC_MSG_MODULE_LOAD | OOO_MSG_REPLY) ||
+		} else if (type == (EXEC_MSG_MODULE_LOAD | OOO_MSG_REPLY) || type == (EXEC_MSG_HOST_MAP | OOO_MSG_REPLY) ||
+			   type == (EXEC_MSG_HOST_UNMAP | OOO_MSG_REPLY) ||
 			   type == (EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY) ||
 			   type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
 			dpath_on_xreply(srv, idx, type, payload);

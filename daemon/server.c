@@ -723,6 +723,17 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_PING:
 		conn_reply(srv, c, type, seq, m->payload, m->plen);
 		return;
+	case OOO_MSG_HOST_ALLOC:
+	case OOO_MSG_HOST_FREE:
+		if (!c->sess) {
+			conn_reply_error(srv, c, type, seq, -EINVAL, "host regions belong to tenant sessions");
+			return;
+		}
+		if (type == OOO_MSG_HOST_ALLOC)
+			dpath_host_alloc(srv, c, seq, ((const struct ooo_msg_host *)m->payload)->size);
+		else
+			dpath_host_free(srv, c, seq, ((const struct ooo_msg_host *)m->payload)->region);
+		return;
 	case OOO_MSG_MODULE_LOAD:
 	case OOO_MSG_MODULE_UNLOAD:
 	case OOO_MSG_KERNEL_GET:

@@ -194,6 +194,12 @@ static void session_free(struct datapath *dp, struct dp_session *s)
 		if (s->events[i])
 			dp->api->p_cuEventDestroy(s->events[i]);
 	}
+	for (uint32_t i = 0; i < OOO_HOST_REGIONS; i++) {
+		if (s->host[i]) {
+			dp->api->p_cuMemHostUnregister(s->host[i]);
+			munmap(s->host[i], s->host_size[i]);
+		}
+	}
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
 			queue_destroy(dp, s->queues[i]);
@@ -311,6 +317,56 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 	return 0;
 }
 
+int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint64_t size, char *why, size_t cap)
+{
+	struct dp_session *s = dp_session_get(dp, id, true);
+	struct stat st;
+	CUresult r;
+	void *p;
+
+	if (!s || region >= OOO_HOST_REGIONS || s->host[region]) {
+		snprintf(why, cap, "bad or busy host region %u", region);
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size || !sealed(fd)) {
+		snprintf(why, cap, "the host region is not a sealed memfd of %llu bytes", (unsigned long long)size);
+		return -EINVAL;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(why, cap, "mmap: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	r = dp->api->p_cuMemHostRegister(p, size, CU_MEMHOSTREGISTER_DEVICEMAP);
+	if (r != CUDA_SUCCESS) {
+		char e[128];
+		snprintf(why, cap, "cuMemHostRegister: %s", cuda_strerror(dp->api, r, e, sizeof(e)));
+		munmap(p, size);
+		return -ENOMEM;
+	}
+	s->host[region] = p;
+	s->host_size[region] = size;
+	return 0;
+}
+
+int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region)
+{
+	struct dp_session *s = dp_session_get(dp, id, false);
+
+	if (!s || region >= OOO_HOST_REGIONS || !s->host[region])
+		return -ENOENT;
+	/* copies in flight may still read or write it */
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		if (s->queues[i])
+			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
+	}
+	dp->api->p_cuMemHostUnregister(s->host[region]);
+	munmap(s->host[region], s->host_size[region]);
+	s->host[region] = NULL;
+	s->host_size[region] = 0;
+	return 0;
+}
+
 int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
@@ -424,6 +480,16 @@ static void set_fatal(struct datapath *dp, CUresult r, const char *what)
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why), "%s: %s", what, cuda_strerror(dp->api, r, e, sizeof(e)));
 }
 
+/* The host side of a validated copy: staging, or a host region. */
+static void *host_ptr(struct dp_session *s, uint64_t addr)
+{
+	uint64_t tag = addr >> OOO_HOST_TAG_SHIFT, off = addr & ((1ull << OOO_HOST_TAG_SHIFT) - 1);
+
+	if (!tag)
+		return (unsigned char *)s->base + s->h.staging_off + off;
+	return (unsigned char *)s->host[tag - 1] + off;
+}
+
 /* Issue one validated submission. Returns a status to post at once (< 0), 0 if issued, 1 if issued with an event. */
 static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e)
 {
@@ -439,10 +505,10 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 	case OOO_OP_NOP:
 		break;
 	case OOO_OP_HTOD:
-		r = api->p_cuMemcpyHtoDAsync(e->copy.dst, stage + e->copy.src, e->copy.len, q->stream);
+		r = api->p_cuMemcpyHtoDAsync(e->copy.dst, host_ptr(s, e->copy.src), e->copy.len, q->stream);
 		break;
 	case OOO_OP_DTOH:
-		r = api->p_cuMemcpyDtoHAsync(stage + e->copy.dst, e->copy.src, e->copy.len, q->stream);
+		r = api->p_cuMemcpyDtoHAsync(host_ptr(s, e->copy.dst), e->copy.src, e->copy.len, q->stream);
 		break;
 	case OOO_OP_DTOD:
 		r = api->p_cuMemcpyDtoDAsync(e->copy.dst, e->copy.src, e->copy.len, q->stream);
@@ -522,6 +588,7 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s)
 		.nkernels = DP_MAX_KERNELS,
 		.event_live = all_live,
 		.nevents = DP_MAX_EVENTS,
+		.host_size = s->host_size,
 		.queue_live = s->queue_live,
 		.nqueues = DP_MAX_QUEUES,
 		.staging_size = s->h.staging_size,

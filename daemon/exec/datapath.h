@@ -62,6 +62,8 @@ struct dp_session {
 	uint16_t kmodule[DP_MAX_KERNELS]; /* module index + 1 of each kernel, 0: free */
 	struct vkernel kernels[DP_MAX_KERNELS];
 	CUevent events[DP_MAX_EVENTS]; /* created on first record */
+	void *host[OOO_HOST_REGIONS];  /* host regions, mapped and registered */
+	uint64_t host_size[OOO_HOST_REGIONS];
 	uint8_t queue_live[DP_MAX_QUEUES];
 	struct dp_queue *queues[DP_MAX_QUEUES];
 	uint32_t inflight;
@@ -93,6 +95,9 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char
 int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
 		   size_t cap);
 int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module);
+/* Map and register a host region from a sealed memfd (fd stays the caller's). */
+int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint64_t size, char *why, size_t cap);
+int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region);
 /* Look a kernel up and describe it. Returns 0 or -errno and why. */
 int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, struct ooo_msg_kernel *out,
 		  char *why, size_t cap);

@@ -29,6 +29,16 @@ enum exec_msg_type {
 	EXEC_MSG_MODULE_LOAD = 0x108,   /* exec_module + image memfd; reply exec_mem_reply (addr = module) */
 	EXEC_MSG_MODULE_UNLOAD = 0x109, /* exec_module; reply exec_mem_reply */
 	EXEC_MSG_KERNEL_GET = 0x10a,    /* exec_kernel_get; reply exec_kernel_reply */
+	EXEC_MSG_HOST_MAP = 0x10b,      /* exec_host + the region's memfd; reply exec_mem_reply */
+	EXEC_MSG_HOST_UNMAP = 0x10c,    /* exec_host; reply exec_mem_reply */
+};
+
+struct exec_host {
+	uint64_t req;
+	uint64_t session;
+	uint32_t region;
+	uint32_t reserved;
+	uint64_t size;
 };
 
 struct exec_module {

@@ -65,6 +65,9 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 	case EXEC_MSG_MODULE_LOAD:
 	case EXEC_MSG_MODULE_UNLOAD:
 		return *plen == sizeof(struct exec_module) ? 0 : -OOO_EPROTO;
+	case EXEC_MSG_HOST_MAP:
+	case EXEC_MSG_HOST_UNMAP:
+		return *plen == sizeof(struct exec_host) ? 0 : -OOO_EPROTO;
 	case EXEC_MSG_KERNEL_GET: {
 		struct exec_kernel_get k;
 		if (*plen != sizeof(k))
@@ -86,7 +89,9 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 	case EXEC_MSG_DETACH | OOO_MSG_REPLY:
 	case EXEC_MSG_QUEUE | OOO_MSG_REPLY:
 	case EXEC_MSG_MODULE_LOAD | OOO_MSG_REPLY:
-	case EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY: {
+	case EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY:
+	case EXEC_MSG_HOST_MAP | OOO_MSG_REPLY:
+	case EXEC_MSG_HOST_UNMAP | OOO_MSG_REPLY: {
 		struct exec_mem_reply r;
 		if (*plen != sizeof(r))
 			return -OOO_EPROTO;
@@ -365,6 +370,20 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 						    sizeof(rep.reason));
 			rep.addr = mod;
 		}
+		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
+	} else if (type == EXEC_MSG_HOST_MAP || type == EXEC_MSG_HOST_UNMAP) {
+		struct exec_host h;
+		struct exec_mem_reply rep = { 0 };
+
+		memcpy(&h, payload, sizeof(h));
+		rep.req = h.req;
+		rep.addr = h.region;
+		if (type == EXEC_MSG_HOST_UNMAP)
+			rep.status = dp_host_unmap(dp, h.session, h.region);
+		else if (nfd < 1)
+			rep.status = -EBADF;
+		else
+			rep.status = dp_host_map(dp, h.session, h.region, fds[0], h.size, rep.reason, sizeof(rep.reason));
 		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
 	} else if (type == EXEC_MSG_KERNEL_GET) {
 		struct exec_kernel_get k;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "validate.h"
 
+#include <ooo/proto.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,19 @@ static bool in_staging(const struct vsession *vs, uint64_t off, uint64_t len)
 	return len && off <= vs->staging_size && len <= vs->staging_size - off;
 }
 
+/* A host address of a copy: staging, or a tagged offset into one of the session's host regions. */
+static bool in_host(const struct vsession *vs, uint64_t addr, uint64_t len)
+{
+	uint64_t tag = addr >> OOO_HOST_TAG_SHIFT, off = addr & ((1ull << OOO_HOST_TAG_SHIFT) - 1), size;
+
+	if (!tag)
+		return in_staging(vs, addr, len);
+	if (!vs->host_size || tag > OOO_HOST_REGIONS)
+		return false;
+	size = vs->host_size[tag - 1];
+	return len && size && off <= size && len <= size - off;
+}
+
 #define BAD(code, text)                                                                                    \
 	do {                                                                                               \
 		*why = text;                                                                               \
@@ -135,7 +150,7 @@ int validate_sqe(const struct ooo_sqe *e, const struct vsession *vs, const char 
 	case OOO_OP_LAUNCH:
 		return check_launch(e, vs, why);
 	case OOO_OP_HTOD:
-		if (!in_staging(vs, e->copy.src, e->copy.len))
+		if (!in_host(vs, e->copy.src, e->copy.len))
 			BAD(-EFAULT, "copy source outside the staging area");
 		if (!vbufs_contains(vs->bufs, e->copy.dst, e->copy.len))
 			BAD(-EFAULT, "copy destination is not inside one of the session's buffers");
@@ -143,7 +158,7 @@ int validate_sqe(const struct ooo_sqe *e, const struct vsession *vs, const char 
 	case OOO_OP_DTOH:
 		if (!vbufs_contains(vs->bufs, e->copy.src, e->copy.len))
 			BAD(-EFAULT, "copy source is not inside one of the session's buffers");
-		if (!in_staging(vs, e->copy.dst, e->copy.len))
+		if (!in_host(vs, e->copy.dst, e->copy.len))
 			BAD(-EFAULT, "copy destination outside the staging area");
 		return 0;
 	case OOO_OP_DTOD:

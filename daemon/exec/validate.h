@@ -53,6 +53,7 @@ struct vsession {
 	const uint8_t *event_live;
 	uint32_t nevents;
 	uint64_t staging_size;
+	const uint64_t *host_size; /* OOO_HOST_REGIONS sizes of host regions (0: none); NULL: no regions */
 };
 
 /*

@@ -256,6 +256,20 @@ int ooo_kernel_info(const ooo_kernel *k, struct ooo_kernel_info *info);
 int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
 	       const void *params, size_t len);
 
+/* ---- zero-copy host memory ---------------------------------------------------------- */
+
+/*
+ * Allocate bytes (rounded up to 2 MiB, at most 16 GiB, 64 regions per
+ * session) of host memory shared with the GPU's executor and registered for
+ * DMA: copies from or to it (ooo_memcpy_htod/dtoh with a pointer inside it)
+ * skip the staging copy. Charged to the tenant's mem_limit. Returns 0 and
+ * the address in *out, or a negative error.
+ */
+int ooo_host_alloc(ooo_session *s, size_t bytes, void **out);
+
+/* Free a region from ooo_host_alloc (after the copies that use it completed). Returns 0 or -ENOENT. */
+int ooo_host_free(ooo_session *s, void *p);
+
 /* ---- events: order across queues, completion points ------------------------------- */
 
 typedef struct ooo_event ooo_event;

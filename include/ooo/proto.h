@@ -50,6 +50,8 @@ enum ooo_msg_type {
 	OOO_MSG_MODULE_LOAD = 11,   /* tenant: ooo_msg_module_load + the image as a sealed memfd -> ooo_msg_module */
 	OOO_MSG_MODULE_UNLOAD = 12, /* tenant: ooo_msg_module -> empty */
 	OOO_MSG_KERNEL_GET = 13,    /* tenant: ooo_msg_kernel_get -> ooo_msg_kernel */
+	OOO_MSG_HOST_ALLOC = 14,    /* tenant: ooo_msg_host -> ooo_msg_host + the region's memfd */
+	OOO_MSG_HOST_FREE = 15,     /* tenant: ooo_msg_host (region) -> empty */
 
 	OOO_MSG_STATUS = 32,   /* admin: no payload -> struct ooo_msg_status */
 	OOO_MSG_TENANTS = 33,  /* admin: ooo_msg_list_req -> ooo_msg_list + tenant recs */
@@ -171,6 +173,16 @@ struct ooo_msg_kernel {
 	uint32_t reserved;
 	uint32_t param_offset[OOO_MAX_PARAMS];
 	uint32_t param_bytes[OOO_MAX_PARAMS];
+};
+
+/* Zero-copy host memory: a region shared with the executor and registered for DMA. */
+#define OOO_HOST_REGIONS 64u
+#define OOO_HOST_MAX_BYTES (16ull << 30)
+
+struct ooo_msg_host {
+	uint32_t region; /* reply, FREE: the region's index */
+	uint32_t reserved;
+	uint64_t size;   /* ALLOC: bytes wanted; reply: after rounding */
 };
 
 struct ooo_msg_hello_reply {

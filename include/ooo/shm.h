@@ -83,6 +83,14 @@ enum ooo_sqe_op {
 	OOO_OP_MAX
 };
 
+/*
+ * Host addresses in copies (HTOD src, DTOH dst): an offset into the staging
+ * area, or with a region tag in the top 16 bits, an offset into host region
+ * r (ooo_host_alloc): OOO_HOST_ADDR(r, off).
+ */
+#define OOO_HOST_TAG_SHIFT 48
+#define OOO_HOST_ADDR(r, off) ((((uint64_t)(r) + 1) << OOO_HOST_TAG_SHIFT) | (uint64_t)(off))
+
 #define OOO_SQE_NOTIFY 1u /* post a completion even on success */
 #define OOO_SQE_FLAGS_ALL OOO_SQE_NOTIFY
 

@@ -226,6 +226,34 @@ static int bw(const char *sock, const char *libcuda, size_t mb)
 	for (int i = 0; i < reps; i++)
 		ooo_memcpy_dtoh(q, h, ooo_buf_addr(b), size);
 	printf("ooo dtoh %zu MiB: %.2f GB/s\n", mb, (double)size * reps / (now_s() - t) / 1e9);
+	/* zero copy: the same copies from and to ooo_host_alloc memory */
+	{
+		void *hp;
+		int r = ooo_host_alloc(s, size, &hp);
+
+		if (r < 0) {
+			printf("FAIL host alloc: %d %s\n", r, ooo_last_error());
+			return 1;
+		}
+		memset(hp, 7, size);
+		ooo_memcpy_htod(q, ooo_buf_addr(b), hp, size);
+		ooo_queue_sync(q, -1);
+		t = now_s();
+		for (int i = 0; i < reps; i++)
+			ooo_memcpy_htod(q, ooo_buf_addr(b), hp, size);
+		r = ooo_queue_sync(q, -1);
+		printf("ooo zero-copy htod %zu MiB: %.2f GB/s (%d)\n", mb, (double)size * reps / (now_s() - t) / 1e9, r);
+		memset(hp, 0, size);
+		t = now_s();
+		for (int i = 0; i < reps; i++)
+			r = ooo_memcpy_dtoh(q, hp, ooo_buf_addr(b), size);
+		printf("ooo zero-copy dtoh %zu MiB: %.2f GB/s (%d)\n", mb, (double)size * reps / (now_s() - t) / 1e9, r);
+		if (((unsigned char *)hp)[size - 1] != 7) {
+			printf("FAIL zero-copy contents\n");
+			return 1;
+		}
+		ooo_host_free(s, hp);
+	}
 	/* baseline: this process's own context, pinned host memory, cuMemcpy */
 	if (cuda_load(&api, libcuda, why, sizeof(why)) == 0) {
 		CUcontext ctx;
