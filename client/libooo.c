@@ -621,6 +621,8 @@ struct ooo_event {
 struct ooo_queue {
 	ooo_session *s;
 	uint32_t idx;
+	int priority;
+	uint32_t slo_us;
 };
 
 static void dp_destroy(struct dpath *d)
@@ -955,16 +957,23 @@ static int queue_check(ooo_queue *q, struct dpath **dp)
 	return 0;
 }
 
-int ooo_queue_create(ooo_session *s, ooo_queue **out)
+int ooo_queue_create(ooo_session *s, const struct ooo_queue_opts *opts, ooo_queue **out)
 {
-	struct ooo_msg_queue rep;
+	struct ooo_queue_opts o = { .sz = sizeof(o), .priority = -1 };
+	struct ooo_msg_queue_create req;
+	struct ooo_msg_queue_info rep;
 	const void *rp;
 	size_t rlen;
 	ooo_queue *q;
 	int r;
 
-	if (!s || !out || s->admin)
+	if (!s || !out || s->admin || (opts && opts->sz < sizeof(size_t)))
 		return -EINVAL;
+	if (opts)
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (o.priority < -1 || o.priority > 99)
+		return -EINVAL;
+	req = (struct ooo_msg_queue_create){ .priority = o.priority, .slo_us = o.slo_us };
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -972,7 +981,7 @@ int ooo_queue_create(ooo_session *s, ooo_queue **out)
 	pthread_mutex_lock(&s->lock);
 	r = dp_attach_locked(s);
 	if (r == 0)
-		r = transact(s, OOO_MSG_QUEUE_CREATE, NULL, 0, &rp, &rlen);
+		r = transact(s, OOO_MSG_QUEUE_CREATE, &req, sizeof(req), &rp, &rlen);
 	if (r == 0)
 		memcpy(&rep, rp, sizeof(rep));
 	pthread_mutex_unlock(&s->lock);
@@ -982,11 +991,23 @@ int ooo_queue_create(ooo_session *s, ooo_queue **out)
 	}
 	q->s = s;
 	q->idx = rep.queue;
+	q->priority = rep.priority;
+	q->slo_us = rep.slo_us;
 	pthread_mutex_lock(&s->dp->lock);
 	s->dp->q[q->idx] = (struct dp_queue_state){ .live = true };
 	pthread_mutex_unlock(&s->dp->lock);
 	*out = q;
 	return 0;
+}
+
+int ooo_queue_priority(const ooo_queue *q)
+{
+	return q ? q->priority : -1;
+}
+
+uint32_t ooo_queue_slo_us(const ooo_queue *q)
+{
+	return q ? q->slo_us : 0;
 }
 
 int ooo_queue_destroy(ooo_queue *q)

@@ -108,12 +108,14 @@ static int check_request(const struct wire_msg *m, const char **why)
 		}
 		return 0;
 	}
-	case OOO_MSG_QUEUE_CREATE:
-		if (n) {
-			*why = "unexpected payload";
+	case OOO_MSG_QUEUE_CREATE: {
+		const struct ooo_msg_queue_create *q = p;
+		if (n != sizeof(*q) || q->flags || q->reserved || q->priority < -1 || q->priority > 99) {
+			*why = "queue create: bad size, flags or priority";
 			return -OOO_EPROTO;
 		}
 		return 0;
+	}
 	case OOO_MSG_MODULE_LOAD: {
 		const struct ooo_msg_module_load *l = p;
 		if (n != sizeof(*l) || l->flags || !l->len || l->len > OOO_MODULE_MAX_BYTES || !l->kind ||
@@ -300,7 +302,7 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		EXACT(struct ooo_msg_attach_reply);
 		return 0;
 	case OOO_MSG_QUEUE_CREATE:
-		EXACT(struct ooo_msg_queue);
+		EXACT(struct ooo_msg_queue_info);
 		return 0;
 	case OOO_MSG_MODULE_LOAD:
 		EXACT(struct ooo_msg_module);

@@ -346,7 +346,11 @@ static int send_attach(struct server *srv, struct sdpath *d, uint32_t flags)
 
 static int send_queue(struct server *srv, struct sdpath *d, uint32_t queue, bool create, uint64_t req)
 {
-	struct exec_queue q = { .req = req, .session = d->session, .queue = queue, .create = create };
+	struct exec_queue q = { .req = req,
+				.session = d->session,
+				.queue = queue,
+				.create = create,
+				.priority = d->queue_prio[queue] };
 
 	return gpu_send(srv, d->gpu, EXEC_MSG_QUEUE, &q, sizeof(q), -1);
 }
@@ -410,7 +414,7 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 	s->dp = d;
 }
 
-void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq)
+void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_queue_create *req)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d = s->dp;
@@ -432,6 +436,12 @@ void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq)
 				   "queue limit reached (max_queues = %llu per tenant, %u per session)",
 				   (unsigned long long)s->tenant->terms.limit[OOO_RES_QUEUES], DPATH_MAX_QUEUES);
 		return;
+	}
+	/* a queue may ask for less than its class gives, never more */
+	{
+		const struct class_terms *t = &s->tenant->terms;
+		d->queue_prio[q] = (uint8_t)(req->priority < 0 || req->priority > t->priority ? t->priority : req->priority);
+		d->queue_slo[q] = req->slo_us && req->slo_us > t->slo_us ? req->slo_us : t->slo_us;
 	}
 	d->req = next_req++;
 	r = send_queue(srv, d, q, true, d->req);
@@ -574,7 +584,9 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 		}
 		d->queue_live[d->wait_queue] = 1;
 		if (c) {
-			struct ooo_msg_queue rep = { .queue = d->wait_queue };
+			struct ooo_msg_queue_info rep = { .queue = d->wait_queue,
+							  .priority = d->queue_prio[d->wait_queue],
+							  .slo_us = d->queue_slo[d->wait_queue] };
 			server_reply(srv, c, OOO_MSG_QUEUE_CREATE, d->seq, &rep, sizeof(rep), -1);
 		} else {
 			send_queue(srv, d, d->wait_queue, false, 0);

@@ -42,6 +42,8 @@ struct sdpath {
 	uint16_t wait_type;
 	uint32_t wait_queue;
 	uint8_t queue_live[DPATH_MAX_QUEUES];
+	uint8_t queue_prio[DPATH_MAX_QUEUES];
+	uint32_t queue_slo[DPATH_MAX_QUEUES]; /* for the scheduler */
 	uint8_t module_live[DPATH_MAX_MODULES];
 	int host_fd[OOO_HOST_REGIONS]; /* zero-copy host regions: memfds kept here, -1 if free */
 	uint64_t host_size[OOO_HOST_REGIONS];
@@ -63,7 +65,7 @@ struct xreq {
 void dpath_init(struct server *srv);
 void dpath_fini(struct server *srv);
 void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req);
-void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq);
+void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_queue_create *req);
 void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue);
 void dpath_release_session(struct server *srv, struct session *s);
 void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd);

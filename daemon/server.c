@@ -760,7 +760,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 		if (type == OOO_MSG_ATTACH)
 			dpath_attach(srv, c, seq, m->payload);
 		else if (type == OOO_MSG_QUEUE_CREATE)
-			dpath_queue_create(srv, c, seq);
+			dpath_queue_create(srv, c, seq, m->payload);
 		else
 			dpath_queue_destroy(srv, c, seq, ((const struct ooo_msg_queue *)m->payload)->queue);
 		return;

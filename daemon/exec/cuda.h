@@ -69,7 +69,9 @@
 	X(cuModuleGetFunction)                                                                             \
 	X(cuFuncGetAttribute)                                                                              \
 	X(cuLaunchKernel)                                                                                  \
-	X(cuStreamWaitEvent)
+	X(cuStreamWaitEvent)                                                                               \
+	X(cuStreamCreateWithPriority)                                                                      \
+	X(cuCtxGetStreamPriorityRange)
 
 /* Functions newer than CUDA_ABI_VERSION, each resolved at the version it appeared in. */
 #define CUDA_FUNCS_NEWER(X) X(cuFuncGetParamInfo, 12040)

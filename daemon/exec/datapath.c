@@ -143,7 +143,7 @@ static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 	free(q);
 }
 
-int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char *why, size_t cap)
+int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, char *why, size_t cap)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 	struct dp_queue *q;
@@ -172,7 +172,14 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char
 		snprintf(why, cap, "out of memory");
 		return -ENOMEM;
 	}
-	cr = dp->api->p_cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
+	{
+		/* 0..99 (higher first) onto CUDA's range, where lower numbers run first */
+		int least = 0, greatest = 0, p = 0;
+
+		if (dp->api->p_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_SUCCESS && least != greatest)
+			p = least + (greatest - least) * (priority < 0 ? 0 : priority > 99 ? 99 : priority) / 99;
+		cr = dp->api->p_cuStreamCreateWithPriority(&q->stream, CU_STREAM_NON_BLOCKING, p);
+	}
 	if (cr != CUDA_SUCCESS) {
 		snprintf(why, cap, "cuStreamCreate: %s", cuda_strerror(dp->api, cr, e, sizeof(e)));
 		free(q);

@@ -89,7 +89,7 @@ struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create)
 int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
 	      uint32_t cq_n, bool reset, char *why, size_t cap);
 int dp_detach(struct datapath *dp, uint64_t id);
-int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, char *why, size_t cap);
+int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, char *why, size_t cap);
 
 /* Load a module from a sealed memfd image (fd stays the caller's). Returns 0 with *module, or -errno and why. */
 int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,

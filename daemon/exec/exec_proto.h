@@ -81,7 +81,9 @@ struct exec_queue {
 	uint64_t req;
 	uint64_t session;
 	uint32_t queue;
-	uint32_t create; /* 1 create, 0 destroy */
+	uint32_t create;  /* 1 create, 0 destroy */
+	int32_t priority; /* 0..99, higher first */
+	uint32_t reserved;
 };
 
 /* Device memory: cuMemCreate'd, exported as a POSIX fd that oood keeps. */

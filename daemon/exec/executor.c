@@ -290,7 +290,7 @@ static int handle_attach(int fd, struct datapath *dp, uint16_t type, const void 
 
 		memcpy(&q, payload, sizeof(q));
 		rep.req = q.req;
-		rep.status = dp_queue(dp, q.session, q.queue, q.create != 0, rep.reason, sizeof(rep.reason));
+		rep.status = dp_queue(dp, q.session, q.queue, q.create != 0, q.priority, rep.reason, sizeof(rep.reason));
 	} else {
 		struct exec_attach a;
 

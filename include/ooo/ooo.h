@@ -163,12 +163,21 @@ int ooo_buf_export_fd(ooo_buf *b);
  */
 typedef struct ooo_queue ooo_queue;
 
+struct ooo_queue_opts {
+	size_t sz;        /* sizeof(struct ooo_queue_opts) */
+	int priority;     /* 0..99, higher first; -1: the class's. Never above the class's */
+	uint32_t slo_us;  /* latency target; 0: the class's. Never tighter than the class's */
+};
+
 /*
- * Create a queue. Returns 0 and stores it in *out (destroy with
- * ooo_queue_destroy), or -EINVAL, -OOO_ELIMIT (max_queues), -OOO_ENODEV,
- * -OOO_EDEVRESET, or a transport error.
+ * Create a queue; opts may be NULL (the class's priority and SLO). Returns 0
+ * and stores it in *out (destroy with ooo_queue_destroy), or -EINVAL,
+ * -OOO_ELIMIT (max_queues), -OOO_ENODEV, -OOO_EDEVRESET, or a transport
+ * error. ooo_queue_priority/ooo_queue_slo_us tell what was applied.
  */
-int ooo_queue_create(ooo_session *s, ooo_queue **out);
+int ooo_queue_create(ooo_session *s, const struct ooo_queue_opts *opts, ooo_queue **out);
+int ooo_queue_priority(const ooo_queue *q);
+uint32_t ooo_queue_slo_us(const ooo_queue *q);
 
 /* Wait for the queue's commands, then destroy it. Accepts NULL. Returns what ooo_queue_sync would. */
 int ooo_queue_destroy(ooo_queue *q);

@@ -45,7 +45,7 @@ enum ooo_msg_type {
 	OOO_MSG_BUF_FREE = 6,   /* tenant: ooo_msg_buf_ref -> empty */
 	OOO_MSG_BUF_EXPORT = 7, /* tenant: ooo_msg_buf_ref -> ooo_msg_buf, with the fd (SCM_RIGHTS) */
 	OOO_MSG_ATTACH = 8,     /* tenant: ooo_msg_attach -> ooo_msg_attach_reply + 3 fds: area, sq and cq doorbells */
-	OOO_MSG_QUEUE_CREATE = 9,  /* tenant: no payload -> ooo_msg_queue */
+	OOO_MSG_QUEUE_CREATE = 9,  /* tenant: ooo_msg_queue_create -> ooo_msg_queue_info */
 	OOO_MSG_QUEUE_DESTROY = 10, /* tenant: ooo_msg_queue -> empty */
 	OOO_MSG_MODULE_LOAD = 11,   /* tenant: ooo_msg_module_load + the image as a sealed memfd -> ooo_msg_module */
 	OOO_MSG_MODULE_UNLOAD = 12, /* tenant: ooo_msg_module -> empty */
@@ -131,6 +131,20 @@ struct ooo_msg_attach_reply {
 
 struct ooo_msg_queue {
 	uint32_t queue; /* index used in struct ooo_sqe */
+	uint32_t reserved;
+};
+
+struct ooo_msg_queue_create {
+	int32_t priority; /* 0..99, or -1: the class's; never above the class's */
+	uint32_t slo_us;  /* 0: the class's; never tighter than the class's */
+	uint32_t flags;   /* must be 0 */
+	uint32_t reserved;
+};
+
+struct ooo_msg_queue_info {
+	uint32_t queue;
+	int32_t priority; /* as applied */
+	uint32_t slo_us;  /* as applied */
 	uint32_t reserved;
 };
 

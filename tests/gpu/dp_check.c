@@ -53,10 +53,23 @@ static int check(const char *sock)
 		return printf("FAIL open: %s\n", ooo_last_error()), 1;
 	CHECK(ooo_buf_alloc(s, size, 0, &b) == 0, "alloc");
 	CHECK(ooo_buf_alloc(other, 1 << 20, 0, &ob) == 0, "alloc other");
-	CHECK((r = ooo_queue_create(s, &q)) == 0, "queue create %d", r);
-	CHECK((r = ooo_queue_create(s, &q2)) == 0, "queue create 2 %d", r);
+	CHECK((r = ooo_queue_create(s, NULL, &q)) == 0, "queue create %d", r);
+	CHECK((r = ooo_queue_create(s, NULL, &q2)) == 0, "queue create 2 %d", r);
 	if (fails)
 		return 1;
+	/* queue options may lower the class's priority and loosen its SLO, never the reverse */
+	{
+		struct ooo_queue_opts up = { .sz = sizeof(up), .priority = 99, .slo_us = 1 };
+		struct ooo_queue_opts down = { .sz = sizeof(down), .priority = 10, .slo_us = 50000 };
+		ooo_queue *qu, *qd;
+
+		CHECK(ooo_queue_create(s, &up, &qu) == 0 && ooo_queue_priority(qu) == 50 && ooo_queue_slo_us(qu) == 10000,
+		      "asking for more than the class: priority %d slo %u", ooo_queue_priority(qu), ooo_queue_slo_us(qu));
+		CHECK(ooo_queue_create(s, &down, &qd) == 0 && ooo_queue_priority(qd) == 10 && ooo_queue_slo_us(qd) == 50000,
+		      "asking for less: priority %d slo %u", ooo_queue_priority(qd), ooo_queue_slo_us(qd));
+		ooo_queue_destroy(qu);
+		ooo_queue_destroy(qd);
+	}
 	a = ooo_buf_addr(b);
 	/* memset, then read back */
 	CHECK(ooo_memset(q, a, 0xabababab, words, 4) == 0, "memset");
@@ -137,7 +150,7 @@ static int reset(const char *sock)
 	uint32_t v = 0;
 	int r;
 
-	if (!s || ooo_buf_alloc(s, 256u << 20, 0, &b) || ooo_queue_create(s, &q))
+	if (!s || ooo_buf_alloc(s, 256u << 20, 0, &b) || ooo_queue_create(s, NULL, &q))
 		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
 	/* a queue with plenty of work in flight */
 	for (int i = 0; i < 200; i++)
@@ -177,7 +190,7 @@ static int many(const char *sock)
 		s[i] = ooo_open(sock);
 		CHECK(s[i] && ooo_buf_alloc(s[i], QUEUES * SLICE, 0, &b[i]) == 0, "session %d", i);
 		for (int j = 0; j < QUEUES && !fails; j++)
-			CHECK((r = ooo_queue_create(s[i], &q[i][j])) == 0, "queue %d.%d: %d", i, j, r);
+			CHECK((r = ooo_queue_create(s[i], NULL, &q[i][j])) == 0, "queue %d.%d: %d", i, j, r);
 		if (fails)
 			return 1;
 	}
@@ -211,7 +224,7 @@ static int bw(const char *sock, const char *libcuda, size_t mb)
 	double t;
 	int reps = 10;
 
-	if (!s || !h || ooo_buf_alloc(s, size, 0, &b) || ooo_queue_create(s, &q))
+	if (!s || !h || ooo_buf_alloc(s, size, 0, &b) || ooo_queue_create(s, NULL, &q))
 		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
 	memset(h, 1, size);
 	ooo_memcpy_htod(q, ooo_buf_addr(b), h, size); /* warm up */

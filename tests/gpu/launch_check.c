@@ -130,7 +130,7 @@ static int vadd(const char *sock, const char *src, const char *ptx, const char *
 	size_t len;
 	ooo_module *m;
 
-	if (!s || ooo_queue_create(s, &q))
+	if (!s || ooo_queue_create(s, NULL, &q))
 		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
 	if ((img = slurp(src, &len))) {
 		vadd_one(s, q, OOO_CUDA_C, "CUDA C", img, len);
@@ -169,7 +169,7 @@ static int fault(const char *sock, const char *ptx)
 	char *img = slurp(ptx, &len);
 	int r;
 
-	if (!s || !other || !img || ooo_queue_create(s, &q) || ooo_queue_create(other, &oq))
+	if (!s || !other || !img || ooo_queue_create(s, NULL, &q) || ooo_queue_create(other, NULL, &oq))
 		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
 	for (int i = 0; i < 1024; i++)
 		pat[i] = 0xc0ffee00u + (uint32_t)i;
@@ -221,7 +221,7 @@ static int bench(const char *sock, const char *ptx, const char *libcuda)
 		int32_t iters;
 	} __attribute__((packed)) p;
 
-	if (!s || !img || !lat || ooo_queue_create(s, &q) || ooo_module_load(s, OOO_PTX, img, len, &m) ||
+	if (!s || !img || !lat || ooo_queue_create(s, NULL, &q) || ooo_module_load(s, OOO_PTX, img, len, &m) ||
 	    ooo_kernel_get(m, "tiny", &k) || ooo_buf_alloc(s, 4096, 0, &b))
 		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
 	p.x = ooo_buf_addr(b);

@@ -1126,7 +1126,7 @@ static void test_no_gpu_reported(void **state)
 			ooo_queue *q = NULL;
 			ooo_module *mod = NULL;
 
-			assert_int_equal(ooo_queue_create(a, &q), -OOO_ENODEV);
+			assert_int_equal(ooo_queue_create(a, NULL, &q), -OOO_ENODEV);
 			assert_null(q);
 			assert_non_null(strstr(ooo_last_error(), "no usable GPU"));
 			assert_int_equal(ooo_module_load(a, OOO_PTX, ".version 8.0", 12, &mod), -OOO_ENODEV);
