@@ -609,6 +609,7 @@ struct dpath {
 		uint64_t size;
 	} host[OOO_HOST_REGIONS];
 	struct ooo_event *next_ev; /* dp_submit: the event the next entry records */
+	unsigned sleepers; /* threads waiting on the completion doorbell */
 };
 
 struct ooo_event {
@@ -744,8 +745,17 @@ static bool dp_epoch(struct dpath *d)
 	uint32_t e = __atomic_load_n(d->epoch_p, __ATOMIC_ACQUIRE);
 
 	if (e != d->epoch) {
+		struct ooo_cqe c;
+
 		d->epoch = e;
 		dp_fail_all(d, -OOO_EDEVRESET);
+		/*
+		 * What the completion ring still holds came from the executor that
+		 * died: the new one has nothing of ours before we submit again.
+		 */
+		while (ring_pop(&d->cq, &c) == 1)
+			;
+		ring_release(&d->cq);
 		set_last_error("the GPU executor was restarted: commands in flight failed");
 	}
 	return e & 1;
@@ -840,17 +850,24 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 			return s->dead;
 		if (now_ms() <= spin_until)
 			continue;
-		if (!ring_sleep_prepare(&d->cq))
+		if (!ring_sleep_prepare(&d->cq)) {
+			if (!d->sleepers)
+				ring_awake(&d->cq);
 			continue;
+		}
 		left = deadline < 0 ? -1 : deadline - now_ms();
 		if (deadline >= 0 && left <= 0) {
-			ring_awake(&d->cq);
+			if (!d->sleepers)
+				ring_awake(&d->cq);
 			return -ETIMEDOUT;
 		}
+		/* the wake-up flag is shared: the last sleeper to wake clears it */
+		d->sleepers++;
 		pthread_mutex_unlock(&d->lock);
 		r = poll(p, 2, deadline < 0 ? -1 : (int)left);
 		pthread_mutex_lock(&d->lock);
-		ring_awake(&d->cq);
+		if (--d->sleepers == 0)
+			ring_awake(&d->cq);
 		if (r > 0 && (p[0].revents & POLLIN)) {
 			uint64_t v;
 			(void)!read(d->cq_efd, &v, sizeof(v));

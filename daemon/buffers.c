@@ -9,6 +9,7 @@
 
 #include <ooo/ooo.h>
 
+#include "dpath.h"
 #include "log.h"
 #include "server.h"
 
@@ -39,7 +40,8 @@ static void buf_destroy(struct server *srv, struct buffer *b)
 /* Unmap it in the executor (if it is mapped there) and forget it. */
 static void buf_release(struct server *srv, struct buffer *b)
 {
-	if (b->live && b->mapped && !srv->stopping) { /* at shutdown the executors go anyway */
+	/* even while an import is in flight: a FREE of an address it does not know is harmless */
+	if (b->live && !srv->stopping) { /* at shutdown the executors go anyway */
 		struct exec_mem_req q = { .req = 0, .session = b->session, .addr = b->addr, .size = b->size };
 		int r = gpu_send(srv, b->gpu, EXEC_MSG_FREE, &q, sizeof(q), -1);
 
@@ -245,6 +247,7 @@ void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t i
 void buffers_release_session(struct server *srv, struct session *s)
 {
 	struct list_node *n, *tmp;
+	uint64_t gpus = 0; /* GPUs the session had buffers on: their executors keep a record of it */
 
 	list_for_each_safe(n, tmp, &s->bufs) {
 		struct buffer *b = list_entry(n, struct buffer, snode);
@@ -258,7 +261,13 @@ void buffers_release_session(struct server *srv, struct session *s)
 			b->orphan = true;
 			continue;
 		}
+		if (b->gpu < 64)
+			gpus |= 1ull << b->gpu;
 		buf_release(srv, b);
+	}
+	for (uint32_t g = 0; g < 64 && !srv->stopping; g++) {
+		if ((gpus >> g & 1) && !(s->dp && s->dp->gpu == g))
+			dpath_detach(srv, g, s->id);
 	}
 }
 

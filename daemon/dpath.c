@@ -17,6 +17,13 @@
 
 static uint64_t next_req = 1ull << 62; /* apart from buffers' request ids */
 
+void dpath_detach(struct server *srv, uint32_t gpu, uint64_t session)
+{
+	struct exec_attach a = { .session = session };
+
+	gpu_send(srv, gpu, EXEC_MSG_DETACH, &a, sizeof(a), -1);
+}
+
 void dpath_init(struct server *srv)
 {
 	list_init(&srv->dpaths);
@@ -278,6 +285,15 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 	}
 }
 
+/* Wake a tenant sleeping on its completions, so it sees the epoch change. */
+static void poke(struct sdpath *d)
+{
+	uint64_t one = 1;
+
+	if (d->cq_efd >= 0)
+		(void)!write(d->cq_efd, &one, sizeof(one));
+}
+
 static void dp_free(struct sdpath *d)
 {
 	list_del(&d->node);
@@ -497,10 +513,9 @@ void dpath_release_session(struct server *srv, struct session *s)
 		if (d->host_fd[r] >= 0)
 			session_uncharge(s, OOO_RES_MEM_BYTES, d->host_size[r]);
 	}
-	if (d->attached && !srv->stopping) {
-		struct exec_attach a = { .session = d->session };
-		gpu_send(srv, d->gpu, EXEC_MSG_DETACH, &a, sizeof(a), -1);
-	}
+	/* an attach still in flight is in the executor's queue ahead of this: detach it too */
+	if ((d->attached || d->req) && !srv->stopping)
+		dpath_detach(srv, d->gpu, d->session);
 	s->dp = NULL;
 	dp_free(d);
 }
@@ -569,9 +584,17 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 			if (d->host_fd[r] >= 0)
 				send_host_map(srv, d, r, 0);
 		}
-		/* the tenant may submit again; queue creations above are in order before its commands */
-		if (__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1)
-			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);
+		/*
+		 * The tenant may submit again once the executor has the queues and
+		 * regions: a ping behind them on the control socket comes back after
+		 * them, and its answer makes the epoch even (dpath_on_barrier).
+		 */
+		{
+			uint64_t sid = d->session;
+			if (gpu_send(srv, d->gpu, EXEC_MSG_PING, &sid, sizeof(sid), -1) < 0)
+				log_warn("gpu%u: cannot finish re-attaching session %llu", gpu,
+					 (unsigned long long)d->session);
+		}
 		return;
 	}
 	if (type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY) && d->wait_type == OOO_MSG_QUEUE_CREATE) {
@@ -633,8 +656,10 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 			d->module_live[m] = 0;
 		}
 		/* odd epoch: the tenant fails what it has in flight and holds new submissions */
-		if (d->hdr && !(__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1))
+		if (d->hdr && !(__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1)) {
 			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);
+			poke(d);
+		}
 		c = server_conn_get(srv, d->waiter);
 		if (d->req && c && d->wait_type) {
 			server_reply_error(srv, c, d->wait_type, d->seq, -OOO_EDEVRESET,
@@ -648,6 +673,23 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		if (d->sess && d->sess->owner)
 			server_notice(srv, d->sess->owner, OOO_NOTICE_DEVRESET,
 				      "the GPU executor was restarted: commands in flight failed");
+	}
+}
+
+void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session)
+{
+	struct list_node *n;
+
+	list_for_each(n, &srv->dpaths) {
+		struct sdpath *d = list_entry(n, struct sdpath, node);
+
+		if (d->gpu != gpu || d->session != session || !d->attached || !d->hdr)
+			continue;
+		if (__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1) {
+			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);
+			poke(d);
+		}
+		return;
 	}
 }
 

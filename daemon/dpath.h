@@ -68,6 +68,8 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_queue_create *req);
 void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue);
 void dpath_release_session(struct server *srv, struct session *s);
+/* Tell an executor to forget a session (its area, queues, modules, buffers' ownership). */
+void dpath_detach(struct server *srv, uint32_t gpu, uint64_t session);
 void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd);
 void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint32_t module);
 void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_kernel_get *req);
@@ -78,5 +80,7 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason);
 void dpath_gpu_lost(struct server *srv, uint32_t gpu);
 void dpath_gpu_ready(struct server *srv, uint32_t gpu);
+/* The executor answered the ping sent behind a re-attach: the session may submit again. */
+void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session);
 
 #endif

@@ -118,6 +118,12 @@ static void spawn(struct server *srv, struct gpu *g)
 		_exit(127);
 	}
 	close(sv[1]);
+	{
+		/* bursts (re-imports, re-attaches) must not meet a full socket: sends never block */
+		int big = 16 << 20;
+		if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
+			(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	}
 	g->pid = pid;
 	g->ctl = sv[0];
 	g->pidfd = pidfd_open_(pid);
@@ -241,6 +247,7 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	}
 	g->state = OOO_DEV_READY;
 	g->ready_ns = server_now_ns();
+	g->ping_ns = g->pong_ns = 0;
 	g->reason[0] = '\0';
 	buffers_gpu_ready(srv, g->idx);
 	dpath_gpu_ready(srv, g->idx);
@@ -296,6 +303,13 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
 		if (type == EXEC_MSG_READY) {
 			on_ready(srv, g, payload);
+		} else if (type == (EXEC_MSG_PING | OOO_MSG_REPLY)) {
+			g->pong_ns = server_now_ns();
+			if (plen == sizeof(uint64_t)) {
+				uint64_t sid;
+				memcpy(&sid, payload, sizeof(sid));
+				dpath_on_barrier(srv, idx, sid);
+			}
 		} else if (type == (EXEC_MSG_MODULE_LOAD | OOO_MSG_REPLY) || type == (EXEC_MSG_HOST_MAP | OOO_MSG_REPLY) ||
 			   type == (EXEC_MSG_HOST_UNMAP | OOO_MSG_REPLY) ||
 			   type == (EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY) ||
@@ -340,6 +354,18 @@ void gpu_tick(struct server *srv, uint64_t now)
 		}
 		if (g->state == OOO_DEV_RESTARTING && !g->pid && !g->inflight && now >= g->restart_at_ns)
 			spawn(srv, g);
+		if (g->state != OOO_DEV_READY || !g->pid || g->exited)
+			continue;
+		/* watchdog: an executor stuck (a kernel that never ends under a blocking call) is replaced */
+		if (g->ping_ns > g->pong_ns && now - g->ping_ns > GPU_HANG_NS) {
+			log_err("gpu%u: executor pid %d has not answered for %llu s, killing it", g->idx, (int)g->pid,
+				(unsigned long long)((now - g->ping_ns) / 1000000000ull));
+			kill(g->pid, SIGKILL);
+			g->ping_ns = g->pong_ns = 0;
+		} else if (g->ping_ns <= g->pong_ns && now - g->ping_ns >= GPU_PING_NS) {
+			if (gpu_send(srv, g->idx, EXEC_MSG_PING, NULL, 0, -1) == 0)
+				g->ping_ns = now;
+		}
 	}
 }
 

@@ -25,6 +25,8 @@
 #define GPU_BACKOFF_MIN_MS 1000u
 #define GPU_BACKOFF_MAX_MS 30000u
 #define GPU_STABLE_NS (60ull * 1000000000ull) /* up this long: next restart starts from the minimum backoff */
+#define GPU_PING_NS (2ull * 1000000000ull)    /* the watchdog pings a ready executor this often */
+#define GPU_HANG_NS (30ull * 1000000000ull)   /* and kills one that has not answered for this long */
 
 struct server;
 
@@ -39,6 +41,7 @@ struct gpu {
 	uint32_t restarts;
 	uint32_t backoff_ms;
 	uint64_t started_ns, ready_ns, restart_at_ns;
+	uint64_t ping_ns, pong_ns; /* the watchdog's last ping sent and answer seen */
 	bool have_info;
 	struct exec_ready info;
 	char reason[OOO_ERRMSG_MAX];

@@ -447,8 +447,8 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sess) {
-		dpath_release_session(srv, c->sess);
 		buffers_release_session(srv, c->sess);
+		dpath_release_session(srv, c->sess);
 		log_peer("session %llu (uid %u pid %u) closed: %s", (unsigned long long)c->sess->id, c->cred.uid,
 			 c->cred.pid, why);
 		registry_close(&srv->reg, c->sess);

@@ -193,6 +193,13 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 
 static void session_free(struct datapath *dp, struct dp_session *s)
 {
+	/* first stop the work: copies may still DMA into the regions and area freed below */
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		if (s->queues[i]) {
+			queue_destroy(dp, s->queues[i]);
+			s->queues[i] = NULL;
+		}
+	}
 	for (int i = 0; i < DP_MAX_MODULES; i++) {
 		if (s->modules[i])
 			dp->api->p_cuModuleUnload(s->modules[i]);
@@ -238,6 +245,16 @@ int dp_detach(struct datapath *dp, uint64_t id)
 		}
 	}
 	return -ENOENT;
+}
+
+void dp_session_quiesce(struct datapath *dp, uint64_t id)
+{
+	struct dp_session *s = dp_session_get(dp, id, false);
+
+	for (int i = 0; s && i < DP_MAX_QUEUES; i++) {
+		if (s->queues[i])
+			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
+	}
 }
 
 void dp_fini(struct datapath *dp)
@@ -602,20 +619,27 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s)
 	};
 	bool moved = false;
 
+	s->blocked = false;
 	for (int n = 0; n < DP_BATCH && !dp->fatal; n++) {
 		struct ooo_sqe e;
 		const char *why;
 		int r;
 
-		/* a full queue or completion ring stops this session until it drains */
-		if (ring_pending(&s->sq) == 0)
-			break;
 		{
-			/* peek the queue index safely: pop copies the entry out */
+			/* peek: pop copies the entry out; a corrupt tail ends this session's ring */
 			struct ring probe = s->sq;
-			if (ring_pop(&probe, &e) == 1 && e.queue < DP_MAX_QUEUES && s->queues[e.queue] &&
-			    s->queues[e.queue]->len == DP_QUEUE_DEPTH)
+			r = ring_pop(&probe, &e);
+			if (r < 0) {
+				s->broken = true;
 				break;
+			}
+			if (r == 0)
+				break;
+			/* a full queue stops this session until it drains */
+			if (e.queue < DP_MAX_QUEUES && s->queues[e.queue] && s->queues[e.queue]->len == DP_QUEUE_DEPTH) {
+				s->blocked = true;
+				break;
+			}
 		}
 		r = ring_pop(&s->sq, &e);
 		if (r < 0) {
@@ -628,8 +652,10 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s)
 		r = validate_sqe(&e, &vs, &why);
 		if (r == 0)
 			r = issue(dp, s, &e);
-		if (r < 0 && !post(s, e.user_data, e.queue, e.opcode, r))
-			break; /* completion ring full: the tenant loses this error only if it never reads */
+		if (r < 0 && !post(s, e.user_data, e.queue, e.opcode, r)) {
+			s->blocked = true; /* completion ring full: the tenant loses this error only if it never reads */
+			break;
+		}
 	}
 	ring_release(&s->sq);
 	return moved;
@@ -652,8 +678,10 @@ static bool reap(struct datapath *dp, struct dp_session *s)
 				set_fatal(dp, r, "a command on the GPU");
 				p->status = -OOO_EFAULT;
 			}
-			if (!post(s, p->user_data, (uint16_t)i, p->opcode, p->status))
-				return moved; /* ring full: try again later */
+			if (!post(s, p->user_data, (uint16_t)i, p->opcode, p->status)) {
+				s->blocked = true; /* ring full: try again later */
+				return moved;
+			}
 			ev_put(dp, p->ev);
 			q->head = (q->head + 1) % DP_QUEUE_DEPTH;
 			q->len--;
@@ -669,6 +697,7 @@ bool dp_progress(struct datapath *dp)
 {
 	bool moved = false;
 
+	dp->blocked = 0;
 	for (struct dp_session *s = dp->sessions; s; s = s->next) {
 		bool m;
 
@@ -681,6 +710,7 @@ bool dp_progress(struct datapath *dp)
 			ring_publish(&s->cq);
 			moved = true;
 		}
+		dp->blocked += s->blocked;
 	}
 	return moved;
 }
@@ -690,8 +720,8 @@ int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max)
 	int n = 0;
 
 	for (struct dp_session *s = dp->sessions; s; s = s->next) {
-		if (!s->base || s->broken)
-			continue;
+		if (!s->base || s->broken || s->blocked)
+			continue; /* a blocked session is looked at again after a nap */
 		if (!ring_sleep_prepare(&s->sq))
 			return -1;
 		if (n < max)

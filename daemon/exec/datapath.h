@@ -54,6 +54,7 @@ struct dp_session {
 	uint64_t size;
 	bool registered;
 	bool broken; /* the tenant corrupted its ring: stop reading it */
+	bool blocked; /* a queue or the completion ring is full: wait for the tenant */
 	struct ooo_shm_hdr h;
 	struct ring sq, cq;
 	struct vbufs bufs;
@@ -76,6 +77,7 @@ struct datapath {
 	uint32_t nev, evcap;
 	uint32_t inflight; /* commands issued, completion not yet posted */
 	int cc_major, cc_minor;
+	unsigned blocked; /* sessions blocked after the last pass */
 	bool fatal;        /* a sticky CUDA error: the context is gone */
 	char fatal_why[160];
 };
@@ -89,6 +91,8 @@ struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create)
 int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
 	      uint32_t cq_n, bool reset, char *why, size_t cap);
 int dp_detach(struct datapath *dp, uint64_t id);
+/* Wait for the session's queues: before memory they may use goes away. */
+void dp_session_quiesce(struct datapath *dp, uint64_t id);
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, char *why, size_t cap);
 
 /* Load a module from a sealed memfd image (fd stays the caller's). Returns 0 with *module, or -errno and why. */

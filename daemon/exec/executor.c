@@ -255,6 +255,8 @@ static int handle_mem(int fd, struct memory *mem, struct datapath *dp, uint16_t 
 		}
 		break;
 	case EXEC_MSG_FREE:
+		/* a copy or kernel of the session may still use it; its address may go to another tenant next */
+		dp_session_quiesce(dp, q->session);
 		rep.status = memory_free(mem, q->addr);
 		if (rep.status)
 			snprintf(rep.reason, sizeof(rep.reason), "no buffer at %#llx", (unsigned long long)q->addr);
@@ -454,7 +456,7 @@ static int serve(int fd, struct memory *mem, struct datapath *dp)
 		n = dp_prepare_sleep(dp, pfd + 1, MAX_WAIT_FDS);
 		if (n < 0)
 			continue;
-		if (dp->inflight) {
+		if (dp->inflight || dp->blocked) {
 			struct timespec ts = { 0, NAP_NS };
 			r = ppoll(pfd, (nfds_t)n + 1, &ts, NULL);
 		} else {

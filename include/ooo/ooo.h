@@ -196,7 +196,9 @@ int ooo_queue_sync(ooo_queue *q, int timeout_ms);
  * Copy len bytes from host memory to device address dst. Returns once src
  * has been copied into the staging area (src may be reused at once); the
  * copy itself completes in queue order. Errors of the copy on the GPU are
- * reported by ooo_queue_sync.
+ * reported by ooo_queue_sync. Exception: when src lies in memory from
+ * ooo_host_alloc nothing is staged, the GPU reads src directly, and src must
+ * stay unchanged until the queue is synced.
  */
 int ooo_memcpy_htod(ooo_queue *q, uint64_t dst, const void *src, size_t len);
 
