@@ -435,14 +435,16 @@ int ooo_ping(ooo_session *s)
 	return r;
 }
 
-int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
+/*
+ * One request and its reply, copied into reply (capacity cap), under the
+ * session lock. Returns the reply length or a negative error.
+ */
+static int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
 {
 	const void *rp;
 	size_t rlen;
 	int r;
 
-	if (!s || (req_len && !req) || (cap && !reply) || (type & OOO_MSG_REPLY))
-		return -EINVAL;
 	set_last_error("");
 	pthread_mutex_lock(&s->lock);
 	r = transact(s, type, req, req_len, &rp, &rlen);
@@ -459,6 +461,13 @@ int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_le
 	return r;
 }
 
+int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
+{
+	if (!s || (req_len && !req) || (cap && !reply) || (type & OOO_MSG_REPLY))
+		return -EINVAL;
+	return call(s, type, req, req_len, reply, cap);
+}
+
 /* ---- buffers ---------------------------------------------------------------------- */
 
 struct ooo_buf {
@@ -471,8 +480,6 @@ int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out)
 {
 	struct ooo_msg_buf_alloc req = { .size = bytes, .device = OOO_DEVICE_ANY };
 	struct ooo_msg_buf rep;
-	const void *rp;
-	size_t rlen;
 	ooo_buf *b;
 	int r;
 
@@ -483,15 +490,10 @@ int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	set_last_error("");
-	pthread_mutex_lock(&s->lock);
-	r = transact(s, OOO_MSG_BUF_ALLOC, &req, sizeof(req), &rp, &rlen);
-	if (r == 0)
-		memcpy(&rep, rp, sizeof(rep));
-	pthread_mutex_unlock(&s->lock);
-	if (r < 0) {
+	r = call(s, OOO_MSG_BUF_ALLOC, &req, sizeof(req), &rep, sizeof(rep));
+	if (r != sizeof(rep)) {
 		free(b);
-		return r;
+		return r < 0 ? r : -OOO_EPROTO;
 	}
 	b->s = s;
 	b->id = rep.id;
@@ -505,19 +507,14 @@ int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out)
 int ooo_buf_free(ooo_buf *b)
 {
 	struct ooo_msg_buf_ref req;
-	const void *rp;
-	size_t rlen;
 	int r;
 
 	if (!b)
 		return 0;
 	req.id = b->id;
-	set_last_error("");
-	pthread_mutex_lock(&b->s->lock);
-	r = transact(b->s, OOO_MSG_BUF_FREE, &req, sizeof(req), &rp, &rlen);
-	pthread_mutex_unlock(&b->s->lock);
+	r = call(b->s, OOO_MSG_BUF_FREE, &req, sizeof(req), NULL, 0);
 	free(b);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 uint64_t ooo_buf_addr(const ooo_buf *b)
@@ -1295,25 +1292,19 @@ int ooo_module_load(ooo_session *s, int kind, const void *image, size_t len, ooo
 int ooo_module_unload(ooo_module *m)
 {
 	struct ooo_msg_module req;
-	const void *rp;
-	size_t rlen;
 	int r;
 
 	if (!m)
 		return 0;
 	req = (struct ooo_msg_module){ .module = m->id };
-	pthread_mutex_lock(&m->s->lock);
-	r = transact(m->s, OOO_MSG_MODULE_UNLOAD, &req, sizeof(req), &rp, &rlen);
-	pthread_mutex_unlock(&m->s->lock);
+	r = call(m->s, OOO_MSG_MODULE_UNLOAD, &req, sizeof(req), NULL, 0);
 	free(m);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 int ooo_kernel_get(ooo_module *m, const char *name, ooo_kernel **out)
 {
 	struct ooo_msg_kernel_get req = { 0 };
-	const void *rp;
-	size_t rlen;
 	ooo_kernel *k;
 	int r;
 
@@ -1324,15 +1315,10 @@ int ooo_kernel_get(ooo_module *m, const char *name, ooo_kernel **out)
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	set_last_error("");
-	pthread_mutex_lock(&m->s->lock);
-	r = transact(m->s, OOO_MSG_KERNEL_GET, &req, sizeof(req), &rp, &rlen);
-	if (r == 0)
-		memcpy(&k->k, rp, sizeof(k->k));
-	pthread_mutex_unlock(&m->s->lock);
-	if (r < 0) {
+	r = call(m->s, OOO_MSG_KERNEL_GET, &req, sizeof(req), &k->k, sizeof(k->k));
+	if (r != sizeof(k->k)) {
 		free(k);
-		return r;
+		return r < 0 ? r : -OOO_EPROTO;
 	}
 	k->m = m;
 	*out = k;

@@ -8,37 +8,14 @@
 #  - mem_limit refuses an allocation over quota, with the reason.
 set -u
 build=${1:-build}
-if [ ! -e /dev/nvidiactl ] || ! command -v nvidia-smi >/dev/null 2>&1; then
-	echo "test_buffers: SKIP: no NVIDIA device on this machine"
-	exit 77
-fi
-rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
-chmod 755 "$rundir"
-libcuda=libcuda.so.1
-[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
-printf '[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\nmem_limit = 8G\n' "$libcuda" >"$rundir/oood.conf"
-"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
-daemon=$!
-ctl="$build/oooctl --rundir $rundir"
-sock="$rundir/oood.sock"
-fail() {
-	echo "test_buffers: FAIL: $*"
-	sed 's/^/  | /' "$rundir/oood.log" | tail -40
-	kill -9 $daemon 2>/dev/null
-	exit 1
-}
-field() { $ctl --json devices 2>/dev/null | sed -n "s/^ *\"$1\": \"*\([^\",]*\)\"*,*$/\1/p" | head -1; }
-wait_ready() {
-	for _ in $(seq 300); do
-		[ "$(field state)" = ready ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+name=test_buffers
+. "$(dirname "$0")/lib.sh"
+gpu_require
+command -v nvidia-smi >/dev/null 2>&1 || { echo "$name: SKIP: no nvidia-smi"; exit 77; }
+gpu_start 'mem_limit = 8G\n'
 mem_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 tenant_mem() { $ctl --json tenants | tr -d ' \n' | sed -n 's/.*"used":{[^}]*"mem_bytes":\([0-9]*\).*/\1/p'; }
 
-wait_ready || fail "executor never became ready: $(field reason)"
 base=$(mem_used)
 
 # 1. contents survive the executor's death, and the new executor maps the buffer again
@@ -93,7 +70,5 @@ case $out in
 esac
 echo "test_buffers: over quota refused: ${out#result -1003 }"
 
-kill -TERM $daemon
-wait $daemon || fail "oood exited with $?"
-rm -rf "$rundir"
+gpu_stop
 echo "test_buffers: OK"

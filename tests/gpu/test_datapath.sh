@@ -5,34 +5,10 @@
 # through staging next to direct pinned cuMemcpy in the same run.
 set -u
 build=${1:-build}
-if [ ! -e /dev/nvidiactl ]; then
-	echo "test_datapath: SKIP: no NVIDIA device on this machine"
-	exit 77
-fi
-rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
-chmod 755 "$rundir"
-libcuda=libcuda.so.1
-[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
-printf '[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\nmem_limit = 16G\nmax_sessions = 200\nmax_queues = 2048\n' "$libcuda" >"$rundir/oood.conf"
-"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
-daemon=$!
-ctl="$build/oooctl --rundir $rundir"
-sock="$rundir/oood.sock"
-fail() {
-	echo "test_datapath: FAIL: $*"
-	sed 's/^/  | /' "$rundir/oood.log" | tail -40
-	kill -9 $daemon 2>/dev/null
-	exit 1
-}
-field() { $ctl --json devices 2>/dev/null | sed -n "s/^ *\"$1\": \"*\([^\",]*\)\"*,*$/\1/p" | head -1; }
-wait_ready() {
-	for _ in $(seq 300); do
-		[ "$(field state)" = ready ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_ready || fail "executor never became ready: $(field reason)"
+name=test_datapath
+. "$(dirname "$0")/lib.sh"
+gpu_require
+gpu_start 'mem_limit = 16G\nmax_sessions = 200\nmax_queues = 2048\n'
 
 out=$(timeout 120 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "check: $out"
 echo "$out" | grep -q '^ok' || fail "check: $out"
@@ -60,7 +36,5 @@ grep -q '^ok' "$rundir/reset.out" || fail "reset: $(cat "$rundir/reset.out")"
 echo "test_datapath: executor killed under a busy queue: $(grep '^sync after' "$rundir/reset.out"); queue works again: ok"
 
 timeout 120 "$build/tests/gpu/dp_check" "$sock" bw "$libcuda" 64 || fail "bandwidth"
-kill -TERM $daemon
-wait $daemon || fail "oood exited with $?"
-rm -rf "$rundir"
+gpu_stop
 echo "test_datapath: OK"

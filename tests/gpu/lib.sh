@@ -1,0 +1,50 @@
+# lib.sh: shared set-up of the tests/gpu scripts (sourced, not run).
+# The caller sets `name` and `build`, then calls gpu_start CONFIG_EXTRA.
+# Gives: $rundir $sock $ctl $libcuda $daemon, fail, field, wait_ready, gpu_stop.
+
+# Skip (exit 77) where there is no NVIDIA device.
+gpu_require() {
+	if [ ! -e /dev/nvidiactl ]; then
+		echo "$name: SKIP: no NVIDIA device on this machine"
+		exit 77
+	fi
+}
+
+# Start a private oood whose class "default" admits everyone, with extra class keys (printf-escaped).
+gpu_start() {
+	rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
+	chmod 755 "$rundir"
+	libcuda=libcuda.so.1
+	[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
+	printf "[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\n$1" "$libcuda" >"$rundir/oood.conf"
+	"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
+	daemon=$!
+	ctl="$build/oooctl --rundir $rundir"
+	sock="$rundir/oood.sock"
+	wait_ready || fail "executor never became ready: $(field reason)"
+}
+
+fail() {
+	echo "$name: FAIL: $*"
+	sed 's/^/  | /' "$rundir/oood.log" | tail -40
+	kill -9 "$daemon" 2>/dev/null
+	exit 1
+}
+
+# field NAME: the first value of "NAME" in `oooctl --json devices`
+field() { $ctl --json devices 2>/dev/null | sed -n "s/^ *\"$1\": \"*\([^\",]*\)\"*,*$/\1/p" | head -1; }
+
+wait_ready() {
+	for _ in $(seq 300); do
+		[ "$(field state)" = ready ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# SIGTERM oood, which must exit 0, and remove the run directory.
+gpu_stop() {
+	kill -TERM "$daemon"
+	wait "$daemon" || fail "oood exited with $?"
+	rm -rf "$rundir"
+}
