@@ -211,7 +211,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 	ln -sf libooo.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libooo.so.0
 	ln -sf libooo.so.0 $(DESTDIR)$(LIBDIR)/libooo.so
 	install -m 0644 $(BUILD)/libooo.a $(DESTDIR)$(LIBDIR)/libooo.a
-	install -m 0644 include/ooo/ooo.h include/ooo/proto.h $(DESTDIR)$(INCLUDEDIR)/ooo/
+	install -m 0644 include/ooo/ooo.h include/ooo/proto.h include/ooo/shm.h $(DESTDIR)$(INCLUDEDIR)/ooo/
 	install -m 0644 $(BUILD)/ooo.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc
 	install -m 0644 $(BUILD)/oood.service $(DESTDIR)$(UNITDIR)/oood.service
 	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 $(DESTDIR)$(MANDIR)/man8/

@@ -619,7 +619,7 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 
 void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 {
-	struct list_node *n, *tmp;
+	struct list_node *n, *tmp, *dn, *dtmp;
 
 	/* forwarded requests die with the executor */
 	list_for_each_safe(n, tmp, &srv->xreqs) {
@@ -642,12 +642,23 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		xreq_free(x);
 	}
 
-	list_for_each(n, &srv->dpaths) {
-		struct sdpath *d = list_entry(n, struct sdpath, node);
+	list_for_each_safe(dn, dtmp, &srv->dpaths) {
+		struct sdpath *d = list_entry(dn, struct sdpath, node);
 		struct conn *c;
 
 		if (d->gpu != gpu)
 			continue;
+		if (d->wait_type == OOO_MSG_ATTACH && !d->attached) {
+			/* the first attach died with the executor: the tenant is told and may attach again */
+			c = server_conn_get(srv, d->waiter);
+			if (c)
+				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, -OOO_EDEVRESET,
+						   "the executor of gpu%u died during the attach", gpu);
+			if (d->sess)
+				d->sess->dp = NULL;
+			dp_free(d);
+			continue;
+		}
 		d->attached = false;
 		/* modules lived in the dead executor's context: the tenant loads them again */
 		for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++) {

@@ -47,7 +47,7 @@ struct ooo_ring_ctl {
 	uint8_t pad2[OOO_SHM_LINE - 4];
 };
 
-/* Page 0 of the area, written once by oood before either side maps it. */
+/* Page 0 of the area, written by oood before either side maps it (later only the epoch changes). */
 struct ooo_shm_hdr {
 	uint32_t magic;
 	uint32_t version;

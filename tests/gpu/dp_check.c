@@ -162,7 +162,7 @@ static int reset(const char *sock)
 	r = ooo_queue_sync(q, 30000);
 	CHECK(r == -OOO_EDEVRESET || r == 0, "sync after the executor died: %d", r);
 	printf("sync after the kill: %d (%s)\n", r, ooo_strerror(r));
-	/* the queue works again, on the buffer mapped again by the new executor (submits wait for it) */
+	/* the queue works again, on the buffer mapped again by the new executor (submissions are refused with OOO_EDEVRESET until it is back: retry) */
 	for (int i = 0; i < 500 && (r = ooo_memset(q, ooo_buf_addr(b), 77, 1024, 4)) == -OOO_EDEVRESET; i++)
 		usleep(10000);
 	CHECK(r == 0, "memset after reset %d", r);
