@@ -41,7 +41,6 @@ struct ooo_session {
 	int rfds[3]; /* all descriptors of the last reply (attach passes three) */
 	int pass_fd; /* passed with the next request, -1 if none */
 	int nrfds;
-	unsigned devresets; /* DEVRESET notices seen (the area epoch is what the data path uses) */
 	struct dpath *dp;   /* the data path, once a queue exists */
 	pthread_mutex_t lock;
 	unsigned char rbuf[OOO_MSG_MAX];
@@ -263,10 +262,9 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 		if (m.hdr.type == OOO_MSG_NOTICE) {
 			const struct ooo_msg_notice *no = m.payload;
 
-			if (no->kind == OOO_NOTICE_DEVRESET) {
-				s->devresets++; /* the session goes on; the data path fails what was in flight */
+			/* the session goes on; the area's epoch tells the data path what failed */
+			if (no->kind == OOO_NOTICE_DEVRESET)
 				continue;
-			}
 			/* The daemon closes after any other notice; remember why. */
 			s->dead = notice_error(m.payload);
 			continue;
@@ -815,9 +813,7 @@ static void dp_read_notices(ooo_session *s)
 		}
 		if (wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, NULL) == 0 && m.hdr.type == OOO_MSG_NOTICE) {
 			const struct ooo_msg_notice *no = m.payload;
-			if (no->kind == OOO_NOTICE_DEVRESET)
-				s->devresets++;
-			else
+			if (no->kind != OOO_NOTICE_DEVRESET)
 				s->dead = notice_error(no);
 		}
 	}

@@ -320,20 +320,6 @@ void buffers_gpu_ready(struct server *srv, uint32_t gpu)
 			 failed ? " (some could not be sent)" : "");
 }
 
-void buffers_count(const struct server *srv, uint32_t gpu, uint64_t *nb, uint64_t *bytes)
-{
-	const struct list_node *n;
-
-	*nb = *bytes = 0;
-	for (n = srv->buffers.next; n != &srv->buffers; n = n->next) {
-		const struct buffer *b = list_entry(n, struct buffer, anode);
-		if (b->gpu == gpu && b->live) {
-			(*nb)++;
-			*bytes += b->size;
-		}
-	}
-}
-
 void buffers_fini(struct server *srv)
 {
 	while (!list_empty(&srv->buffers))

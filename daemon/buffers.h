@@ -57,7 +57,5 @@ void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const str
 void buffers_gpu_lost(struct server *srv, uint32_t gpu);
 void buffers_gpu_ready(struct server *srv, uint32_t gpu);
 
-/* Live buffers of a GPU and their bytes, for status. */
-void buffers_count(const struct server *srv, uint32_t gpu, uint64_t *n, uint64_t *bytes);
 
 #endif
