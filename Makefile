@@ -124,11 +124,11 @@ $(BUILD)/libooo.so: $(CLIENT_OBJS) client/libooo.map
 	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libooo.so.0 -Wl,--version-script=client/libooo.map \
 		-o $@ $(CLIENT_OBJS) -lpthread
 
-$(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(POLICY_OBJS) $(BUILD)/libooo.a
+$(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
 
-$(BUILD)/ooo-bench: $(OBJ)/tools/ooo-bench.o $(BUILD)/libooo.a
+$(BUILD)/ooo-bench: $(OBJ)/tools/ooo-bench.o $(OBJ)/tools/json.o $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread -lm
 

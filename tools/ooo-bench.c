@@ -36,6 +36,8 @@
 #include <unistd.h>
 
 #include <ooo/ooo.h>
+
+#include "json.h"
 #include <ooo/proto.h>
 
 #define RC_OK 0
@@ -177,89 +179,6 @@ static double hist_quantile(const struct hist *h, double q)
 		}
 	}
 	return (double)h->max;
-}
-
-/* ---- JSON ------------------------------------------------------------------ */
-
-static struct {
-	int depth;
-	bool need_comma;
-} J;
-
-static void j_putstr(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	putchar('"');
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			printf("\\u%04x", *p);
-		else if (*p < 0x80)
-			putchar(*p);
-		else
-			fputs("\\ufffd", stdout); /* host names and uname are ASCII in practice */
-	}
-	putchar('"');
-}
-
-static void j_key(const char *key)
-{
-	if (J.need_comma)
-		putchar(',');
-	if (J.depth)
-		printf("\n%*s", 2 * J.depth, "");
-	if (key) {
-		j_putstr(key);
-		fputs(": ", stdout);
-	}
-	J.need_comma = true;
-}
-
-static void j_open(const char *key, char c)
-{
-	j_key(key);
-	putchar(c);
-	J.depth++;
-	J.need_comma = false;
-}
-
-static void j_close(char c)
-{
-	J.depth--;
-	if (J.need_comma)
-		printf("\n%*s", 2 * J.depth, "");
-	putchar(c);
-	J.need_comma = true;
-	if (!J.depth) {
-		putchar('\n');
-		J.need_comma = false;
-	}
-}
-
-static void j_str(const char *key, const char *v)
-{
-	j_key(key);
-	if (v)
-		j_putstr(v);
-	else
-		fputs("null", stdout);
-}
-
-static void j_u64(const char *key, uint64_t v)
-{
-	j_key(key);
-	printf("%" PRIu64, v);
-}
-
-static void j_num(const char *key, double v, int prec)
-{
-	j_key(key);
-	if (isfinite(v))
-		printf("%.*f", prec, v);
-	else
-		fputs("null", stdout);
 }
 
 /* ---- ping workload --------------------------------------------------------- */

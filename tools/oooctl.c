@@ -28,6 +28,7 @@
 
 #include "../daemon/policy.h"
 
+#include "json.h"
 #include "version.h"
 #ifndef OOO_GIT_REV
 #define OOO_GIT_REV "unknown"
@@ -121,33 +122,6 @@ static int64_t mono_ns(void)
 }
 
 /* Length of a valid UTF-8 sequence of 2..4 bytes at p, or 0. */
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned c = p[0];
-	uint32_t cp;
-	size_t n;
-
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0; /* also stops at the NUL */
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
 
 /*
  * Names and labels come from tenants: keep their bytes off the terminal's
@@ -365,128 +339,7 @@ static void table_print(struct table *t)
 	t->n = t->cap = 0;
 }
 
-/* ---- JSON ------------------------------------------------------------------- */
-
-/*
- * A streaming writer: enough state to place commas and indentation. Output
- * is indented for people; every value is valid JSON for machines.
- */
-static struct {
-	int depth;
-	bool need_comma;
-} J;
-
-/* Strings from the daemon are arbitrary bytes; JSON must be valid UTF-8. */
-static void j_putstr(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	putchar('"');
-	while (*p) {
-		size_t n;
-
-		if (*p == '"' || *p == '\\') {
-			putchar('\\');
-			putchar(*p++);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			printf("\\u%04x", *p++);
-		} else if (*p < 0x80) {
-			putchar(*p++);
-		} else if ((n = utf8_len(p))) {
-			fwrite(p, 1, n, stdout);
-			p += n;
-		} else {
-			fputs("\\ufffd", stdout);
-			p++;
-		}
-	}
-	putchar('"');
-}
-
-static void j_key(const char *key)
-{
-	if (J.need_comma)
-		putchar(',');
-	if (J.depth) {
-		putchar('\n');
-		printf("%*s", 2 * J.depth, "");
-	}
-	if (key) {
-		j_putstr(key);
-		fputs(": ", stdout);
-	}
-	J.need_comma = true;
-}
-
-static void j_open(const char *key, char c)
-{
-	j_key(key);
-	putchar(c);
-	J.depth++;
-	J.need_comma = false;
-}
-
-static void j_close(char c)
-{
-	J.depth--;
-	if (J.need_comma) { /* not empty */
-		putchar('\n');
-		printf("%*s", 2 * J.depth, "");
-	}
-	putchar(c);
-	J.need_comma = true;
-	if (!J.depth) {
-		putchar('\n');
-		J.need_comma = false;
-	}
-}
-
-#define j_obj(key) j_open(key, '{')
-#define j_obj_end() j_close('}')
-#define j_arr(key) j_open(key, '[')
-#define j_arr_end() j_close(']')
-
-static void j_str(const char *key, const char *v)
-{
-	j_key(key);
-	if (v)
-		j_putstr(v);
-	else
-		fputs("null", stdout);
-}
-
-static void j_u64(const char *key, uint64_t v)
-{
-	j_key(key);
-	printf("%" PRIu64, v);
-}
-
-static void j_i64(const char *key, int64_t v)
-{
-	j_key(key);
-	printf("%" PRId64, v);
-}
-
-static void j_bool(const char *key, bool v)
-{
-	j_key(key);
-	fputs(v ? "true" : "false", stdout);
-}
-
-static void j_null(const char *key)
-{
-	j_key(key);
-	fputs("null", stdout);
-}
-
-static void j_num(const char *key, double v)
-{
-	j_key(key);
-	if (isfinite(v))
-		printf("%.3f", v);
-	else
-		fputs("null", stdout);
-}
+/* ---- JSON (tools/json.c) ---------------------------------------------- */
 
 static void j_res(const char *key, const uint64_t *v)
 {
@@ -1325,9 +1178,9 @@ static int do_ping(int argc, char **argv)
 		j_obj(NULL);
 		j_str("socket", admin_path);
 		j_u64("count", count);
-		j_num("min_us", (double)min / 1e3);
-		j_num("avg_us", (double)sum / (double)count / 1e3);
-		j_num("max_us", (double)max / 1e3);
+		j_num("min_us", (double)min / 1e3, 3);
+		j_num("avg_us", (double)sum / (double)count / 1e3, 3);
+		j_num("max_us", (double)max / 1e3, 3);
 		j_obj_end();
 		return RC_OK;
 	}
