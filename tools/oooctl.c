@@ -709,6 +709,25 @@ static int do_status(int argc, char **argv)
 
 /* ---- tenants and sessions ------------------------------------------------------ */
 
+/*
+ * The common part of the list commands: no arguments, one admin session,
+ * every page of the list. Returns RC_OK with a malloc'd array, or an exit code.
+ */
+static int list_command(int argc, char **argv, uint16_t type, size_t rec_size, const char *what, void **out,
+			size_t *n)
+{
+	ooo_session *s;
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = fetch_list(s, type, rec_size, out, n);
+	ooo_close(s);
+	return r < 0 ? report(what, r) : RC_OK;
+}
+
 static int cmp_tenant(const void *a, const void *b)
 {
 	const struct ooo_tenant_rec *x = a, *y = b;
@@ -744,18 +763,12 @@ static int do_tenants(int argc, char **argv)
 					    ">MEMORY", ">MODULES", ">INFLIGHT" };
 	struct ooo_tenant_rec *t;
 	struct table tab;
-	ooo_session *s;
 	size_t n;
-	int rc, r;
+	int rc;
 
-	if ((rc = no_args(argc, argv)))
+	rc = list_command(argc, argv, OOO_MSG_TENANTS, sizeof(*t), "tenants", (void **)&t, &n);
+	if (rc != RC_OK)
 		return rc;
-	if (!(s = admin_open(&rc)))
-		return rc;
-	r = fetch_list(s, OOO_MSG_TENANTS, sizeof(*t), (void **)&t, &n);
-	ooo_close(s);
-	if (r < 0)
-		return report("tenants", r);
 	if (n)
 		qsort(t, n, sizeof(*t), cmp_tenant);
 
@@ -803,18 +816,12 @@ static int do_sessions(int argc, char **argv)
 	static const char *const cols[] = { ">ID", ">PID", ">UID", "USER", "CLASS", "NAME", ">AGE", ">MESSAGES" };
 	struct ooo_session_rec *ss;
 	struct table tab;
-	ooo_session *s;
 	size_t n;
-	int rc, r;
+	int rc;
 
-	if ((rc = no_args(argc, argv)))
+	rc = list_command(argc, argv, OOO_MSG_SESSIONS, sizeof(*ss), "sessions", (void **)&ss, &n);
+	if (rc != RC_OK)
 		return rc;
-	if (!(s = admin_open(&rc)))
-		return rc;
-	r = fetch_list(s, OOO_MSG_SESSIONS, sizeof(*ss), (void **)&ss, &n);
-	ooo_close(s);
-	if (r < 0)
-		return report("sessions", r);
 	if (n)
 		qsort(ss, n, sizeof(*ss), cmp_session);
 
@@ -898,18 +905,12 @@ static int do_devices(int argc, char **argv)
 	static const char *const cols[] = { ">GPU", "STATE", "NAME", ">SMS", ">CC", ">MEMORY", ">PID", ">RESTARTS", "NOTE" };
 	struct ooo_device_rec *d;
 	struct table tab;
-	ooo_session *s;
 	size_t n;
-	int rc, r;
+	int rc;
 
-	if ((rc = no_args(argc, argv)))
+	rc = list_command(argc, argv, OOO_MSG_DEVICES, sizeof(*d), "devices", (void **)&d, &n);
+	if (rc != RC_OK)
 		return rc;
-	if (!(s = admin_open(&rc)))
-		return rc;
-	r = fetch_list(s, OOO_MSG_DEVICES, sizeof(*d), (void **)&d, &n);
-	ooo_close(s);
-	if (r < 0)
-		return report("devices", r);
 	if (opt_json) {
 		char u[40];
 
