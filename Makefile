@@ -46,23 +46,25 @@ ALL_LDFLAGS = $(SAN_LDFLAGS) $(LDFLAGS) -Wl,-z,relro,-z,now
 
 # Debian libraries linked statically so the binaries run on machines that
 # do not have them installed (the GPU machine).
-STATIC_LIBS = -Wl,-Bstatic -luring -linih -Wl,-Bdynamic
+STATIC_LIBS = -Wl,-Bstatic -luring -linih -lnettle -Wl,-Bdynamic
 
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
                daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c
+JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c
+JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_policy test_registry test_ring test_staging test_validate
+UNIT_TESTS  := test_wire test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
-BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/libooo.so $(BUILD)/libooo.a
+BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/libooo.so $(BUILD)/libooo.a
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check
 
@@ -124,6 +126,15 @@ $(BUILD)/libooo.so: $(CLIENT_OBJS) client/libooo.map
 	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libooo.so.0 -Wl,--version-script=client/libooo.map \
 		-o $@ $(CLIENT_OBJS) -lpthread
 
+$(BUILD)/libjit.a: $(JIT_OBJS)
+	$(call msg,AR,$@)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/ooo-jit: $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/json.o $(BUILD)/libjit.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
+
 $(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
@@ -139,6 +150,8 @@ $(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/re
 $(BUILD)/tests/test_ring: $(OBJ)/tests/unit/test_ring.o $(OBJ)/client/ring.o
 $(BUILD)/tests/test_staging: $(OBJ)/tests/unit/test_staging.o $(OBJ)/client/staging.o
 $(BUILD)/tests/test_validate: $(OBJ)/tests/unit/test_validate.o $(OBJ)/daemon/exec/validate.o
+$(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
+$(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
 $(BUILD)/tests/test_daemon: $(OBJ)/tests/integration/test_daemon.o $(OBJ)/client/wire.o $(BUILD)/libooo.a
 
 $(TEST_BINS):
@@ -171,11 +184,12 @@ asan: deps
 
 # ---- fuzz ------------------------------------------------------------------
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe
+FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c client/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
 $(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
+$(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c daemon/jit/ptx.c daemon/jit/fuse.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	$(call msg,FUZZCC,$@)
 	@mkdir -p $(dir $@)
@@ -206,7 +220,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 		$(DESTDIR)$(INCLUDEDIR)/ooo $(DESTDIR)$(SYSCONFDIR)/ooo $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(BUILD)/oood $(DESTDIR)$(SBINDIR)/oood
-	install -m 0755 $(BUILD)/oooctl $(BUILD)/ooo-bench $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILD)/libooo.so $(DESTDIR)$(LIBDIR)/libooo.so.$(VERSION)
 	ln -sf libooo.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libooo.so.0
 	ln -sf libooo.so.0 $(DESTDIR)$(LIBDIR)/libooo.so
@@ -220,7 +234,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 		install -m 0644 daemon/oood.conf $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-bench \
+	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-bench $(DESTDIR)$(BINDIR)/ooo-jit \
 		$(DESTDIR)$(LIBDIR)/libooo.so* $(DESTDIR)$(LIBDIR)/libooo.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc $(DESTDIR)$(UNITDIR)/oood.service \
 		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 \

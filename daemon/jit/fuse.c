@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fused-kernel generator and the descriptor layout (<ooo/jit.h>).
+ *
+ * For bodies B0..Bn-1 it emits one module:
+ *   - .extern .func declarations the bodies call (vprintf, ...), once;
+ *   - one pooled static .shared array `ooo_smem` (the largest body's layout)
+ *     and one dynamic `ooo_dsmem` when any body uses dynamic shared memory;
+ *   - per body k: copies of its read-only initialized data and of the
+ *     .funcs it reaches, renamed m<k>_NAME;
+ *   - the entry ooo_fused_<key>: a prologue that finds the block's member
+ *     by binary search over the descriptor, computes its virtual %ctaid,
+ *     %nctaid and parameter base, and branches to the member's body. Each
+ *     body is the member kernel's own statements in a { } scope with its
+ *     registers and labels renamed m<k>_..., `ld.param` of kernel
+ *     parameters turned into loads from the descriptor, %ctaid/%nctaid
+ *     replaced by the virtual values, and shared variables replaced by
+ *     offsets into the pool.
+ * The text depends only on the bodies, never on how many launches of each
+ * a bundle holds.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nettle/sha2.h>
+
+#include "ptx.h"
+
+struct gen {
+	const struct ptx_module *m;
+	const struct kinfo *ki;
+	const struct func *f;
+	uint32_t k;
+	bool entry;
+	bool ldparam; /* the statement being printed is `ld.param` of a kernel parameter */
+	bool volatile_ld;
+	uint32_t op; /* opcode token of that statement */
+	struct fscope sc;
+};
+
+static const struct kinfo *kinfo_of(const struct ptx_module *m, const struct ptx_kernel *k)
+{
+	return &m->kinfo[k - m->kernels];
+}
+
+/* Offset of static shared var v in body layout ki, or -1. */
+static int64_t smem_offset(const struct kinfo *ki, uint32_t v)
+{
+	for (uint32_t i = 0; i < ki->nsmem; i++)
+		if (ki->smem[i] == v)
+			return ki->smem_off[i];
+	return -1;
+}
+
+/* Print NAME+off, folding a following `+imm`, `+-imm` or `-imm`; returns tokens consumed. */
+static uint32_t print_folded(const struct ptx_module *m, uint32_t t, uint32_t end, const char *base, int64_t off,
+			     struct jit_buf *b)
+{
+	uint32_t used = 1;
+	int64_t imm;
+
+	if (t + 2 < end && tok_punct(m, t + 1, '+') && m->toks[t + 2].kind == T_NUM &&
+	    parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &imm)) {
+		off += imm;
+		used = 3;
+	} else if (t + 3 < end && tok_punct(m, t + 1, '+') && tok_punct(m, t + 2, '-') &&
+		   m->toks[t + 3].kind == T_NUM && parse_num(tok_s(m, t + 3), m->toks[t + 3].len, &imm)) {
+		off -= imm;
+		used = 4;
+	} else if (t + 2 < end && tok_punct(m, t + 1, '-') && m->toks[t + 2].kind == T_NUM &&
+		   parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &imm)) {
+		off -= imm;
+		used = 3;
+	}
+	if (off > 0)
+		buf_printf(b, "%s+%" PRId64, base, off);
+	else if (off < 0)
+		buf_printf(b, "%s-%" PRId64, base, -off);
+	else
+		buf_puts(b, base);
+	return used;
+}
+
+static void put_name(struct jit_buf *b, uint32_t k, const struct ptx_module *m, uint32_t t)
+{
+	buf_printf(b, "m%" PRIu32 "_", k);
+	buf_put(b, tok_s(m, t), m->toks[t].len);
+}
+
+static uint32_t sub_tok(void *ctx, const struct ptx_module *m, uint32_t t, uint32_t end, struct jit_buf *b)
+{
+	struct gen *g = ctx;
+	const struct tok *k = &m->toks[t];
+	const char *s = tok_s(m, t);
+	int64_t v;
+
+	if (k->kind == T_REG) {
+		if (!g->entry)
+			return 0;
+		if (fscope_has_reg(&g->sc, s, k->len) || strmap_get(g->sc.regs, s, k->len, NULL)) {
+			buf_printf(b, "%%m%" PRIu32 "_", g->k);
+			buf_put(b, s + 1, k->len - 1);
+			return 1;
+		}
+		if (k->len == 8 && memcmp(s, "%ctaid.", 7) == 0) {
+			buf_printf(b, "%%ooo_v%c", s[7]);
+			return 1;
+		}
+		if (k->len == 9 && memcmp(s, "%nctaid.", 8) == 0) {
+			buf_printf(b, "%%ooo_g%c", s[8]);
+			return 1;
+		}
+		return 0;
+	}
+	if (k->kind == T_IDENT && g->ldparam && t == g->op) {
+		/* the opcode of a rewritten ld.param: .param[::entry] -> .global[.nc] */
+		const char *p = memmem(s, k->len, ".param", 6);
+
+		if (p) {
+			size_t pre = (size_t)(p - s), plen = 6;
+
+			if (pre + 13 <= k->len && memcmp(p + 6, "::entry", 7) == 0)
+				plen += 7;
+			buf_put(b, s, pre);
+			buf_puts(b, g->volatile_ld ? ".global" : ".global.nc");
+			buf_put(b, p + plen, k->len - pre - plen);
+			return 1;
+		}
+		return 0;
+	}
+	if (k->kind == T_IDENT && g->ldparam && strmap_get(g->sc.names, s, k->len, &v) && v == -2) {
+		/* a kernel parameter inside [ ] of ld.param */
+		for (uint32_t i = 0; i < g->f->nparams; i++) {
+			const struct fparam *p = &g->f->params[i];
+
+			if (m->toks[p->name].len == k->len && memcmp(tok_s(m, p->name), s, k->len) == 0)
+				return print_folded(m, t, end, "%ooo_pbase", p->offset, b);
+		}
+		return 0;
+	}
+	if (k->kind != T_IDENT)
+		return 0;
+	if (g->entry && strmap_get(g->sc.labels, s, k->len, NULL)) {
+		put_name(b, g->k, m, t);
+		return 1;
+	}
+	if (strmap_get(g->sc.names, s, k->len, &v)) {
+		if (v >= 0) {
+			const struct var *dv = &m->vars[v];
+
+			if (dv->space == SP_SHARED) {
+				int64_t off = smem_offset(g->ki, (uint32_t)v);
+
+				if (dv->unsized)
+					return print_folded(m, t, end, "ooo_dsmem", 0, b);
+				if (off >= 0)
+					return print_folded(m, t, end, "ooo_smem", off, b);
+			}
+			if (g->entry) {
+				put_name(b, g->k, m, t);
+				return 1;
+			}
+		}
+		return 0;
+	}
+	if (strmap_get(m->syms, s, k->len, &v)) {
+		if (SYM_KIND(v) == SYM_FUNC) {
+			if (!m->funcs[SYM_IDX(v)].has_body)
+				return 0; /* extern: keeps its name */
+			put_name(b, g->k, m, t);
+			return 1;
+		}
+		{
+			const struct var *mv = &m->vars[SYM_IDX(v)];
+
+			if (mv->space == SP_SHARED) {
+				int64_t off = smem_offset(g->ki, SYM_IDX(v));
+
+				if (mv->unsized || (mv->ext && !mv->size))
+					return print_folded(m, t, end, "ooo_dsmem", 0, b);
+				if (off >= 0)
+					return print_folded(m, t, end, "ooo_smem", off, b);
+				return 0;
+			}
+			put_name(b, g->k, m, t);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Is this statement `ld.param ... [KERNELPARAM...]`? */
+static bool is_ldparam(struct gen *g, const struct stmt *s)
+{
+	const struct ptx_module *m = g->m;
+	uint32_t op = s->first, end = stmt_end(s);
+	int64_t v;
+
+	if (tok_punct(m, op, '@'))
+		op += tok_punct(m, op + 1, '!') ? 3 : 2;
+	if (op >= end || m->toks[op].len < 3 || memcmp(tok_s(m, op), "ld.", 3) != 0 ||
+	    !memmem(tok_s(m, op), m->toks[op].len, ".param", 6))
+		return false;
+	for (uint32_t t = op + 1; t + 1 < end; t++)
+		if (tok_punct(m, t, '[') && m->toks[t + 1].kind == T_IDENT &&
+		    strmap_get(g->sc.names, tok_s(m, t + 1), m->toks[t + 1].len, &v) && v == -2) {
+			const char *o = tok_s(m, op);
+
+			g->volatile_ld = memmem(o, m->toks[op].len, ".volatile", 9) != NULL;
+			g->op = op;
+			return true;
+		}
+	return false;
+}
+
+static void emit_stmts(struct gen *g, struct jit_buf *b)
+{
+	const struct ptx_module *m = g->m;
+	const struct func *f = g->f;
+
+	for (uint32_t i = 0; i < f->body_n; i++) {
+		const struct stmt *s = &m->stmts[f->body_first + i];
+
+		switch (s->kind) {
+		case ST_OPEN:
+			buf_puts(b, "{\n");
+			break;
+		case ST_CLOSE:
+			buf_puts(b, "}\n");
+			break;
+		case ST_LABEL:
+			print_toks(m, s->first, 1, sub_tok, g, b);
+			buf_puts(b, ":\n");
+			break;
+		case ST_DIR:
+			if (tok_is(m, s->first, ".shared"))
+				break; /* pooled */
+			buf_put(b, "\t", 1);
+			print_toks(m, s->first, s->n, sub_tok, g, b);
+			buf_puts(b, ";\n");
+			break;
+		default:
+			g->ldparam = g->entry && is_ldparam(g, s);
+			buf_put(b, "\t", 1);
+			print_toks(m, s->first, s->n, sub_tok, g, b);
+			buf_puts(b, ";\n");
+			g->ldparam = false;
+		}
+	}
+}
+
+/* Header of a .func copy: `.func (rets) m<k>_NAME(params)` without linkage. */
+static void emit_func_header(struct gen *g, uint32_t fi, struct jit_buf *b)
+{
+	const struct ptx_module *m = g->m;
+	const struct func *f = &m->funcs[fi];
+	uint32_t first = f->hdr_first + f->link_n;
+
+	print_toks(m, first, f->hdr_n - f->link_n, sub_tok, g, b);
+	if (f->perf_n) {
+		buf_put(b, " ", 1);
+		print_toks(m, f->perf_first, f->perf_n, NULL, NULL, b);
+	}
+}
+
+static int version_cmp(const char *a, const char *b)
+{
+	unsigned am = 0, an = 0, bm = 0, bn = 0;
+
+	sscanf(a, "%u.%u", &am, &an);
+	sscanf(b, "%u.%u", &bm, &bn);
+	return am != bm ? (am < bm ? -1 : 1) : an != bn ? (an < bn ? -1 : 1) : 0;
+}
+
+/* sm_NN[a|f] -> NN and suffix */
+static int target_num(const char *t, char *suffix)
+{
+	unsigned n = 0;
+	char s = 0;
+
+	if (sscanf(t, "sm_%u%c", &n, &s) < 1)
+		return -1;
+	*suffix = s;
+	return (int)n;
+}
+
+static int failf(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+void jit_fuse_key(const struct jit_body *bodies, size_t n, const char *salt, uint8_t key[32])
+{
+	struct sha256_ctx h;
+
+	sha256_init(&h);
+	sha256_update(&h, 11, (const uint8_t *)"ooo-jit-v1");
+	for (size_t i = 0; i < n; i++) {
+		const struct ptx_kernel *k = ptx_kernel_find(bodies[i].mod, bodies[i].kernel);
+
+		if (k)
+			sha256_update(&h, sizeof(k->hash), k->hash);
+		else
+			sha256_update(&h, 1, (const uint8_t *)"?");
+	}
+	if (salt)
+		sha256_update(&h, strlen(salt) + 1, (const uint8_t *)salt);
+	sha256_digest(&h, 32, key);
+}
+
+void jit_fused_free(struct jit_fused *f)
+{
+	if (!f)
+		return;
+	free(f->ptx);
+	free(f);
+}
+
+static const char prologue[] =
+	"\t.reg .pred %ooo_p0;\n"
+	"\t.reg .b32 %ooo_r<10>;\n"
+	"\t.reg .b64 %ooo_rd<3>;\n"
+	"\t.reg .b32 %ooo_vx, %ooo_vy, %ooo_vz, %ooo_gx, %ooo_gy, %ooo_gz;\n"
+	"\t.reg .b64 %ooo_pbase;\n"
+	"\tld.param.u64 %ooo_rd0, [ooo_desc];\n"
+	"\tcvta.to.global.u64 %ooo_rd0, %ooo_rd0;\n"
+	"\tmov.u32 %ooo_r0, %ctaid.x;\n"
+	"\tld.global.nc.v2.u32 {%ooo_r1, %ooo_r2}, [%ooo_rd0];\n"
+	"\tsetp.ge.u32 %ooo_p0, %ooo_r0, %ooo_r2;\n"
+	"\t@%ooo_p0 bra $ooo_out;\n"
+	/* binary search: the last member with block_start <= block */
+	"\tmov.u32 %ooo_r3, 0;\n"
+	"\tmov.u32 %ooo_r4, %ooo_r1;\n"
+	"$ooo_search:\n"
+	"\tsub.u32 %ooo_r5, %ooo_r4, %ooo_r3;\n"
+	"\tsetp.le.u32 %ooo_p0, %ooo_r5, 1;\n"
+	"\t@%ooo_p0 bra $ooo_found;\n"
+	"\tadd.u32 %ooo_r5, %ooo_r3, %ooo_r4;\n"
+	"\tshr.u32 %ooo_r5, %ooo_r5, 1;\n"
+	"\tmul.wide.u32 %ooo_rd1, %ooo_r5, 32;\n"
+	"\tadd.u64 %ooo_rd1, %ooo_rd0, %ooo_rd1;\n"
+	"\tld.global.nc.u32 %ooo_r6, [%ooo_rd1+16];\n"
+	"\tsetp.le.u32 %ooo_p0, %ooo_r6, %ooo_r0;\n"
+	"\tselp.b32 %ooo_r3, %ooo_r5, %ooo_r3, %ooo_p0;\n"
+	"\tselp.b32 %ooo_r4, %ooo_r4, %ooo_r5, %ooo_p0;\n"
+	"\tbra.uni $ooo_search;\n"
+	"$ooo_found:\n"
+	"\tmul.wide.u32 %ooo_rd1, %ooo_r3, 32;\n"
+	"\tadd.u64 %ooo_rd1, %ooo_rd0, %ooo_rd1;\n"
+	"\tld.global.nc.v4.u32 {%ooo_r6, %ooo_r7, %ooo_gx, %ooo_gy}, [%ooo_rd1+16];\n"
+	"\tld.global.nc.v2.u32 {%ooo_gz, %ooo_r8}, [%ooo_rd1+32];\n"
+	"\tsub.u32 %ooo_r9, %ooo_r0, %ooo_r6;\n"
+	"\trem.u32 %ooo_vx, %ooo_r9, %ooo_gx;\n"
+	"\tdiv.u32 %ooo_r9, %ooo_r9, %ooo_gx;\n"
+	"\trem.u32 %ooo_vy, %ooo_r9, %ooo_gy;\n"
+	"\tdiv.u32 %ooo_vz, %ooo_r9, %ooo_gy;\n"
+	"\tcvt.u64.u32 %ooo_rd2, %ooo_r8;\n"
+	"\tadd.u64 %ooo_pbase, %ooo_rd0, %ooo_rd2;\n";
+
+int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **out, char *err, size_t errlen)
+{
+	const struct ptx_kernel *ks[JIT_MAX_BODIES];
+	struct jit_fused *fz;
+	struct jit_buf b = { 0 };
+	char version[16] = "", target[32] = "", tsuf = 0;
+	int tnum = -1;
+	uint32_t smem = 0, smem_align = 16, dsmem_align = 16;
+	uint32_t reqntid[3] = { 0, 0, 0 }, maxntid[3] = { 0, 0, 0 }, minncta = 0, maxnreg = 0;
+	bool dyn = false;
+	int rc = 0;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	if (nbodies == 0 || nbodies > JIT_MAX_BODIES)
+		return failf(err, errlen, -EINVAL, "a fused kernel takes 1 to %u bodies, not %zu", JIT_MAX_BODIES, nbodies);
+	for (size_t i = 0; i < nbodies; i++) {
+		const struct ptx_module *m = bodies[i].mod;
+		const struct ptx_kernel *k = m && bodies[i].kernel ? ptx_kernel_find(m, bodies[i].kernel) : NULL;
+		char suf;
+		int num;
+
+		if (!k)
+			return failf(err, errlen, -ENOENT, "body %zu: no kernel %s", i,
+				     bodies[i].kernel ? bodies[i].kernel : "(null)");
+		if (!k->fusible)
+			return failf(err, errlen, -EINVAL, "body %zu (%s): not fusible: %s", i, k->name, k->reason);
+		for (size_t j = 0; j < i; j++)
+			if (memcmp(ks[j]->hash, k->hash, sizeof(k->hash)) == 0)
+				return failf(err, errlen, -EINVAL, "body %zu (%s) repeats body %zu", i, k->name, j);
+		ks[i] = k;
+		num = target_num(m->target, &suf);
+		if (num < 0)
+			return failf(err, errlen, -EINVAL, "body %zu (%s): unsupported .target %s", i, k->name, m->target);
+		if (tnum < 0 || num > tnum) {
+			if (tsuf && num != tnum)
+				return failf(err, errlen, -EINVAL, "body %zu (%s): .target %s cannot join %s", i, k->name,
+					     m->target, target);
+			tnum = num;
+			if (!tsuf)
+				tsuf = suf;
+			snprintf(target, sizeof(target), "%s", m->target);
+		}
+		if (suf && suf != tsuf) {
+			if (tsuf || num != tnum)
+				return failf(err, errlen, -EINVAL, "body %zu (%s): .target %s cannot join %s", i, k->name,
+					     m->target, target);
+			tsuf = suf;
+			snprintf(target, sizeof(target), "%s", m->target);
+		}
+		if (!version[0] || version_cmp(m->version, version) > 0)
+			snprintf(version, sizeof(version), "%s", m->version);
+		if (k->static_smem > smem)
+			smem = k->static_smem;
+		if (kinfo_of(m, k)->smem_align > smem_align)
+			smem_align = kinfo_of(m, k)->smem_align;
+		if (k->dynamic_smem) {
+			dyn = true;
+			if (kinfo_of(m, k)->dsmem_align > dsmem_align)
+				dsmem_align = kinfo_of(m, k)->dsmem_align;
+		}
+		if (k->reqntid[0]) {
+			if (reqntid[0] && memcmp(reqntid, k->reqntid, sizeof(reqntid)) != 0)
+				return failf(err, errlen, -EINVAL, "body %zu (%s): .reqntid %u,%u,%u conflicts with %u,%u,%u", i,
+					     k->name, k->reqntid[0], k->reqntid[1], k->reqntid[2], reqntid[0], reqntid[1],
+					     reqntid[2]);
+			memcpy(reqntid, k->reqntid, sizeof(reqntid));
+		}
+		if (k->maxntid[0] &&
+		    (!maxntid[0] || (uint64_t)k->maxntid[0] * k->maxntid[1] * k->maxntid[2] <
+					    (uint64_t)maxntid[0] * maxntid[1] * maxntid[2]))
+			memcpy(maxntid, k->maxntid, sizeof(maxntid));
+		if (k->minnctapersm > minncta)
+			minncta = k->minnctapersm;
+		if (k->maxnreg && (!maxnreg || k->maxnreg < maxnreg))
+			maxnreg = k->maxnreg;
+	}
+	if (reqntid[0] && maxntid[0] &&
+	    (uint64_t)reqntid[0] * reqntid[1] * reqntid[2] > (uint64_t)maxntid[0] * maxntid[1] * maxntid[2])
+		return failf(err, errlen, -EINVAL, ".reqntid %u,%u,%u of one body exceeds .maxntid %u,%u,%u of another",
+			     reqntid[0], reqntid[1], reqntid[2], maxntid[0], maxntid[1], maxntid[2]);
+	if (!(fz = calloc(1, sizeof(*fz))))
+		return -ENOMEM;
+	jit_fuse_key(bodies, nbodies, NULL, fz->key);
+	snprintf(fz->entry, sizeof(fz->entry), "ooo_fused_");
+	for (int i = 0; i < 8; i++)
+		snprintf(fz->entry + 10 + 2 * i, 3, "%02x", fz->key[i]);
+
+	buf_printf(&b, "//\n// ooo fused kernel %s: %zu bod%s\n//\n", fz->entry, nbodies, nbodies == 1 ? "y" : "ies");
+	for (size_t i = 0; i < nbodies; i++)
+		buf_printf(&b, "// body %zu: %s\n", i, ks[i]->name);
+	buf_printf(&b, "\n.version %s\n.target %s\n.address_size 64\n\n", version, target);
+	/* extern functions, once each */
+	{
+		struct strmap *seen = strmap_new();
+
+		if (!seen) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < nbodies; i++) {
+			const struct ptx_module *m = bodies[i].mod;
+			const struct kinfo *ki = kinfo_of(m, ks[i]);
+
+			for (uint32_t j = 0; j < ki->nefuncs; j++) {
+				const struct func *f = &m->funcs[ki->efuncs[j]];
+
+				if (strmap_get(seen, tok_s(m, f->name), m->toks[f->name].len, NULL))
+					continue;
+				if (strmap_put(seen, tok_s(m, f->name), m->toks[f->name].len, 1) < 0) {
+					rc = -ENOMEM;
+					break;
+				}
+				buf_puts(&b, ".extern ");
+				print_toks(m, f->hdr_first + f->link_n, f->hdr_n - f->link_n, NULL, NULL, &b);
+				buf_puts(&b, ";\n");
+			}
+		}
+		strmap_free(seen);
+		if (rc)
+			goto out;
+	}
+	if (smem)
+		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", smem_align, smem);
+	if (dyn)
+		buf_printf(&b, ".extern .shared .align %" PRIu32 " .b8 ooo_dsmem[];\n", dsmem_align);
+	/* per body: data copies, function prototypes, function definitions */
+	for (size_t i = 0; i < nbodies && !rc; i++) {
+		const struct ptx_module *m = bodies[i].mod;
+		const struct kinfo *ki = kinfo_of(m, ks[i]);
+		struct gen g = { .m = m, .ki = ki, .k = (uint32_t)i };
+
+		buf_printf(&b, "\n// body %zu data and functions\n", i);
+		for (uint32_t j = 0; j < ki->ndata; j++) {
+			const struct var *v = &m->vars[ki->data[j]];
+			uint32_t t = v->first;
+
+			while (tok_is(m, t, ".visible") || tok_is(m, t, ".weak") || tok_is(m, t, ".common"))
+				t++;
+			g.f = &m->funcs[ki->func];
+			for (uint32_t u = t; u < v->first + v->n; u++) {
+				if (u == v->name) {
+					put_name(&b, (uint32_t)i, m, u);
+					if (u + 1 < v->first + v->n && m->toks[u + 1].kind != T_PUNCT)
+						buf_put(&b, " ", 1);
+					continue;
+				}
+				print_toks(m, u, 1, NULL, NULL, &b);
+				if (u + 1 < v->first + v->n && m->toks[u + 1].kind != T_PUNCT && m->toks[u].kind != T_PUNCT)
+					buf_put(&b, " ", 1);
+				else if (tok_punct(m, u, ','))
+					buf_put(&b, " ", 1);
+			}
+			buf_puts(&b, ";\n");
+		}
+		for (uint32_t j = 0; j < ki->nfuncs && !rc; j++) {
+			g.f = &m->funcs[ki->funcs[j]];
+			g.entry = false;
+			if ((rc = fscope_build(m, ki->funcs[j], &g.sc)) < 0)
+				break;
+			emit_func_header(&g, ki->funcs[j], &b);
+			buf_puts(&b, ";\n");
+			fscope_free(&g.sc);
+		}
+		for (uint32_t j = 0; j < ki->nfuncs && !rc; j++) {
+			g.f = &m->funcs[ki->funcs[j]];
+			g.entry = false;
+			if ((rc = fscope_build(m, ki->funcs[j], &g.sc)) < 0)
+				break;
+			emit_func_header(&g, ki->funcs[j], &b);
+			buf_puts(&b, "\n{\n");
+			emit_stmts(&g, &b);
+			buf_puts(&b, "}\n");
+			fscope_free(&g.sc);
+		}
+	}
+	if (rc)
+		goto out;
+	/* the entry */
+	buf_printf(&b, "\n.visible .entry %s(\n\t.param .u64 ooo_desc\n)\n", fz->entry);
+	if (reqntid[0])
+		buf_printf(&b, ".reqntid %u, %u, %u\n", reqntid[0], reqntid[1], reqntid[2]);
+	else if (maxntid[0])
+		buf_printf(&b, ".maxntid %u, %u, %u\n", maxntid[0], maxntid[1], maxntid[2]);
+	if (minncta && (reqntid[0] || maxntid[0]))
+		buf_printf(&b, ".minnctapersm %u\n", minncta);
+	if (maxnreg)
+		buf_printf(&b, ".maxnreg %u\n", maxnreg);
+	buf_puts(&b, "{\n");
+	buf_puts(&b, prologue);
+	if (nbodies > 1) {
+		for (size_t i = 0; i < nbodies; i++)
+			buf_printf(&b, "\tsetp.eq.u32 %%ooo_p0, %%ooo_r7, %zu;\n\t@%%ooo_p0 bra $ooo_body%zu;\n", i, i);
+		buf_puts(&b, "\ttrap;\n");
+	}
+	for (size_t i = 0; i < nbodies && !rc; i++) {
+		const struct ptx_module *m = bodies[i].mod;
+		const struct kinfo *ki = kinfo_of(m, ks[i]);
+		struct gen g = { .m = m, .ki = ki, .k = (uint32_t)i, .f = &m->funcs[ki->func], .entry = true };
+
+		if ((rc = fscope_build(m, ki->func, &g.sc)) < 0)
+			break;
+		buf_printf(&b, "$ooo_body%zu:\n// %s\n{\n", i, ks[i]->name);
+		emit_stmts(&g, &b);
+		buf_puts(&b, "}\n\tret;\n");
+		fscope_free(&g.sc);
+	}
+	buf_puts(&b, "$ooo_out:\n\tret;\n}\n");
+	if (!rc)
+		rc = b.err;
+out:
+	if (rc) {
+		jit_buf_free(&b);
+		free(fz);
+		return rc == -ENOMEM ? failf(err, errlen, rc, "out of memory") : rc;
+	}
+	fz->ptx = b.data;
+	fz->ptx_len = b.len;
+	fz->nbodies = (uint32_t)nbodies;
+	fz->static_smem = smem;
+	fz->dynamic_smem = dyn;
+	memcpy(fz->reqntid, reqntid, sizeof(reqntid));
+	*out = fz;
+	return 0;
+}
+
+long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t cap, uint32_t *total_blocks,
+		    size_t *need)
+{
+	uint64_t size, blocks = 0;
+	uint8_t *p = buf;
+
+	if (n == 0 || n > (1u << 20))
+		return -EINVAL;
+	size = sizeof(struct ooo_jit_desc_hdr) + n * sizeof(struct ooo_jit_desc_member);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t g = (uint64_t)l[i].grid[0] * l[i].grid[1] * l[i].grid[2];
+
+		if (!g || l[i].body >= JIT_MAX_BODIES || (l[i].param_size && !l[i].params) || l[i].param_size > 32768)
+			return -EINVAL;
+		blocks += g;
+		if (blocks > 0x7fffffffu)
+			return -EINVAL;
+		size = (size + OOO_JIT_DESC_ALIGN - 1) & ~(uint64_t)(OOO_JIT_DESC_ALIGN - 1);
+		size += l[i].param_size;
+	}
+	size = (size + OOO_JIT_DESC_ALIGN - 1) & ~(uint64_t)(OOO_JIT_DESC_ALIGN - 1);
+	if (need)
+		*need = (size_t)size;
+	if (size > cap || !buf)
+		return -ENOSPC;
+	memset(p, 0, (size_t)size);
+	{
+		struct ooo_jit_desc_hdr h = { .n_members = (uint32_t)n, .total_blocks = (uint32_t)blocks,
+					      .version = OOO_JIT_DESC_VERSION };
+		uint64_t off = sizeof(h) + n * sizeof(struct ooo_jit_desc_member), start = 0;
+
+		memcpy(p, &h, sizeof(h));
+		for (size_t i = 0; i < n; i++) {
+			struct ooo_jit_desc_member d = { 0 };
+
+			off = (off + OOO_JIT_DESC_ALIGN - 1) & ~(uint64_t)(OOO_JIT_DESC_ALIGN - 1);
+			d.block_start = (uint32_t)start;
+			d.body = l[i].body;
+			d.grid_x = l[i].grid[0];
+			d.grid_y = l[i].grid[1];
+			d.grid_z = l[i].grid[2];
+			d.param_off = (uint32_t)off;
+			d.param_size = l[i].param_size;
+			memcpy(p + sizeof(h) + i * sizeof(d), &d, sizeof(d));
+			if (l[i].param_size)
+				memcpy(p + off, l[i].params, l[i].param_size);
+			off += l[i].param_size;
+			start += (uint64_t)l[i].grid[0] * l[i].grid[1] * l[i].grid[2];
+		}
+	}
+	if (total_blocks)
+		*total_blocks = (uint32_t)blocks;
+	return (long)size;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JIT coalescer: a PTX parser, a fusibility analysis, and a generator
+ * of fused kernels (one .entry running many member kernels, see
+ * <ooo/jit.h> for the descriptor the fused kernel reads).
+ *
+ * Pure C: no CUDA, no I/O except what the caller passes in. Every function
+ * returns 0 or a negative errno and, where it takes `err`, writes a one-line
+ * reason there on failure. Nothing here keeps global state; a module is
+ * immutable once parsed and may be read from several threads.
+ */
+#ifndef OOO_JIT_JIT_H
+#define OOO_JIT_JIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ooo/jit.h>
+
+/* Limits on what the parser accepts (bad input is refused, never truncated). */
+#define JIT_MAX_PTX_BYTES (64u << 20)
+#define JIT_MAX_TOKENS (16u << 20)
+#define JIT_MAX_PARAMS 1024u
+#define JIT_MAX_BODIES 64u       /* distinct kernels in one fused kernel */
+#define JIT_NAME_MAX 1024u       /* identifier length */
+#define JIT_REASON_MAX 256u
+
+struct jit_buf { /* a growable output buffer; free with jit_buf_free */
+	char *data;
+	size_t len, cap;
+	int err; /* sticky: -ENOMEM after a failed growth */
+};
+void jit_buf_free(struct jit_buf *b);
+
+struct ptx_module;
+
+struct ptx_param {
+	const char *name;
+	uint32_t offset; /* in the cuLaunchKernel parameter buffer */
+	uint32_t size;
+	uint32_t align;
+	bool is_ptr;     /* declared .ptr, or a .u64/.b64/.s64 scalar (may hold an address) */
+};
+
+struct ptx_kernel {
+	const char *name;
+	uint32_t nparams;
+	const struct ptx_param *params;
+	uint32_t param_bytes;   /* size of the parameter buffer */
+	uint32_t static_smem;   /* bytes of static .shared the kernel reaches */
+	bool dynamic_smem;      /* reaches an .extern .shared array */
+	uint32_t maxntid[3];    /* 0 when not declared */
+	uint32_t reqntid[3];    /* 0 when not declared */
+	uint32_t minnctapersm;  /* 0 when not declared */
+	uint32_t maxnreg;       /* 0 when not declared */
+	bool fusible;
+	char reason[JIT_REASON_MAX]; /* why not, when !fusible */
+	uint8_t hash[32];       /* SHA-256 of the kernel's canonical text and all it reaches */
+};
+
+/*
+ * Parse PTX text (need not be NUL-terminated). On success *out owns a copy
+ * of everything it needs. Errors: -EINVAL (syntax, with "line N: reason"),
+ * -E2BIG (a limit above), -ENOMEM.
+ */
+int ptx_parse(const char *text, size_t len, struct ptx_module **out, char *err, size_t errlen);
+void ptx_module_free(struct ptx_module *m); /* accepts NULL */
+
+/* Target from .target (e.g. "sm_90"), PTX ISA version from .version ("8.5"). */
+const char *ptx_target(const struct ptx_module *m);
+const char *ptx_version(const struct ptx_module *m);
+
+size_t ptx_kernel_count(const struct ptx_module *m);
+const struct ptx_kernel *ptx_kernel_at(const struct ptx_module *m, size_t i);
+const struct ptx_kernel *ptx_kernel_find(const struct ptx_module *m, const char *name);
+
+/* Print the module back as PTX (comments and debug sections dropped). */
+int ptx_print(const struct ptx_module *m, struct jit_buf *out);
+
+/* One body of a fused kernel: a kernel of a parsed module. */
+struct jit_body {
+	const struct ptx_module *mod;
+	const char *kernel;
+};
+
+struct jit_fused {
+	char *ptx;             /* NUL-terminated fused module */
+	size_t ptx_len;
+	char entry[64];        /* name of the fused .entry */
+	uint32_t nbodies;
+	uint32_t static_smem;  /* pooled: the largest body's, not the sum */
+	bool dynamic_smem;     /* some body uses dynamic shared memory */
+	uint32_t reqntid[3];   /* block shape every launch must have, or 0 */
+	uint8_t key[32];       /* jit_fuse_key of the bodies */
+};
+void jit_fused_free(struct jit_fused *f); /* accepts NULL */
+
+/*
+ * Generate one fused kernel running any of `bodies` (distinct kernels; a
+ * homogeneous bundle of N launches of one kernel passes one body). Fails
+ * with -EINVAL and "body I (NAME): reason" when a body is not fusible or the
+ * bodies cannot share a kernel (different .target, conflicting .reqntid).
+ */
+int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **out, char *err, size_t errlen);
+
+/* The cache key of a set of bodies: SHA-256 over the body hashes in order, the fused target and `salt` (driver version, ...). */
+void jit_fuse_key(const struct jit_body *bodies, size_t nbodies, const char *salt, uint8_t key[32]);
+
+/* One launch of a body inside a bundle, for jit_desc_build. */
+struct jit_desc_launch {
+	uint32_t body;
+	uint32_t grid[3];
+	const void *params;
+	uint32_t param_size;
+};
+
+/*
+ * Lay out the descriptor table of <ooo/jit.h> for `n` launches into buf
+ * (cap bytes). Returns the table size, or -EINVAL (empty grid, n == 0,
+ * more than 2^31 - 1 blocks) or -ENOSPC (cap too small; *need set when
+ * need != NULL). *total_blocks gets the fused grid size.
+ */
+long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t cap, uint32_t *total_blocks,
+		    size_t *need);
+
+#endif

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the JIT shared by ptx.c (lexer, parser, analysis, printer)
+ * and fuse.c (fused-kernel generator). Not an API: see jit.h.
+ *
+ * A module is its source text, a token array indexing into it, and
+ * statements (token ranges) grouped into module items: line directives,
+ * variable declarations and functions. Nothing is rewritten in place:
+ * printers walk the tokens and substitute as they go.
+ */
+#ifndef OOO_JIT_PTX_H
+#define OOO_JIT_PTX_H
+
+#include "jit.h"
+
+enum tok_kind { T_IDENT = 1, T_DIR, T_REG, T_NUM, T_STR, T_PUNCT };
+
+struct tok {
+	uint32_t off, len, line;
+	uint8_t kind;
+};
+
+enum stmt_kind { ST_INSN = 1, ST_LABEL, ST_DIR, ST_OPEN, ST_CLOSE };
+
+struct stmt {
+	uint32_t first, n; /* tokens, without the ';' or ':' */
+	uint8_t kind;
+};
+
+enum space { SP_NONE, SP_GLOBAL, SP_CONST, SP_SHARED, SP_LOCAL, SP_TEX, SP_PARAM, SP_OTHER };
+
+struct var {
+	uint32_t first, n; /* the declaration's tokens, without ';' */
+	uint32_t name;     /* token index */
+	uint64_t size;     /* 0 when unsized (extern arrays) */
+	uint32_t align;
+	uint8_t space;
+	bool ext, init, unsized, opaque; /* opaque: .texref/.samplerref/.surfref */
+	int32_t func;      /* declared in this function's body (demoted .shared), else -1 */
+};
+
+struct fparam {
+	uint32_t first, n; /* tokens of the declaration */
+	uint32_t name;
+	uint32_t size, align, offset;
+	bool ptr;
+};
+
+struct func {
+	uint32_t name;             /* token index */
+	uint32_t hdr_first, hdr_n; /* linkage .. end of the parameter list */
+	uint32_t link_n;           /* leading linkage tokens (.visible, .weak, .extern) */
+	uint32_t ret_first, ret_n; /* tokens inside the return list (0 n: none) */
+	uint32_t par_first, par_n; /* tokens inside the parameter list */
+	uint32_t perf_first, perf_n;
+	uint32_t body_first, body_n; /* statements */
+	struct fparam *params;
+	uint32_t nparams;
+	bool entry, ext, has_body;
+};
+
+enum item_kind { IT_LINE = 1, IT_VAR, IT_FUNC };
+
+struct item {
+	uint8_t kind;
+	uint32_t idx; /* statement (IT_LINE), var, or func */
+};
+
+/* What a kernel reaches, computed once at parse time for every entry. */
+struct kinfo {
+	uint32_t func;       /* the entry */
+	uint32_t *funcs;     /* reached .func definitions (not the entry), call order */
+	uint32_t nfuncs;
+	uint32_t *efuncs;    /* reached .extern .func declarations */
+	uint32_t nefuncs;
+	uint32_t *data;      /* reached initialized .global/.const vars, copied */
+	uint32_t ndata;
+	uint32_t *smem;      /* reached static .shared vars */
+	uint32_t *smem_off;  /* their offsets in the kernel's pooled layout */
+	uint32_t nsmem;
+	uint32_t smem_align; /* of the static layout */
+	uint32_t dsmem_align;
+};
+
+struct ptx_module {
+	char *src;
+	size_t len;
+	struct tok *toks;
+	uint32_t ntok;
+	struct stmt *stmts;
+	uint32_t nstmt;
+	struct var *vars;
+	uint32_t nvar;
+	struct func *funcs;
+	uint32_t nfunc;
+	struct item *items;
+	uint32_t nitem;
+	char version[16];
+	char target[32];
+	struct ptx_kernel *kernels;
+	struct kinfo *kinfo;
+	uint32_t nkern;
+	struct strmap *syms; /* module scope: name -> (kind << 28) | index */
+};
+
+#define SYM_VAR 1u
+#define SYM_FUNC 2u
+#define SYM_KIND(v) ((uint32_t)(v) >> 28)
+#define SYM_IDX(v) ((uint32_t)(v) & 0x0fffffffu)
+
+/* string -> int map over (pointer, length) keys the caller keeps alive */
+struct strmap;
+struct strmap *strmap_new(void);
+void strmap_free(struct strmap *m);
+int strmap_put(struct strmap *m, const char *k, size_t n, int64_t v); /* replaces */
+bool strmap_get(const struct strmap *m, const char *k, size_t n, int64_t *v);
+
+static inline const char *tok_s(const struct ptx_module *m, uint32_t t) { return m->src + m->toks[t].off; }
+bool tok_is(const struct ptx_module *m, uint32_t t, const char *s);
+bool tok_punct(const struct ptx_module *m, uint32_t t, char c);
+
+/* Output helpers (jit_buf). */
+void buf_put(struct jit_buf *b, const char *s, size_t n);
+void buf_puts(struct jit_buf *b, const char *s);
+__attribute__((format(printf, 2, 3))) void buf_printf(struct jit_buf *b, const char *fmt, ...);
+
+/*
+ * Print tokens [first, first+n) of m with PTX spacing. `sub`, when not
+ * NULL, may print token t itself and return how many tokens it consumed
+ * (>= 1), or 0 to let the token print as is.
+ */
+typedef uint32_t (*tok_sub_fn)(void *ctx, const struct ptx_module *m, uint32_t t, uint32_t end, struct jit_buf *b);
+void print_toks(const struct ptx_module *m, uint32_t first, uint32_t n, tok_sub_fn sub, void *ctx, struct jit_buf *b);
+
+/* Per-function scope of names, for renaming. */
+struct fscope {
+	struct strmap *labels; /* label -> 1 */
+	struct strmap *names;  /* non-% names declared in the body (.param/.reg/.local/.shared) -> var index or -1 */
+	struct strmap *regs;   /* plain %names -> 1, parameterized bases -> -(count) - 1 */
+};
+int fscope_build(const struct ptx_module *m, uint32_t f, struct fscope *s);
+void fscope_free(struct fscope *s);
+bool fscope_has_reg(const struct fscope *s, const char *name, size_t len);
+
+uint32_t stmt_end(const struct stmt *s);
+bool parse_num(const char *s, size_t n, int64_t *v);
+
+#endif
