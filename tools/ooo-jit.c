@@ -530,7 +530,6 @@ static int cmd_fuse(int argc, char **argv)
 		const uint8_t *p = desc;
 
 		if (json) {
-			j_set_output(stdout);
 			j_obj(NULL);
 			j_str("entry", fz->entry);
 			j_str("output", outp);
