@@ -36,16 +36,29 @@ for t in "$build"/tests/test_*; do
 		failed=$((failed + ${f:-0}))
 	fi
 done
-# shell tests: exit 0 passes, 77 skips, anything else fails
-for t in tests/integration/test_*.sh; do
+# shell tests: exit 0 passes, 77 skips, anything else fails; a script that
+# ends with its own "N passed, N failed" line counts those checks instead
+for t in tests/integration/test_*.sh tests/jit/test_*.sh; do
 	[ -f "$t" ] || continue
 	echo "== $(basename "$t")"
-	timeout -k 5 300 sh "$t" "$build"
-	case $? in
-	0) passed=$((passed + 1)) ;;
-	77) skipped=$((skipped + 1)) ;;
-	*) failed=$((failed + 1)) ;;
-	esac
+	timeout -k 5 300 sh "$t" "$build" >"$tmp" 2>&1
+	rc=$?
+	cat "$tmp"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp" | tail -1)
+	if [ $rc -eq 77 ]; then
+		skipped=$((skipped + 1))
+	elif [ -n "$line" ]; then
+		p=${line%% passed*}
+		f=${line#*passed, }
+		f=${f%% failed*}
+		passed=$((passed + p))
+		failed=$((failed + f))
+		[ $rc -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1))
+	elif [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
 done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1424,11 +1424,15 @@ static int analyse_func(struct an *a, uint32_t fi, uint32_t **queue, uint32_t *n
 			op++;
 			if (tok_punct(m, op, '!'))
 				op++;
-			if (op >= end || m->toks[op].kind != T_REG) {
+			if (op < end && m->toks[op].kind == T_IDENT &&
+			    strmap_get(sc.names, tok_s(m, op), m->toks[op].len, NULL)) {
+				/* a predicate declared without '%' (inline asm: `.reg .pred p; @p ...`) */
+			} else if (op >= end || m->toks[op].kind != T_REG) {
 				reject(a, "unreadable predicate in %s", fname);
 				continue;
+			} else {
+				check_reg(a, &sc, op, f->entry, fname);
 			}
-			check_reg(a, &sc, op, f->entry, fname);
 			op++;
 		}
 		if (op >= end || m->toks[op].kind != T_IDENT) {
