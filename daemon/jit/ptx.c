@@ -1272,6 +1272,51 @@ static bool is_load(const char *op, size_t n)
 	       opcode_is(op, n, "prefetchu");
 }
 
+/*
+ * Does the call block around statement i (the `{ .param ...; st.param ...;
+ * call ...; }` nvcc emits) call an external function that only reads its
+ * pointer arguments (vprintf's format, __assertfail's strings)?
+ */
+static bool block_calls_reader(const struct ptx_module *m, const struct func *f, uint32_t i)
+{
+	static const char *const readers[] = { "vprintf", "__assertfail", NULL };
+	int depth = 0;
+
+	for (uint32_t j = i + 1; j < f->body_n; j++) {
+		const struct stmt *s = &m->stmts[f->body_first + j];
+		uint32_t op = s->first, end = stmt_end(s);
+		int64_t v;
+
+		if (s->kind == ST_OPEN)
+			depth++;
+		else if (s->kind == ST_CLOSE && --depth < 0)
+			return false;
+		if (s->kind != ST_INSN || depth != 0)
+			continue;
+		if (tok_punct(m, op, '@'))
+			op += tok_punct(m, op + 1, '!') ? 3 : 2;
+		if (op >= end || !opcode_is(tok_s(m, op), m->toks[op].len, "call"))
+			continue;
+		for (uint32_t t = op + 1, d = 0; t < end; t++) {
+			if (tok_punct(m, t, '('))
+				d++;
+			else if (tok_punct(m, t, ')'))
+				d--;
+			else if (d == 0 && m->toks[t].kind == T_IDENT) {
+				if (!strmap_get(m->syms, tok_s(m, t), m->toks[t].len, &v) || SYM_KIND(v) != SYM_FUNC ||
+				    m->funcs[SYM_IDX(v)].has_body)
+					return false;
+				for (size_t r = 0; readers[r]; r++)
+					if (tok_is(m, t, readers[r]))
+						return true;
+				return false;
+			}
+		}
+		return false;
+	}
+	return false;
+}
+
 /* One pass of the taint over a function; returns true when it changed. */
 static bool taint_pass(struct an *a, uint32_t fi)
 {
@@ -1316,7 +1361,9 @@ static bool taint_pass(struct an *a, uint32_t fi)
 					if (tok_punct(m, u, '['))
 						in_br = true;
 				if (!(is_load(tok_s(m, op), m->toks[op].len) && oi >= 1 && in_br) &&
-				    !(opcode_is(tok_s(m, op), m->toks[op].len, "cp") && oi == 1 && in_br))
+				    !(opcode_is(tok_s(m, op), m->toks[op].len, "cp") && oi == 1 && in_br) &&
+				    !(opcode_is(tok_s(m, op), m->toks[op].len, "st.param") && oi == 1 && !in_br &&
+				      block_calls_reader(m, f, i)))
 					in_src_addr = false;
 			}
 		}

@@ -274,6 +274,21 @@ static void test_accepts(void **state)
 			       ".global .align 1 .b8 _ZN4cuda3std6ignoreE[1];\n"
 			       ".visible .entry k()\n{\n .reg .b32 %r<3>;\n ld.const.u32 %r1, [c+4];\n ret;\n}\n",
 			   "k"));
+	/* a string handed to vprintf (only read there), but not to another function */
+	assert_null(verdict(HDR ".extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n"
+			       ".global .align 1 .b8 $str[3] = {104, 105, 0};\n"
+			       ".visible .entry k()\n{\n .reg .b32 %r<2>;\n .reg .b64 %rd<4>;\n"
+			       " mov.u64 %rd1, $str;\n cvta.global.u64 %rd2, %rd1;\n"
+			       " { .param .b64 param0;\n st.param.b64 [param0+0], %rd2;\n .param .b64 param1;\n"
+			       " st.param.b64 [param1+0], 0;\n .param .b32 retval0;\n"
+			       " call.uni (retval0), vprintf, (param0, param1);\n }\n ret;\n}\n",
+			   "k"));
+	expect_reject(HDR ".extern .func (.param .b64 r) malloc(.param .b64 a);\n"
+			  ".global .align 1 .b8 $str[3] = {104, 105, 0};\n"
+			  ".visible .entry k()\n{\n .reg .b64 %rd<4>;\n mov.u64 %rd1, $str;\n"
+			  " { .param .b64 param0;\n st.param.b64 [param0+0], %rd1;\n .param .b64 retval0;\n"
+			  " call.uni (retval0), malloc, (param0);\n }\n ret;\n}\n",
+		      "k", "escapes");
 	/* shuffles, votes, barriers, predicated exits, a noinline helper */
 	assert_null(verdict(HDR ".func (.param .b32 r) h(.param .b32 a)\n{\n .reg .b32 %r<3>;\n"
 			       " ld.param.u32 %r1, [a];\n add.s32 %r2, %r1, 1;\n st.param.b32 [r+0], %r2;\n ret;\n}\n"
