@@ -139,9 +139,34 @@ $(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUIL
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
 
-$(BUILD)/ooo-bench: $(OBJ)/tools/ooo-bench.o $(OBJ)/tools/json.o $(BUILD)/libooo.a
+# ooo-bench: tools/ooo-bench.c (ping) and tools/bench/ (the GPU workloads),
+# with the kernels of bench/kernels/ compiled to PTX by nvcc and embedded.
+# Without nvcc the PTX is empty and the GPU workloads say so at run time.
+BENCH_NVCC    ?= $(CUDA_HOME)/bin/nvcc
+BENCH_KERNELS := spin mlp sgemm
+BENCH_PTX     := $(BENCH_KERNELS:%=$(BUILD)/gen/bench_%.ptx)
+BENCH_PTX_C   := $(BENCH_KERNELS:%=$(BUILD)/gen/bench_%_ptx.c)
+BENCH_OBJS    := $(addprefix $(OBJ)/tools/,ooo-bench.o json.o) \
+                 $(addprefix $(OBJ)/tools/bench/,cli.o driver.o env.o gpu.o hist.o report.o tenant.o util.o workloads.o) \
+                 $(OBJ)/daemon/exec/cuda.o $(BENCH_KERNELS:%=$(OBJ)/gen/bench_%_ptx.o)
+
+$(BENCH_PTX): $(BUILD)/gen/bench_%.ptx: bench/kernels/%.cu
+	$(call msg,NVCC,$@)
+	@mkdir -p $(dir $@)
+	$(Q)if [ -x "$(BENCH_NVCC)" ]; then $(BENCH_NVCC) -ptx -arch=sm_90 -o $@ $<; \
+	else echo "  warning: $(BENCH_NVCC) not found: ooo-bench gets no GPU kernels" >&2; : > $@; fi
+$(BENCH_PTX_C): $(BUILD)/gen/bench_%_ptx.c: $(BUILD)/gen/bench_%.ptx tools/embed.sh
+	$(call msg,GEN,$@)
+	$(Q)sh tools/embed.sh bench_ptx_$* < $< > $@
+$(BENCH_KERNELS:%=$(OBJ)/gen/bench_%_ptx.o): $(OBJ)/gen/%.o: $(BUILD)/gen/%.c
+	$(call msg,CC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(OBJ)/tools/bench/env.o $(OBJ)/tools/bench/cli.o: $(BUILD)/gen/version.h
+
+$(BUILD)/ooo-bench: $(BENCH_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread -lm
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl -lpthread -lm
 
 # ---- tests -----------------------------------------------------------------
 $(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(BUILD)/libooo.a

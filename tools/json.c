@@ -42,46 +42,56 @@ size_t utf8_len(const unsigned char *p)
 static struct {
 	int depth;
 	bool need_comma;
+	FILE *out; /* NULL: stdout */
 } J;
+
+#define OUT (J.out ? J.out : stdout)
+
+void j_set_output(FILE *f)
+{
+	J.out = f;
+	J.depth = 0;
+	J.need_comma = false;
+}
 
 /* Strings from the daemon are arbitrary bytes; JSON must be valid UTF-8. */
 void j_putstr(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
-	putchar('"');
+	fputc('"', OUT);
 	while (*p) {
 		size_t n;
 
 		if (*p == '"' || *p == '\\') {
-			putchar('\\');
-			putchar(*p++);
+			fputc('\\', OUT);
+			fputc(*p++, OUT);
 		} else if (*p < 0x20 || *p == 0x7f) {
-			printf("\\u%04x", *p++);
+			fprintf(OUT, "\\u%04x", *p++);
 		} else if (*p < 0x80) {
-			putchar(*p++);
+			fputc(*p++, OUT);
 		} else if ((n = utf8_len(p))) {
-			fwrite(p, 1, n, stdout);
+			fwrite(p, 1, n, OUT);
 			p += n;
 		} else {
-			fputs("\\ufffd", stdout);
+			fputs("\\ufffd", OUT);
 			p++;
 		}
 	}
-	putchar('"');
+	fputc('"', OUT);
 }
 
 void j_key(const char *key)
 {
 	if (J.need_comma)
-		putchar(',');
+		fputc(',', OUT);
 	if (J.depth) {
-		putchar('\n');
-		printf("%*s", 2 * J.depth, "");
+		fputc('\n', OUT);
+		fprintf(OUT, "%*s", 2 * J.depth, "");
 	}
 	if (key) {
 		j_putstr(key);
-		fputs(": ", stdout);
+		fputs(": ", OUT);
 	}
 	J.need_comma = true;
 }
@@ -89,7 +99,7 @@ void j_key(const char *key)
 void j_open(const char *key, char c)
 {
 	j_key(key);
-	putchar(c);
+	fputc(c, OUT);
 	J.depth++;
 	J.need_comma = false;
 }
@@ -98,13 +108,13 @@ void j_close(char c)
 {
 	J.depth--;
 	if (J.need_comma) { /* not empty */
-		putchar('\n');
-		printf("%*s", 2 * J.depth, "");
+		fputc('\n', OUT);
+		fprintf(OUT, "%*s", 2 * J.depth, "");
 	}
-	putchar(c);
+	fputc(c, OUT);
 	J.need_comma = true;
 	if (!J.depth) {
-		putchar('\n');
+		fputc('\n', OUT);
 		J.need_comma = false;
 	}
 }
@@ -116,39 +126,39 @@ void j_str(const char *key, const char *v)
 	if (v)
 		j_putstr(v);
 	else
-		fputs("null", stdout);
+		fputs("null", OUT);
 }
 
 void j_u64(const char *key, uint64_t v)
 {
 	j_key(key);
-	printf("%" PRIu64, v);
+	fprintf(OUT, "%" PRIu64, v);
 }
 
 void j_i64(const char *key, int64_t v)
 {
 	j_key(key);
-	printf("%" PRId64, v);
+	fprintf(OUT, "%" PRId64, v);
 }
 
 void j_bool(const char *key, bool v)
 {
 	j_key(key);
-	fputs(v ? "true" : "false", stdout);
+	fputs(v ? "true" : "false", OUT);
 }
 
 void j_null(const char *key)
 {
 	j_key(key);
-	fputs("null", stdout);
+	fputs("null", OUT);
 }
 
 void j_num(const char *key, double v, int prec)
 {
 	j_key(key);
 	if (isfinite(v))
-		printf("%.*f", prec, v);
+		fprintf(OUT, "%.*f", prec, v);
 	else
-		fputs("null", stdout);
+		fputs("null", OUT);
 }
 

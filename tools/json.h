@@ -10,9 +10,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Length of the valid UTF-8 sequence at p (2..4), or 0 if none starts there. */
 size_t utf8_len(const unsigned char *p);
+
+/* Write to f from now on (NULL: stdout, the default), starting a new document. */
+void j_set_output(FILE *f);
 
 void j_putstr(const char *s);
 void j_key(const char *key);     /* key NULL: an array element */

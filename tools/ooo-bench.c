@@ -10,7 +10,11 @@
  *   unix-1server  all clients talk to one single-threaded epoll echo server:
  *                 the fair comparison for one daemon thread serving many.
  * Latencies go into per-thread log-linear histograms (64 sub-buckets per
- * power of two, under 1.6% error), so memory does not grow with run time.
+ * power of two, under 1.6% error, tools/bench/hist.h), so memory does not
+ * grow with run time.
+ *
+ * The GPU workloads (spin, mlp, gemm, custom, mix: direct CUDA vs MPS vs
+ * ooo, with tenant processes) are in tools/bench/; see bench/README.md.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +42,7 @@
 #include <ooo/ooo.h>
 
 #include "json.h"
+#include "bench/bench.h"
 #include <ooo/proto.h>
 
 #define RC_OK 0
@@ -88,97 +93,6 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
-/* ---- histogram ------------------------------------------------------------- */
-
-#define HIST_SUB_BITS 6
-#define HIST_SUB (1u << HIST_SUB_BITS)
-#define HIST_BUCKETS (HIST_SUB + (64 - HIST_SUB_BITS) * HIST_SUB)
-
-struct hist {
-	uint64_t count;
-	uint64_t sum; /* ns; overflows after ~584 years of latency */
-	uint64_t min, max;
-	uint64_t b[HIST_BUCKETS];
-};
-
-/*
- * Values below 2 * HIST_SUB are exact; above, each power of two is split
- * into HIST_SUB equal buckets, so a bucket is at most 1/64 of its value.
- */
-static unsigned hist_index(uint64_t v)
-{
-	unsigned shift;
-
-	if (v < HIST_SUB)
-		return (unsigned)v;
-	shift = (unsigned)(63 - __builtin_clzll(v)) - HIST_SUB_BITS;
-	return HIST_SUB + shift * HIST_SUB + (unsigned)((v >> shift) - HIST_SUB);
-}
-
-/* The middle of bucket i: halves the worst-case error of reporting its low edge. */
-static uint64_t hist_value(unsigned i)
-{
-	unsigned shift, sub;
-
-	if (i < 2 * HIST_SUB)
-		return i;
-	shift = (i - HIST_SUB) / HIST_SUB;
-	sub = (i - HIST_SUB) % HIST_SUB;
-	return ((uint64_t)(HIST_SUB + sub) << shift) + (((uint64_t)1 << shift) - 1) / 2;
-}
-
-static void hist_init(struct hist *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->min = UINT64_MAX;
-}
-
-static inline void hist_add(struct hist *h, uint64_t v)
-{
-	h->b[hist_index(v)]++;
-	h->count++;
-	h->sum += v;
-	if (v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
-}
-
-static void hist_merge(struct hist *to, const struct hist *from)
-{
-	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		to->b[i] += from->b[i];
-	to->count += from->count;
-	to->sum += from->sum;
-	if (from->min < to->min)
-		to->min = from->min;
-	if (from->max > to->max)
-		to->max = from->max;
-}
-
-/* The q-quantile in ns (0 < q <= 1), clamped to the exact min and max. */
-static double hist_quantile(const struct hist *h, double q)
-{
-	uint64_t rank, seen = 0, v;
-
-	if (!h->count)
-		return NAN;
-	rank = (uint64_t)ceil(q * (double)h->count);
-	if (rank < 1)
-		rank = 1;
-	if (rank > h->count)
-		rank = h->count;
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		seen += h->b[i];
-		if (seen >= rank) {
-			v = hist_value(i);
-			v = v < h->min ? h->min : v > h->max ? h->max : v;
-			return (double)v;
-		}
-	}
-	return (double)h->max;
 }
 
 /* ---- ping workload --------------------------------------------------------- */
@@ -1065,6 +979,11 @@ struct workload {
 
 static const struct workload workloads[] = {
 	{ "ping", do_ping, "round-trip latency and rate: ooo vs plain Unix sockets", ping_usage },
+	{ "spin", bench_gpu_main, "GPU: chains of small kernels; direct vs MPS vs ooo", bench_gpu_usage },
+	{ "mlp", bench_gpu_main, "GPU: batch-1 MLP inference, checked on the CPU", bench_gpu_usage },
+	{ "gemm", bench_gpu_main, "GPU: co-located SGEMMs (256x128x1152), mode ratios", bench_gpu_usage },
+	{ "custom", bench_gpu_main, "GPU: your PTX kernel, grid, block and parameters", bench_gpu_usage },
+	{ "mix", bench_gpu_main, "GPU: one latency-critical tenant among best-effort ones", bench_gpu_usage },
 };
 
 #define NWORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
@@ -1079,7 +998,7 @@ static const struct workload *find_workload(const char *name)
 
 static void usage(FILE *f)
 {
-	fputs("Usage: ooo-bench [-h|--help|--version] WORKLOAD [OPTIONS]\n"
+	fputs("Usage: ooo-bench [-h|--help|--version] WORKLOAD[,WORKLOAD...] [OPTIONS]\n"
 	      "       ooo-bench help [WORKLOAD]\n"
 	      "Benchmarks for oood, each compared with a baseline measured in the same run.\n"
 	      "\n"
@@ -1087,7 +1006,9 @@ static void usage(FILE *f)
 	      f);
 	for (size_t i = 0; i < NWORKLOADS; i++)
 		fprintf(f, "  %-8s %s\n", workloads[i].name, workloads[i].help);
-	fputs("\n'ooo-bench WORKLOAD --help' describes a workload's options and output.\n"
+	fputs("\nThe GPU workloads (spin, mlp, gemm, custom, mix) share their options and may be\n"
+	      "combined in one run: 'ooo-bench spin,mlp,gemm --tenants 1,8,32 --json F'.\n"
+	      "'ooo-bench WORKLOAD --help' describes a workload's options and output.\n"
 	      "Exit status: 0 success, 1 a run failed (e.g. oood not reachable), 2 usage error.\n",
 	      f);
 }
@@ -1096,6 +1017,10 @@ int main(int argc, char **argv)
 {
 	const struct workload *w;
 
+	bench_argv0 = argv[0];
+	/* a tenant process of a GPU workload (internal: see tools/bench/tenant.c) */
+	if (argc >= 2 && !strcmp(argv[1], "--tenant"))
+		return bench_tenant_main(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
@@ -1122,6 +1047,9 @@ int main(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return usage_error("unknown option '%s'", argv[1]);
+	/* a list of GPU workloads runs in one go */
+	if (strchr(argv[1], ',') && bench_is_gpu_workload(argv[1]))
+		return bench_gpu_main(argc - 1, argv + 1);
 	w = find_workload(argv[1]);
 	if (!w)
 		return usage_error("unknown workload '%s'", argv[1]);

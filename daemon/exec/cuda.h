@@ -71,7 +71,9 @@
 	X(cuLaunchKernel)                                                                                  \
 	X(cuStreamWaitEvent)                                                                               \
 	X(cuStreamCreateWithPriority)                                                                      \
-	X(cuCtxGetStreamPriorityRange)
+	X(cuCtxGetStreamPriorityRange)                                                                     \
+	X(cuMemAlloc)                                                                                      \
+	X(cuMemFree)
 
 /* Functions newer than CUDA_ABI_VERSION, each resolved at the version it appeared in. */
 #define CUDA_FUNCS_NEWER(X) X(cuFuncGetParamInfo, 12040)

@@ -1,0 +1,627 @@
+/* SPDX-License-Identifier: MIT */
+/* The command line of ooo-bench's GPU workloads: `ooo-bench WORKLOAD[,WORKLOAD...] [OPTIONS]`. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "bench.h"
+#include "version.h"
+
+#ifndef OOO_GIT_REV
+#define OOO_GIT_REV "unknown"
+#endif
+
+void bench_gpu_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: ooo-bench WORKLOAD[,WORKLOAD...] [OPTIONS]   (WORKLOAD: spin, mlp, gemm, custom, mix)\n"
+		"GPU sharing, side by side: for each mode, workload and tenant count T, start T\n"
+		"tenant processes together, run the workload in each for --duration seconds after\n"
+		"--warmup, and report per tenant class: requests/s, p50/p99/p99.9 latency, SLO\n"
+		"attainment and errors. Tenants are real processes (this binary run again), each\n"
+		"set up before a common start time.\n"
+		"\n"
+		"Modes (--mode):\n"
+		"  direct  each tenant has its own CUDA context (libcuda loaded at run time): the\n"
+		"          driver's default time-slicing between processes\n"
+		"  mps     the same tenants under NVIDIA MPS: the bench starts\n"
+		"          'nvidia-cuda-mps-control -d' with private CUDA_MPS_PIPE_DIRECTORY and\n"
+		"          CUDA_MPS_LOG_DIRECTORY, and stops it with 'quit' at the end. MPS takes at\n"
+		"          most %d clients per GPU: larger T is recorded as skipped, with errors\n"
+		"  ooo     tenants use only libooo (no CUDA): sessions, buffers, PTX modules, launches\n"
+		"          and syncs through oood. Without --socket the bench starts a private oood\n"
+		"          with a generated configuration in --rundir, and stops it at the end\n"
+		"\n"
+		"Workloads (a request, timed from issue, or from arrival in open loop, to completion):\n"
+		"  spin    a chain of L launches of B blocks x 128 threads, each thread doing I\n"
+		"          dependent FMA iterations, then a sync (--kernels L --blocks B --iters I;\n"
+		"          defaults 10, 2, 2000)\n"
+		"  mlp     batch-1 inference of an MLP: the input to the GPU, --layers (4) layers of\n"
+		"          --dim x --dim (1024) random fp32 weights with bias and ReLU (none after the\n"
+		"          last layer), one GEMV kernel each, the output back; every --check-every'th\n"
+		"          request (100; 0 never) is compared with a CPU reference\n"
+		"  gemm    one SGEMM C = A B of --gemm M,N,K (256,128,1152: the case of \"Dynamic\n"
+		"          Space-Time Scheduling for GPU Inference\", 7.71x over time-only and 3.23x\n"
+		"          over space-only multiplexing) with a tiled shared-memory kernel (64x64\n"
+		"          tiles, 256 threads), then a sync; every --check-every'th checked on the\n"
+		"          CPU. The report adds throughput ratios ooo/direct, mps/direct, ooo/mps\n"
+		"  custom  L launches (--kernels, default 1) of --kernel NAME from --ptx FILE with\n"
+		"          --grid, --block, --shmem and --params, then a sync\n"
+		"  mix     one latency-critical tenant (class \"critical\", running --critical, default\n"
+		"          mlp, open loop at --rate if given) and T-1 best-effort tenants (class\n"
+		"          \"best-effort\", running --best-effort, default spin, closed loop or\n"
+		"          --be-rate). Needs --slo-us. The critical tenant gets the highest stream\n"
+		"          priority (direct, mps) or its class's priority and --slo-us as its queue's\n"
+		"          SLO (ooo); best-effort tenants the lowest priority\n"
+		"Other workloads have one class, \"default\". Several workloads in one run share\n"
+		"each mode's MPS daemon or oood.\n"
+		"\n"
+		"Run:\n"
+		"  --mode LIST          comma-separated modes (default direct,mps,ooo; also --modes)\n"
+		"  --tenants LIST       comma-separated tenant counts T, 1..%d (default 1,8,32)\n"
+		"  --duration S         measured seconds per point (default 5; also --seconds)\n"
+		"  --warmup S           unmeasured seconds before (default 1)\n"
+		"  --rate R             open loop: Poisson arrivals at R requests/s per tenant, latency\n"
+		"                       from the scheduled arrival (no coordinated omission); absent:\n"
+		"                       closed loop, each tenant issuing its next request on completion\n"
+		"  --be-rate R          mix: the best-effort tenants' rate (absent: closed loop)\n"
+		"  --drain S            open loop: how long requests that arrived in the window are\n"
+		"                       still served after it (default 1); the rest are 'unfinished'\n"
+		"  --slo-us N           latency SLO in microseconds: SLO attainment is the share of\n"
+		"                       requests within it (every class)\n"
+		"  --seed N             random inputs and arrivals (default 1)\n"
+		"Workload options:\n"
+		"  --kernels L --blocks B --iters I      spin (and --kernels for custom)\n"
+		"  --layers N --dim D --check-every N    mlp (--check-every also for gemm)\n"
+		"  --gemm M,N,K                          gemm\n"
+		"  --ptx FILE --kernel NAME              custom: the module (PTX text) and kernel\n"
+		"  --grid X[,Y[,Z]] --block X[,Y[,Z]]    custom: launch shape (default 1 and 128)\n"
+		"  --shmem BYTES                         custom: dynamic shared memory (default 0)\n"
+		"  --params SPEC                         custom: the kernel's parameters in order,\n"
+		"                       comma-separated: buf:BYTES (a zeroed device buffer of its own,\n"
+		"                       K/M/G suffixes), i32:V, u32:V, i64:V, u64:V, f32:V, f64:V;\n"
+		"                       e.g. buf:4096,i32:10,f32:1.5\n"
+		"  --critical WL --best-effort WL        mix: spin, mlp, gemm or custom\n"
+		"Output (a table on stdout always; a progress line on stderr while it runs):\n"
+		"  --json FILE          the results as JSON (schema in bench/README.md; '-': stdout,\n"
+		"                       and the table goes to stderr)\n"
+		"  --csv FILE           one CSV row per result (columns in bench/README.md)\n"
+		"  --plot FILE.png      throughput and p99 against T, per mode, per workload, drawn\n"
+		"                       by gnuplot from FILE.gp (written too, data included); without\n"
+		"                       gnuplot the plot is skipped: 'gnuplot FILE.gp' in its directory\n"
+		"                       draws it later, on any machine\n"
+		"  -q, --quiet          no progress line\n"
+		"Environment:\n"
+		"  --libcuda PATH       driver library for direct and mps tenants, the device probe\n"
+		"                       and the private oood (default libcuda.so.1)\n"
+		"  --socket PATH        ooo: use the oood already serving PATH\n"
+		"  --rundir DIR         ooo: run directory of the private oood (default: a new\n"
+		"                       %s/ooo-bench-XXXXXX, removed at the end unless it failed)\n"
+		"  --oood PATH          ooo: the oood to start (default: next to this binary, else PATH)\n"
+		"  --mps-control PATH   mps: the control program (default nvidia-cuda-mps-control in\n"
+		"                       PATH, else /usr/local/nvidia/bin)\n"
+		"  OOO_COMMIT           recorded as the commit (default: the build's, %s)\n"
+		"  -h, --help           this help\n"
+		"\n"
+		"The JSON records the device, driver, SM clocks (nvidia-smi, when there is one),\n"
+		"commit, command line, date, host and kernel. Before any point runs, each mode is\n"
+		"checked (libcuda and cuInit for direct and mps, the MPS control program, oood and a\n"
+		"queue on a GPU for ooo), and a failure ends the run at once.\n"
+		"\n"
+		"Exit status: 0 success; 1 a mode could not run, or a point had errors or wrong\n"
+		"results (the outputs are still written); 2 usage error.\n",
+		BENCH_MPS_MAX_CLIENTS, BENCH_MAX_TENANTS, "/tmp", OOO_GIT_REV);
+}
+
+bool bench_is_gpu_workload(const char *name)
+{
+	char copy[256], *save = NULL, *tok;
+	bool any = false;
+
+	if (strlen(name) >= sizeof(copy))
+		return false;
+	snprintf(copy, sizeof(copy), "%s", name);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int w;
+
+		for (w = 0; w < WL_COUNT; w++)
+			if (!strcmp(tok, bench_wl_names[w]))
+				break;
+		if (w == WL_COUNT)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+static int parse_wls(const char *arg, struct bench_opts *o)
+{
+	char copy[256], *save = NULL, *tok;
+
+	snprintf(copy, sizeof(copy), "%s", arg);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int w;
+		bool dup = false;
+
+		for (w = 0; w < WL_COUNT; w++)
+			if (!strcmp(tok, bench_wl_names[w]))
+				break;
+		if (w == WL_COUNT)
+			return bench_usage_error("unknown workload '%s'", tok);
+		for (unsigned i = 0; i < o->nwls; i++)
+			dup |= o->wls[i] == (enum bench_wl)w;
+		if (!dup)
+			o->wls[o->nwls++] = (enum bench_wl)w;
+	}
+	return 0;
+}
+
+static int parse_modes(const char *arg, struct bench_opts *o)
+{
+	char copy[256], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(copy))
+		return bench_usage_error("--mode: list too long");
+	snprintf(copy, sizeof(copy), "%s", arg);
+	o->nmodes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int m;
+		bool dup = false;
+
+		for (m = 0; m < BM_COUNT; m++)
+			if (!strcmp(tok, bench_mode_names[m]))
+				break;
+		if (m == BM_COUNT)
+			return bench_usage_error("unknown mode '%s' (modes: direct, mps, ooo)", tok);
+		for (unsigned i = 0; i < o->nmodes; i++)
+			dup |= o->modes[i] == (enum bench_mode)m;
+		if (!dup)
+			o->modes[o->nmodes++] = (enum bench_mode)m;
+	}
+	if (!o->nmodes)
+		return bench_usage_error("--mode wants at least one mode");
+	return 0;
+}
+
+static int parse_tenants(const char *arg, struct bench_opts *o)
+{
+	char copy[512], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(copy))
+		return bench_usage_error("--tenants: list too long");
+	snprintf(copy, sizeof(copy), "%s", arg);
+	o->ntenants = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (!bench_parse_u64(tok, 1, BENCH_MAX_TENANTS, &v))
+			return bench_usage_error("--tenants wants counts from 1 to %d, not '%s'", BENCH_MAX_TENANTS,
+						 tok);
+		if (o->ntenants == BENCH_MAX_COUNTS)
+			return bench_usage_error("--tenants takes at most %d counts", BENCH_MAX_COUNTS);
+		o->tenants[o->ntenants++] = (unsigned)v;
+	}
+	if (!o->ntenants)
+		return bench_usage_error("--tenants wants at least one count");
+	return 0;
+}
+
+/* "X[,Y[,Z]]" into out[3], missing ones 1; exact: all three must be there. */
+static int parse_dims(const char *opt, const char *arg, uint32_t out[3], bool exact, uint64_t max)
+{
+	char copy[128], *save = NULL, *tok;
+	unsigned got = 0;
+
+	if (strlen(arg) >= sizeof(copy))
+		return bench_usage_error("%s: value too long", opt);
+	snprintf(copy, sizeof(copy), "%s", arg);
+	out[0] = out[1] = out[2] = 1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (got == 3 || !bench_parse_u64(tok, 1, max, &v))
+			got = 4;
+		else
+			out[got++] = (uint32_t)v;
+	}
+	if (!got || got > 3 || (exact && got != 3))
+		return bench_usage_error("%s wants %s numbers from 1 to %llu separated by commas, not '%s'", opt,
+					 exact ? "3" : "1 to 3", (unsigned long long)max, arg);
+	return 0;
+}
+
+static bool parse_size(const char *s, uint64_t *out)
+{
+	char num[64];
+	size_t len = strlen(s);
+	uint64_t mul = 1, v;
+
+	if (!len || len >= sizeof(num))
+		return false;
+	snprintf(num, sizeof(num), "%s", s);
+	switch (num[len - 1]) {
+	case 'K': case 'k': mul = 1ull << 10; break;
+	case 'M': case 'm': mul = 1ull << 20; break;
+	case 'G': case 'g': mul = 1ull << 30; break;
+	default: break;
+	}
+	if (mul != 1)
+		num[len - 1] = 0;
+	if (!bench_parse_u64(num, 1, (1ull << 40) / mul, &v))
+		return false;
+	*out = v * mul;
+	return true;
+}
+
+int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t cap)
+{
+	static const struct {
+		const char *name;
+		enum parg_kind kind;
+	} kinds[] = { { "buf", PA_BUF }, { "i32", PA_I32 }, { "u32", PA_U32 }, { "i64", PA_I64 },
+		      { "u64", PA_U64 }, { "f32", PA_F32 }, { "f64", PA_F64 } };
+	char copy[1024], *save = NULL, *tok;
+
+	p->nparams = 0;
+	if (strlen(spec) >= sizeof(copy)) {
+		snprintf(why, cap, "--params: at most %zu characters", sizeof(copy) - 1);
+		return -EINVAL;
+	}
+	snprintf(copy, sizeof(copy), "%s", spec);
+	snprintf(p->params_spec, sizeof(p->params_spec), "%s", spec);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':'), *v, *end;
+		struct parg *a;
+		size_t k;
+
+		if (!colon) {
+			snprintf(why, cap, "--params: '%s' is not KIND:VALUE (buf:BYTES, i32:V, f32:V, ...)", tok);
+			return -EINVAL;
+		}
+		*colon = 0;
+		v = colon + 1;
+		for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+			if (!strcmp(tok, kinds[k].name))
+				break;
+		if (k == sizeof(kinds) / sizeof(kinds[0])) {
+			snprintf(why, cap, "--params: unknown kind '%s' (buf, i32, u32, i64, u64, f32, f64)", tok);
+			return -EINVAL;
+		}
+		if (p->nparams == BENCH_MAX_PARAMS) {
+			snprintf(why, cap, "--params: at most %d parameters", BENCH_MAX_PARAMS);
+			return -EINVAL;
+		}
+		a = &p->params[p->nparams];
+		memset(a, 0, sizeof(*a));
+		a->kind = kinds[k].kind;
+		errno = 0;
+		switch (a->kind) {
+		case PA_BUF:
+			if (!parse_size(v, &a->u))
+				goto bad;
+			break;
+		case PA_I32:
+		case PA_I64: {
+			long long x = strtoll(v, &end, 0);
+
+			if (errno || end == v || *end ||
+			    (a->kind == PA_I32 && (x < -2147483648ll || x > 2147483647ll)))
+				goto bad;
+			a->u = (uint64_t)x;
+			break;
+		}
+		case PA_U32:
+		case PA_U64: {
+			uint64_t x;
+
+			if (!bench_parse_u64(v, 0, a->kind == PA_U32 ? 0xffffffffull : UINT64_MAX, &x))
+				goto bad;
+			a->u = x;
+			break;
+		}
+		case PA_F32:
+		case PA_F64:
+			a->f = strtod(v, &end);
+			if (errno || end == v || *end)
+				goto bad;
+			break;
+		}
+		p->nparams++;
+		continue;
+bad:
+		snprintf(why, cap, "--params: '%s' is not a valid %s value", v, kinds[k].name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_wl_name(const char *opt, const char *arg, enum bench_wl *out)
+{
+	for (int w = 0; w < WL_CUSTOM + 1; w++) {
+		if (!strcmp(arg, bench_wl_names[w])) {
+			*out = (enum bench_wl)w;
+			return 0;
+		}
+	}
+	return bench_usage_error("%s wants spin, mlp, gemm or custom, not '%s'", opt, arg);
+}
+
+static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
+{
+	if (!arg[0] || strlen(arg) >= cap)
+		return bench_usage_error("%s wants a path of 1 to %zu bytes", opt, cap - 1);
+	snprintf(out, cap, "%s", arg);
+	return 0;
+}
+
+enum {
+	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
+	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_MPS,
+};
+
+int bench_gpu_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, O_MODE },	     { "modes", required_argument, NULL, O_MODE },
+		{ "tenants", required_argument, NULL, O_TENANTS },   { "duration", required_argument, NULL, O_DURATION },
+		{ "seconds", required_argument, NULL, O_DURATION },  { "warmup", required_argument, NULL, O_WARMUP },
+		{ "drain", required_argument, NULL, O_DRAIN },	     { "rate", required_argument, NULL, O_RATE },
+		{ "be-rate", required_argument, NULL, O_BE_RATE },   { "slo-us", required_argument, NULL, O_SLO },
+		{ "seed", required_argument, NULL, O_SEED },	     { "kernels", required_argument, NULL, O_KERNELS },
+		{ "blocks", required_argument, NULL, O_BLOCKS },     { "iters", required_argument, NULL, O_ITERS },
+		{ "check-every", required_argument, NULL, O_CHECK }, { "layers", required_argument, NULL, O_LAYERS },
+		{ "dim", required_argument, NULL, O_DIM },	     { "gemm", required_argument, NULL, O_GEMM },
+		{ "ptx", required_argument, NULL, O_PTX },	     { "kernel", required_argument, NULL, O_KERNEL },
+		{ "grid", required_argument, NULL, O_GRID },	     { "block", required_argument, NULL, O_BLOCK },
+		{ "shmem", required_argument, NULL, O_SHMEM },	     { "params", required_argument, NULL, O_PARAMS },
+		{ "critical", required_argument, NULL, O_CRITICAL }, { "best-effort", required_argument, NULL, O_BE },
+		{ "json", required_argument, NULL, O_JSON },	     { "csv", required_argument, NULL, O_CSV },
+		{ "plot", required_argument, NULL, O_PLOT },	     { "libcuda", required_argument, NULL, O_LIBCUDA },
+		{ "socket", required_argument, NULL, O_SOCKET },     { "rundir", required_argument, NULL, O_RUNDIR },
+		{ "oood", required_argument, NULL, O_OOOD },	     { "mps-control", required_argument, NULL, O_MPS },
+		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct bench_opts *o = calloc(1, sizeof(*o));
+	bool have_ptx = false, have_kernel = false, uses_custom = false, have_mix = false;
+	char why[256];
+	uint64_t v;
+	int c, rc = 0;
+
+	if (!o) {
+		bench_err("out of memory");
+		return BENCH_RC_FAIL;
+	}
+	bench_cur_workload = argv[0];
+	o->argc = argc;
+	o->argv = argv;
+	if ((rc = parse_wls(argv[0], o)))
+		goto out;
+	for (int m = 0; m < BM_COUNT; m++)
+		o->modes[o->nmodes++] = (enum bench_mode)m;
+	o->tenants[0] = 1;
+	o->tenants[1] = 8;
+	o->tenants[2] = 32;
+	o->ntenants = 3;
+	o->duration = 5;
+	o->warmup = 1;
+	o->drain = 1;
+	o->seed = 1;
+	o->p.blocks = 2;
+	o->p.iters = 2000;
+	o->p.check_every = 100;
+	o->p.mlp_layers = 4;
+	o->p.mlp_dim = 1024;
+	o->p.gemm_m = 256;
+	o->p.gemm_n = 128;
+	o->p.gemm_k = 1152;
+	o->p.grid[0] = o->p.grid[1] = o->p.grid[2] = 1;
+	o->p.block[0] = 128;
+	o->p.block[1] = o->p.block[2] = 1;
+	o->critical_wl = WL_MLP;
+	o->be_wl = WL_SPIN;
+	snprintf(o->libcuda, sizeof(o->libcuda), "libcuda.so.1");
+	optind = 0;
+	opterr = 0;
+	while (!rc && (c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+		switch (c) {
+		case O_MODE:
+			rc = parse_modes(optarg, o);
+			break;
+		case O_TENANTS:
+			rc = parse_tenants(optarg, o);
+			break;
+		case O_DURATION:
+			if (!bench_parse_double(optarg, 0.1, 86400, &o->duration))
+				rc = bench_usage_error("--duration wants seconds from 0.1 to 86400, not '%s'", optarg);
+			break;
+		case O_WARMUP:
+			if (!bench_parse_double(optarg, 0, 3600, &o->warmup))
+				rc = bench_usage_error("--warmup wants seconds from 0 to 3600, not '%s'", optarg);
+			break;
+		case O_DRAIN:
+			if (!bench_parse_double(optarg, 0, 3600, &o->drain))
+				rc = bench_usage_error("--drain wants seconds from 0 to 3600, not '%s'", optarg);
+			break;
+		case O_RATE:
+			if (!bench_parse_double(optarg, 0.001, 1e7, &o->rate))
+				rc = bench_usage_error("--rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
+			break;
+		case O_BE_RATE:
+			if (!bench_parse_double(optarg, 0.001, 1e7, &o->be_rate))
+				rc = bench_usage_error("--be-rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
+			break;
+		case O_SLO:
+			if (!bench_parse_u64(optarg, 1, 60000000, &o->slo_us))
+				rc = bench_usage_error("--slo-us wants microseconds from 1 to 60000000, not '%s'", optarg);
+			break;
+		case O_SEED:
+			if (!bench_parse_u64(optarg, 0, UINT64_MAX, &o->seed))
+				rc = bench_usage_error("--seed wants a number, not '%s'", optarg);
+			break;
+		case O_KERNELS:
+			if (!bench_parse_u64(optarg, 1, 100000, &v))
+				rc = bench_usage_error("--kernels wants 1 to 100000 launches, not '%s'", optarg);
+			o->p.kernels = (uint32_t)v;
+			break;
+		case O_BLOCKS:
+			if (!bench_parse_u64(optarg, 1, 1u << 20, &v))
+				rc = bench_usage_error("--blocks wants 1 to %u blocks, not '%s'", 1u << 20, optarg);
+			o->p.blocks = (uint32_t)v;
+			break;
+		case O_ITERS:
+			if (!bench_parse_u64(optarg, 0, 1u << 30, &v))
+				rc = bench_usage_error("--iters wants 0 to %u iterations, not '%s'", 1u << 30, optarg);
+			o->p.iters = (uint32_t)v;
+			break;
+		case O_CHECK:
+			if (!bench_parse_u64(optarg, 0, 1u << 30, &v))
+				rc = bench_usage_error("--check-every wants 0 (never) to %u, not '%s'", 1u << 30, optarg);
+			o->p.check_every = (uint32_t)v;
+			break;
+		case O_LAYERS:
+			if (!bench_parse_u64(optarg, 1, 8, &v))
+				rc = bench_usage_error("--layers wants 1 to 8 layers, not '%s'", optarg);
+			o->p.mlp_layers = (uint32_t)v;
+			break;
+		case O_DIM:
+			if (!bench_parse_u64(optarg, 4, 16384, &v) || v % 4)
+				rc = bench_usage_error("--dim wants a multiple of 4 from 4 to 16384, not '%s'", optarg);
+			o->p.mlp_dim = (uint32_t)v;
+			break;
+		case O_GEMM: {
+			uint32_t d[3];
+
+			if (!(rc = parse_dims("--gemm M,N,K", optarg, d, true, 16384))) {
+				o->p.gemm_m = d[0];
+				o->p.gemm_n = d[1];
+				o->p.gemm_k = d[2];
+			}
+			break;
+		}
+		case O_PTX:
+			if (!(rc = copy_path("--ptx", optarg, o->p.ptx, sizeof(o->p.ptx))) && access(optarg, R_OK) < 0)
+				rc = bench_usage_error("--ptx: cannot read %s: %s", optarg, strerror(errno));
+			have_ptx = true;
+			break;
+		case O_KERNEL:
+			rc = copy_path("--kernel", optarg, o->p.kernel, sizeof(o->p.kernel));
+			have_kernel = true;
+			break;
+		case O_GRID:
+			rc = parse_dims("--grid", optarg, o->p.grid, false, 0x7fffffff);
+			break;
+		case O_BLOCK:
+			rc = parse_dims("--block", optarg, o->p.block, false, 1024);
+			break;
+		case O_SHMEM:
+			if (!bench_parse_u64(optarg, 0, 1u << 20, &v))
+				rc = bench_usage_error("--shmem wants bytes from 0 to %u, not '%s'", 1u << 20, optarg);
+			o->p.shmem = (uint32_t)v;
+			break;
+		case O_PARAMS:
+			if (bench_parse_params(optarg, &o->p, why, sizeof(why)) < 0)
+				rc = bench_usage_error("%s", why);
+			break;
+		case O_CRITICAL:
+			rc = parse_wl_name("--critical", optarg, &o->critical_wl);
+			break;
+		case O_BE:
+			rc = parse_wl_name("--best-effort", optarg, &o->be_wl);
+			break;
+		case O_JSON:
+			o->json = optarg;
+			break;
+		case O_CSV:
+			o->csv = optarg;
+			break;
+		case O_PLOT:
+			o->plot = optarg;
+			break;
+		case O_LIBCUDA:
+			rc = copy_path("--libcuda", optarg, o->libcuda, sizeof(o->libcuda));
+			break;
+		case O_SOCKET:
+			rc = copy_path("--socket", optarg, o->socket, sizeof(o->socket));
+			break;
+		case O_RUNDIR:
+			/* leave room for "/admin.sock" */
+			rc = copy_path("--rundir", optarg, o->rundir, BENCH_SOCK_MAX - 12);
+			break;
+		case O_OOOD:
+			rc = copy_path("--oood", optarg, o->oood, sizeof(o->oood));
+			break;
+		case O_MPS:
+			rc = copy_path("--mps-control", optarg, o->mps_control, sizeof(o->mps_control));
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			bench_gpu_usage(stdout);
+			goto out;
+		case ':':
+			rc = bench_usage_error("option '%s' needs an argument", argv[optind - 1]);
+			break;
+		default:
+			if (optopt)
+				rc = bench_usage_error("unknown option '-%c'", optopt);
+			else
+				rc = bench_usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (rc)
+		goto out;
+	if (optind < argc) {
+		rc = bench_usage_error("unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	for (unsigned i = 0; i < o->nwls; i++) {
+		uses_custom |= o->wls[i] == WL_CUSTOM;
+		have_mix |= o->wls[i] == WL_MIX;
+	}
+	if (have_mix)
+		uses_custom |= o->critical_wl == WL_CUSTOM || o->be_wl == WL_CUSTOM;
+	if (uses_custom && (!have_ptx || !have_kernel)) {
+		rc = bench_usage_error("the custom workload needs --ptx FILE and --kernel NAME");
+		goto out;
+	}
+	if (have_mix && !o->slo_us) {
+		rc = bench_usage_error("mix needs --slo-us: the latency-critical tenant's SLO");
+		goto out;
+	}
+	if (o->be_rate && !have_mix) {
+		rc = bench_usage_error("--be-rate is for mix's best-effort tenants");
+		goto out;
+	}
+	if (o->socket[0] && o->rundir[0]) {
+		rc = bench_usage_error("--socket names a running oood, --rundir the one the bench starts: give one");
+		goto out;
+	}
+	{
+		const char *outs[3] = { o->json, o->csv, o->plot };
+		const char *names[3] = { "--json", "--csv", "--plot" };
+
+		for (int i = 0; i < 3; i++) {
+			if (outs[i] && !outs[i][0]) {
+				rc = bench_usage_error("%s wants a file name", names[i]);
+				goto out;
+			}
+		}
+		if ((o->csv && !strcmp(o->csv, "-")) || (o->plot && !strcmp(o->plot, "-"))) {
+			rc = bench_usage_error("only --json may be '-' (stdout)");
+			goto out;
+		}
+	}
+	rc = bench_run(o);
+out:
+	free(o);
+	return rc;
+}
