@@ -67,9 +67,10 @@ TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/libooo.so $(BUILD)/libooo.a
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check
+GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
-all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS)
+all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -196,6 +197,11 @@ $(GPU_TEST_BINS):
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl -lpthread
+
+$(GPU_JIT_CHECK): $(OBJ)/tests/gpu/jit_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libjit.a
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl -lm
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all

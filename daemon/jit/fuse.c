@@ -330,17 +330,24 @@ void jit_fused_free(struct jit_fused *f)
 
 static const char prologue[] =
 	"\t.reg .pred %ooo_p0;\n"
-	"\t.reg .b32 %ooo_r<10>;\n"
+	"\t.reg .b32 %ooo_r<11>;\n"
 	"\t.reg .b64 %ooo_rd<3>;\n"
 	"\t.reg .b32 %ooo_vx, %ooo_vy, %ooo_vz, %ooo_gx, %ooo_gy, %ooo_gz;\n"
 	"\t.reg .b64 %ooo_pbase;\n"
 	"\tld.param.u64 %ooo_rd0, [ooo_desc];\n"
+	"\tld.param.u32 %ooo_r1, [ooo_n];\n"
+	"\tld.param.u32 %ooo_r2, [ooo_uniform];\n"
 	"\tcvta.to.global.u64 %ooo_rd0, %ooo_rd0;\n"
 	"\tmov.u32 %ooo_r0, %ctaid.x;\n"
-	"\tld.global.nc.v2.u32 {%ooo_r1, %ooo_r2}, [%ooo_rd0];\n"
-	"\tsetp.ge.u32 %ooo_p0, %ooo_r0, %ooo_r2;\n"
+	/* every member the same size: one division finds it */
+	"\tsetp.eq.u32 %ooo_p0, %ooo_r2, 0;\n"
+	"\t@%ooo_p0 bra $ooo_bsearch;\n"
+	"\tdiv.u32 %ooo_r3, %ooo_r0, %ooo_r2;\n"
+	"\tsetp.ge.u32 %ooo_p0, %ooo_r3, %ooo_r1;\n"
 	"\t@%ooo_p0 bra $ooo_out;\n"
-	/* binary search: the last member with block_start <= block */
+	"\tbra.uni $ooo_found;\n"
+	/* else a binary search: the last member with block_start <= block */
+	"$ooo_bsearch:\n"
 	"\tmov.u32 %ooo_r3, 0;\n"
 	"\tmov.u32 %ooo_r4, %ooo_r1;\n"
 	"$ooo_search:\n"
@@ -362,6 +369,11 @@ static const char prologue[] =
 	"\tld.global.nc.v4.u32 {%ooo_r6, %ooo_r7, %ooo_gx, %ooo_gy}, [%ooo_rd1+16];\n"
 	"\tld.global.nc.v2.u32 {%ooo_gz, %ooo_r8}, [%ooo_rd1+32];\n"
 	"\tsub.u32 %ooo_r9, %ooo_r0, %ooo_r6;\n"
+	/* a block past the member's grid (a table that does not match the launch) does nothing */
+	"\tmul.lo.u32 %ooo_r10, %ooo_gx, %ooo_gy;\n"
+	"\tmul.lo.u32 %ooo_r10, %ooo_r10, %ooo_gz;\n"
+	"\tsetp.ge.u32 %ooo_p0, %ooo_r9, %ooo_r10;\n"
+	"\t@%ooo_p0 bra $ooo_out;\n"
 	"\trem.u32 %ooo_vx, %ooo_r9, %ooo_gx;\n"
 	"\tdiv.u32 %ooo_r9, %ooo_r9, %ooo_gx;\n"
 	"\trem.u32 %ooo_vy, %ooo_r9, %ooo_gy;\n"
@@ -549,7 +561,7 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	if (rc)
 		goto out;
 	/* the entry */
-	buf_printf(&b, "\n.visible .entry %s(\n\t.param .u64 ooo_desc\n)\n", fz->entry);
+	buf_printf(&b, "\n.visible .entry %s(\n\t.param .u64 ooo_desc,\n\t.param .u32 ooo_n,\n\t.param .u32 ooo_uniform\n)\n", fz->entry);
 	if (reqntid[0])
 		buf_printf(&b, ".reqntid %u, %u, %u\n", reqntid[0], reqntid[1], reqntid[2]);
 	else if (maxntid[0])
@@ -626,7 +638,12 @@ long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t
 		struct ooo_jit_desc_hdr h = { .n_members = (uint32_t)n, .total_blocks = (uint32_t)blocks,
 					      .version = OOO_JIT_DESC_VERSION };
 		uint64_t off = sizeof(h) + n * sizeof(struct ooo_jit_desc_member), start = 0;
+		uint64_t g0 = (uint64_t)l[0].grid[0] * l[0].grid[1] * l[0].grid[2];
 
+		h.uniform_blocks = (uint32_t)g0;
+		for (size_t i = 1; i < n; i++)
+			if ((uint64_t)l[i].grid[0] * l[i].grid[1] * l[i].grid[2] != g0)
+				h.uniform_blocks = 0;
 		memcpy(p, &h, sizeof(h));
 		for (size_t i = 0; i < n; i++) {
 			struct ooo_jit_desc_member d = { 0 };
@@ -649,4 +666,14 @@ long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t
 	if (total_blocks)
 		*total_blocks = (uint32_t)blocks;
 	return (long)size;
+}
+
+void jit_desc_args(const void *table, uint64_t dev, struct ooo_jit_args *out)
+{
+	struct ooo_jit_desc_hdr h;
+
+	memcpy(&h, table, sizeof(h));
+	out->desc = dev;
+	out->n_members = h.n_members;
+	out->uniform_blocks = h.uniform_blocks;
 }

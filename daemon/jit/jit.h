@@ -124,4 +124,7 @@ struct jit_desc_launch {
 long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t cap, uint32_t *total_blocks,
 		    size_t *need);
 
+/* The fused kernel's arguments for a table built by jit_desc_build and copied to device address `dev`. */
+void jit_desc_args(const void *table, uint64_t dev, struct ooo_jit_args *out);
+
 #endif

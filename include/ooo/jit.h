@@ -3,9 +3,12 @@
  * ooo/jit.h — the descriptor ABI of fused kernels, shared by the JIT
  * (daemon/jit), the executor that launches bundles, and tests.
  *
- * A fused kernel is one .entry with a single parameter: the 64-bit global
- * address of a descriptor table in device memory. It is launched with a
- * 1-D grid of `total_blocks` blocks and the members' common block shape.
+ * A fused kernel is one .entry whose parameters are struct ooo_jit_args:
+ * the 64-bit global address of a descriptor table in device memory, the
+ * number of members, and (when every member has the same grid size) the
+ * blocks per member, which lets a block find its member by one division
+ * instead of a binary search. It is launched with a 1-D grid of
+ * `total_blocks` blocks and the members' common block shape.
  *
  *   offset 0                     struct ooo_jit_desc_hdr
  *   offset 16                    struct ooo_jit_desc_member[n_members],
@@ -28,14 +31,14 @@
 
 #include <stdint.h>
 
-#define OOO_JIT_DESC_VERSION 1u
+#define OOO_JIT_DESC_VERSION 2u
 #define OOO_JIT_DESC_ALIGN 16u   /* of the table and of each parameter block */
 
 struct ooo_jit_desc_hdr {
 	uint32_t n_members;    /* >= 1 */
 	uint32_t total_blocks; /* sum of the members' grid sizes = launch grid */
 	uint32_t version;      /* OOO_JIT_DESC_VERSION */
-	uint32_t reserved;     /* 0 */
+	uint32_t uniform_blocks; /* blocks of every member when all are equal, else 0 */
 };
 
 struct ooo_jit_desc_member {
@@ -47,6 +50,14 @@ struct ooo_jit_desc_member {
 	uint32_t reserved;    /* 0 */
 };
 
+/* The fused kernel's parameters, in order (cuLaunchKernel layout). */
+struct ooo_jit_args {
+	uint64_t desc;           /* device address of the table */
+	uint32_t n_members;      /* = the header's */
+	uint32_t uniform_blocks; /* = the header's */
+};
+
+_Static_assert(sizeof(struct ooo_jit_args) == 16, "fused kernel parameter ABI");
 _Static_assert(sizeof(struct ooo_jit_desc_hdr) == 16, "descriptor header ABI");
 _Static_assert(sizeof(struct ooo_jit_desc_member) == 32, "descriptor member ABI");
 

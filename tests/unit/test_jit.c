@@ -474,6 +474,15 @@ static void test_desc_build(void **state)
 	assert_int_equal(h.n_members, 3);
 	assert_int_equal(h.total_blocks, 17);
 	assert_int_equal(h.version, OOO_JIT_DESC_VERSION);
+	assert_int_equal(h.uniform_blocks, 0); /* grids differ: the kernel searches */
+	{
+		struct ooo_jit_args a;
+
+		jit_desc_args(buf, 0x7000, &a);
+		assert_int_equal(a.desc, 0x7000);
+		assert_int_equal(a.n_members, 3);
+		assert_int_equal(a.uniform_blocks, 0);
+	}
 	memcpy(&d, buf + 16 + 32, sizeof(d));
 	assert_int_equal(d.block_start, 4);
 	assert_int_equal(d.body, 1);
@@ -487,6 +496,17 @@ static void test_desc_build(void **state)
 	assert_int_equal(d.param_off, 160);
 	assert_memory_equal(buf + d.param_off, p0, sizeof(p0));
 
+	/* equal grid sizes (not shapes): one division finds the member */
+	{
+		struct jit_desc_launch u[2] = { { .body = 0, .grid = { 6, 1, 1 }, .params = p0, .param_size = 4 },
+						{ .body = 0, .grid = { 3, 2, 1 }, .params = p0, .param_size = 4 } };
+		struct ooo_jit_args a;
+
+		assert_true(jit_desc_build(u, 2, buf, sizeof(buf), &total, NULL) > 0);
+		jit_desc_args(buf, 1, &a);
+		assert_int_equal(a.uniform_blocks, 6);
+		assert_int_equal(total, 12);
+	}
 	l[1].grid[2] = 0;
 	assert_int_equal(jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL), -EINVAL);
 	l[1].grid[2] = 2;
