@@ -1097,11 +1097,17 @@ static void test_no_gpu_reported(void **state)
 	assert_non_null(strstr(st.gpu_reason, "cannot load /nonexistent/libcuda.so.1"));
 	a = ooo_admin_open(d.admin, 5000);
 	assert_non_null(a);
-	n = ooo_admin_call(a, OOO_MSG_DEVICES, &req, sizeof(req), buf, sizeof(buf));
-	assert_int_equal(n, sizeof(*l) + sizeof(dev[0]));
-	l = (struct ooo_msg_list *)buf;
-	assert_int_equal(l->total, 1);
-	memcpy(dev, l + 1, sizeof(dev[0]));
+	/* the reason arrives before the executor has exited: wait for the state */
+	for (;;) {
+		n = ooo_admin_call(a, OOO_MSG_DEVICES, &req, sizeof(req), buf, sizeof(buf));
+		assert_int_equal(n, sizeof(*l) + sizeof(dev[0]));
+		l = (struct ooo_msg_list *)buf;
+		assert_int_equal(l->total, 1);
+		memcpy(dev, l + 1, sizeof(dev[0]));
+		if (dev[0].state != OOO_DEV_STARTING || now_ms() > deadline)
+			break;
+		sleep_ms(20);
+	}
 	assert_int_equal(dev[0].state, OOO_DEV_FAILED);
 	assert_int_equal(dev[0].restarts, 0);
 	assert_int_equal(dev[0].pid, 0);
