@@ -64,22 +64,23 @@ static uint32_t print_folded(const struct ptx_module *m, uint32_t t, uint32_t en
 	int64_t imm;
 
 	if (t + 2 < end && tok_punct(m, t + 1, '+') && m->toks[t + 2].kind == T_NUM &&
-	    parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &imm)) {
+	    parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &imm) && imm > -(1ll << 40) && imm < (1ll << 40)) {
 		off += imm;
 		used = 3;
 	} else if (t + 3 < end && tok_punct(m, t + 1, '+') && tok_punct(m, t + 2, '-') &&
-		   m->toks[t + 3].kind == T_NUM && parse_num(tok_s(m, t + 3), m->toks[t + 3].len, &imm)) {
+		   m->toks[t + 3].kind == T_NUM && parse_num(tok_s(m, t + 3), m->toks[t + 3].len, &imm) &&
+		   imm > -(1ll << 40) && imm < (1ll << 40)) {
 		off -= imm;
 		used = 4;
 	} else if (t + 2 < end && tok_punct(m, t + 1, '-') && m->toks[t + 2].kind == T_NUM &&
-		   parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &imm)) {
+		   parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &imm) && imm > -(1ll << 40) && imm < (1ll << 40)) {
 		off -= imm;
 		used = 3;
 	}
 	if (off > 0)
 		buf_printf(b, "%s+%" PRId64, base, off);
 	else if (off < 0)
-		buf_printf(b, "%s-%" PRId64, base, -off);
+		buf_printf(b, "%s+%" PRId64, base, off); /* base+-N, as PTX writes it */
 	else
 		buf_puts(b, base);
 	return used;
@@ -482,16 +483,36 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 			rc = -ENOMEM;
 			goto out;
 		}
-		for (size_t i = 0; i < nbodies; i++) {
+		for (size_t i = 0; i < nbodies && !rc; i++) {
 			const struct ptx_module *m = bodies[i].mod;
 			const struct kinfo *ki = kinfo_of(m, ks[i]);
 
 			for (uint32_t j = 0; j < ki->nefuncs; j++) {
 				const struct func *f = &m->funcs[ki->efuncs[j]];
 
-				if (strmap_get(seen, tok_s(m, f->name), m->toks[f->name].len, NULL))
+				int64_t prev;
+
+				if (strmap_get(seen, tok_s(m, f->name), m->toks[f->name].len, &prev)) {
+					const struct ptx_module *pm = bodies[prev >> 32].mod;
+					const struct func *pf = &pm->funcs[(uint32_t)prev];
+					bool same = pf->hdr_n - pf->link_n == f->hdr_n - f->link_n;
+
+					for (uint32_t t = 0; same && t < f->hdr_n - f->link_n; t++) {
+						uint32_t a = pf->hdr_first + pf->link_n + t, c = f->hdr_first + f->link_n + t;
+
+						same = pm->toks[a].len == m->toks[c].len &&
+						       memcmp(tok_s(pm, a), tok_s(m, c), m->toks[c].len) == 0;
+					}
+					if (!same) {
+						rc = failf(err, errlen, -EINVAL, "body %zu (%s) declares %.*s unlike body %lld", i,
+							   ks[i]->name, (int)m->toks[f->name].len, tok_s(m, f->name),
+							   (long long)(prev >> 32));
+						break;
+					}
 					continue;
-				if (strmap_put(seen, tok_s(m, f->name), m->toks[f->name].len, 1) < 0) {
+				}
+				if (strmap_put(seen, tok_s(m, f->name), m->toks[f->name].len,
+					       ((int64_t)i << 32) | ki->efuncs[j]) < 0) {
 					rc = -ENOMEM;
 					break;
 				}
@@ -501,8 +522,11 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 			}
 		}
 		strmap_free(seen);
-		if (rc)
-			goto out;
+		if (rc) {
+			jit_buf_free(&b);
+			free(fz);
+			return rc;
+		}
 	}
 	if (smem)
 		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", smem_align, smem);

@@ -440,7 +440,7 @@ static int add_stmt(struct parser *p, uint32_t first, uint32_t n, uint8_t kind, 
 
 	if (grow((void **)&m->stmts, &p->stmt_cap, m->nstmt, sizeof(*m->stmts)))
 		return p->e->rc = -ENOMEM;
-	m->stmts[m->nstmt] = (struct stmt){ .first = first, .n = n, .kind = kind };
+	m->stmts[m->nstmt] = (struct stmt){ .first = first, .n = n, .kind = kind, .var = -1 };
 	if (idx)
 		*idx = m->nstmt;
 	m->nstmt++;
@@ -669,9 +669,11 @@ static int parse_body(struct parser *p, uint32_t fidx)
 				return p->e->rc;
 			if (add_stmt(p, t, n, ST_DIR, NULL))
 				return p->e->rc;
-			if ((tok_is(m, t, ".shared") || tok_is(m, t, ".local")) && depth == 1 &&
-			    parse_var(p, t, n, (int32_t)fidx, false))
-				return p->e->rc;
+			if ((tok_is(m, t, ".shared") || tok_is(m, t, ".local")) && depth == 1) {
+				if (parse_var(p, t, n, (int32_t)fidx, false))
+					return p->e->rc;
+				m->stmts[m->nstmt - 1].var = (int32_t)(m->nvar - 1);
+			}
 			continue;
 		}
 		if (k->kind == T_IDENT || tok_punct(m, t, '@')) {
@@ -1102,13 +1104,7 @@ int fscope_build(const struct ptx_module *m, uint32_t fi, struct fscope *s)
 		} else if (st->kind == ST_DIR &&
 			   (tok_is(m, st->first, ".reg") || tok_is(m, st->first, ".param") ||
 			    tok_is(m, st->first, ".local") || tok_is(m, st->first, ".shared"))) {
-			int32_t var = -1;
-
-			if (!tok_is(m, st->first, ".reg") && !tok_is(m, st->first, ".param"))
-				for (uint32_t v = 0; v < m->nvar; v++)
-					if (m->vars[v].func == (int32_t)fi && m->vars[v].first == st->first)
-						var = (int32_t)v;
-			rc = scope_decl(m, st, s, var);
+			rc = scope_decl(m, st, s, st->var);
 		}
 	}
 	if (rc)
@@ -1141,11 +1137,15 @@ __attribute__((format(printf, 2, 3))) static void reject(struct an *a, const cha
 	va_end(ap);
 }
 
+#define JIT_MAX_REACHED 4096u /* functions, data or shared objects one kernel may reach */
+
 static int u32_add(uint32_t **arr, uint32_t *n, uint32_t v)
 {
 	for (uint32_t i = 0; i < *n; i++)
 		if ((*arr)[i] == v)
 			return 0;
+	if (*n >= JIT_MAX_REACHED)
+		return -E2BIG;
 	uint32_t *a = realloc(*arr, (*n + 1) * sizeof(*a));
 
 	if (!a)
@@ -1374,6 +1374,12 @@ static bool taint_pass(struct an *a, uint32_t fi)
 			size_t on = m->toks[op].len;
 			const struct var *tv = &m->vars[a->taint_var];
 
+			if (opcode_is(o, on, "setp") || opcode_is(o, on, "set") || opcode_is(o, on, "slct")) {
+				reject(a, "compares the address of module-scope .global %.*s (in %.*s)",
+				       (int)m->toks[tv->name].len, tok_s(m, tv->name), (int)m->toks[f->name].len,
+				       tok_s(m, f->name));
+				return false;
+			}
 			if (opcode_is(o, on, "st") || opcode_is(o, on, "atom") || opcode_is(o, on, "red") ||
 			    opcode_is(o, on, "cp") || opcode_is(o, on, "call") || opcode_is(o, on, "ld") ||
 			    opcode_is(o, on, "ldu") || opcode_is(o, on, "cp") || opcode_is(o, on, "mbarrier") ||
@@ -1424,6 +1430,130 @@ static bool init_has_sym(const struct ptx_module *m, const struct var *v)
 	return false;
 }
 
+/* A parameter (or return value) of f's own header? */
+static bool is_param_name(const struct ptx_module *m, const struct func *f, const char *n, size_t len)
+{
+	for (uint32_t i = 0; i < f->nparams; i++)
+		if (m->toks[f->params[i].name].len == len && memcmp(tok_s(m, f->params[i].name), n, len) == 0)
+			return true;
+	for (uint32_t t = f->ret_first; t < f->ret_first + f->ret_n; t++)
+		if (m->toks[t].kind == T_IDENT && m->toks[t].len == len && memcmp(tok_s(m, t), n, len) == 0)
+			return true;
+	return false;
+}
+
+static bool reserved_name(const char *s, size_t n)
+{
+	return prefix_is(s, n, "ooo_") || prefix_is(s, n, "$ooo_") || prefix_is(s, n, "%ooo_");
+}
+
+/*
+ * Names a fused kernel could resolve differently from the original. The
+ * scopes of names declared without '%' are not tracked, so a declaration
+ * must not hide (or be hidden by) a parameter, a module symbol, a label or
+ * a name declared at the function's top level, and nothing may use the
+ * prefixes of the names the generator adds.
+ */
+static void check_names(struct an *a, uint32_t fi, const struct fscope *sc, const char *fname)
+{
+	const struct ptx_module *m = a->m;
+	const struct func *f = &m->funcs[fi];
+	struct strmap *top = strmap_new();
+	int depth = 0;
+
+	if (!top) {
+		reject(a, "out of memory");
+		return;
+	}
+	for (uint32_t t = f->hdr_first; t < f->hdr_first + f->hdr_n && !a->bad; t++)
+		if ((m->toks[t].kind == T_IDENT || m->toks[t].kind == T_REG) && reserved_name(tok_s(m, t), m->toks[t].len))
+			reject(a, "uses the reserved name %.*s", (int)m->toks[t].len, tok_s(m, t));
+	for (int pass = 0; pass < 2 && !a->bad; pass++) {
+		depth = 0;
+		for (uint32_t i = 0; i < f->body_n && !a->bad; i++) {
+			const struct stmt *st = &m->stmts[f->body_first + i];
+			uint32_t end = stmt_end(st);
+			bool decl;
+
+			if (st->kind == ST_OPEN) {
+				depth++;
+				continue;
+			}
+			if (st->kind == ST_CLOSE) {
+				depth--;
+				continue;
+			}
+			if (pass == 0) {
+				for (uint32_t t = st->first; t < end && !a->bad; t++)
+					if ((m->toks[t].kind == T_IDENT || m->toks[t].kind == T_REG) &&
+					    reserved_name(tok_s(m, t), m->toks[t].len))
+						reject(a, "uses the reserved name %.*s", (int)m->toks[t].len, tok_s(m, t));
+			}
+			if (st->kind == ST_LABEL) {
+				const char *ln = tok_s(m, st->first);
+				size_t ll = m->toks[st->first].len;
+
+				if (pass == 1 && (strmap_get(m->syms, ln, ll, NULL) || strmap_get(sc->names, ln, ll, NULL)))
+					reject(a, "label %.*s in %s has the name of a variable or parameter", (int)ll, ln,
+					       fname);
+				continue;
+			}
+			decl = st->kind == ST_DIR && (tok_is(m, st->first, ".reg") || tok_is(m, st->first, ".param") ||
+						      tok_is(m, st->first, ".local") || tok_is(m, st->first, ".shared"));
+			if (!decl)
+				continue;
+			if (tok_is(m, st->first, ".shared") && f->entry && (depth > 0 || st->var < 0 ||
+									    m->vars[st->var].unsized)) {
+				reject(a, "declares .shared inside a nested block or unsized in %s", fname);
+				continue;
+			}
+			for (uint32_t t = st->first + 1; t < end && !a->bad; t++) {
+				const struct tok *k = &m->toks[t];
+				const char *n = tok_s(m, t);
+
+				if (tok_punct(m, t, '=') || tok_punct(m, t, '['))
+					break;
+				if (k->kind != T_IDENT)
+					continue;
+				if (pass == 0) {
+					if (depth == 0 && strmap_put(top, n, k->len, 1) < 0)
+						reject(a, "out of memory");
+				} else if (strmap_get(m->syms, n, k->len, NULL) || strmap_get(sc->labels, n, k->len, NULL) ||
+					   is_param_name(m, f, n, k->len) || (depth > 0 && strmap_get(top, n, k->len, NULL))) {
+					reject(a, "declaration of %.*s in %s hides another name", (int)k->len, n, fname);
+				}
+				if (!tok_is(m, st->first, ".reg"))
+					break;
+			}
+		}
+	}
+	strmap_free(top);
+}
+
+/* Bytes an `ld.param...` opcode reads: the type size times the vector width, 0 if unreadable. */
+static uint32_t ld_width(const char *o, size_t on)
+{
+	uint32_t vec = 1, sz = 0;
+	size_t i = 0;
+
+	while (i < on) {
+		size_t j = i + 1;
+
+		if (o[i] != '.') {
+			i++;
+			continue;
+		}
+		while (j < on && o[j] != '.' && o[j] != ':')
+			j++;
+		if (j - i == 3 && o[i + 1] == 'v' && (o[i + 2] == '2' || o[i + 2] == '4' || o[i + 2] == '8'))
+			vec = (uint32_t)(o[i + 2] - '0');
+		else if (type_size(o + i, j - i) > 0)
+			sz = (uint32_t)type_size(o + i, j - i);
+		i = j;
+	}
+	return sz * vec;
+}
+
 /* Check one function (the entry or a reached .func) and collect what it reaches. */
 static int analyse_func(struct an *a, uint32_t fi, uint32_t **queue, uint32_t *nq)
 {
@@ -1439,6 +1569,7 @@ static int analyse_func(struct an *a, uint32_t fi, uint32_t **queue, uint32_t *n
 			reject(a, "cannot read the register declarations of %s", fname);
 		return rc == -EINVAL ? 0 : rc;
 	}
+	check_names(a, fi, &sc, fname);
 	for (uint32_t i = 0; i < f->body_n && !a->bad; i++) {
 		const struct stmt *s = &m->stmts[f->body_first + i];
 		uint32_t end = stmt_end(s), op, call_target;
@@ -1608,6 +1739,24 @@ static int analyse_func(struct an *a, uint32_t fi, uint32_t **queue, uint32_t *n
 						       tok_s(m, t), (int)on, o);
 						continue;
 					}
+					/* the read must stay inside the parameter */
+					{
+						int64_t imm = 0;
+						uint32_t w = ld_width(o, on), psz = 0;
+
+						for (uint32_t pi = 0; pi < f->nparams; pi++)
+							if (m->toks[f->params[pi].name].len == k->len &&
+							    memcmp(tok_s(m, f->params[pi].name), tok_s(m, t), k->len) == 0)
+								psz = f->params[pi].size;
+						if (tok_punct(m, t + 1, '+') &&
+						    !parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &imm))
+							imm = -1;
+						if (!w || imm < 0 || imm > 65536 || (uint64_t)imm + w > psz) {
+							reject(a, "%.*s reads outside kernel parameter %.*s", (int)on, o,
+							       (int)k->len, tok_s(m, t));
+							continue;
+						}
+					}
 				}
 				if (v >= 0) { /* a demoted .shared/.local of this function */
 					const struct var *dv = &m->vars[v];
@@ -1698,11 +1847,18 @@ static int perf_dims(const struct ptx_module *m, uint32_t t, uint32_t end, uint3
 	return i ? (int)t : -1;
 }
 
-static void hash_toks(struct sha256_ctx *h, const struct ptx_module *m, uint32_t first, uint32_t n)
+/* Length-prefixed tokens after a tag, so that different texts never hash alike. */
+static void hash_toks(struct sha256_ctx *h, char tag, const struct ptx_module *m, uint32_t first, uint32_t n)
 {
+	uint8_t hdr[5] = { (uint8_t)tag, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24) };
+
+	sha256_update(h, sizeof(hdr), hdr);
 	for (uint32_t t = first; t < first + n; t++) {
-		sha256_update(h, m->toks[t].len, (const uint8_t *)tok_s(m, t));
-		sha256_update(h, 1, (const uint8_t *)" ");
+		uint32_t len = m->toks[t].len;
+		uint8_t l[4] = { (uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16), (uint8_t)(len >> 24) };
+
+		sha256_update(h, sizeof(l), l);
+		sha256_update(h, len, (const uint8_t *)tok_s(m, t));
 	}
 }
 
@@ -1710,14 +1866,14 @@ static void hash_func(struct sha256_ctx *h, const struct ptx_module *m, uint32_t
 {
 	const struct func *f = &m->funcs[fi];
 
-	hash_toks(h, m, f->hdr_first, f->hdr_n);
-	hash_toks(h, m, f->perf_first, f->perf_n);
+	hash_toks(h, 'F', m, f->hdr_first, f->hdr_n);
+	hash_toks(h, 'P', m, f->perf_first, f->perf_n);
 	for (uint32_t i = 0; i < f->body_n; i++) {
 		const struct stmt *s = &m->stmts[f->body_first + i];
 
-		hash_toks(h, m, s->first, s->n);
-		sha256_update(h, 1, (const uint8_t *)";");
+		hash_toks(h, (char)('0' + s->kind), m, s->first, s->n);
 	}
+	hash_toks(h, 'E', m, 0, 0);
 }
 
 static int analyse_kernel(struct ptx_module *m, uint32_t ki_idx, uint32_t fi)
@@ -1777,16 +1933,22 @@ static int analyse_kernel(struct ptx_module *m, uint32_t ki_idx, uint32_t fi)
 		rc = analyse_func(&a, fi, &queue, &nq);
 	while (!rc && !a.bad && qi < nq)
 		rc = analyse_func(&a, queue[qi++], &queue, &nq);
+	if (rc == -E2BIG) {
+		reject(&a, "reaches more than %u functions, data or shared objects", JIT_MAX_REACHED);
+		rc = 0;
+	}
 	/* initialized .global data must only be read */
 	if (!rc && !a.bad && a.any_data_global) {
 		bool changed = true;
 		int rounds = 0;
 
-		while (changed && !a.bad && rounds++ < 1000) {
+		while (changed && !a.bad && rounds++ < 64) {
 			changed = taint_pass(&a, fi);
 			for (uint32_t i = 0; i < ki->nfuncs && !a.bad; i++)
 				changed |= taint_pass(&a, ki->funcs[i]);
 		}
+		if (changed && !a.bad)
+			reject(&a, "too many registers derived from module-scope .global data to check");
 	}
 	free(queue);
 	strmap_free(a.taint);
@@ -1832,9 +1994,9 @@ static int analyse_kernel(struct ptx_module *m, uint32_t ki_idx, uint32_t fi)
 		for (uint32_t i = 0; i < ki->nefuncs; i++)
 			hash_func(&h, m, ki->efuncs[i]);
 		for (uint32_t i = 0; i < ki->ndata; i++)
-			hash_toks(&h, m, m->vars[ki->data[i]].first, m->vars[ki->data[i]].n);
+			hash_toks(&h, 'D', m, m->vars[ki->data[i]].first, m->vars[ki->data[i]].n);
 		for (uint32_t i = 0; i < ki->nsmem; i++)
-			hash_toks(&h, m, m->vars[ki->smem[i]].first, m->vars[ki->smem[i]].n);
+			hash_toks(&h, 'S', m, m->vars[ki->smem[i]].first, m->vars[ki->smem[i]].n);
 		sha256_digest(&h, sizeof(k->hash), k->hash);
 	}
 	return 0;

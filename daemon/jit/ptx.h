@@ -24,6 +24,7 @@ enum stmt_kind { ST_INSN = 1, ST_LABEL, ST_DIR, ST_OPEN, ST_CLOSE };
 
 struct stmt {
 	uint32_t first, n; /* tokens, without the ';' or ':' */
+	int32_t var;       /* the struct var this declaration made, or -1 */
 	uint8_t kind;
 };
 

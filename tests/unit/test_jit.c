@@ -201,6 +201,17 @@ static void test_debug_dropped(void **state)
 	ptx_module_free(m);
 }
 
+/* A label and an instruction of the same text must not hash alike. */
+static void test_hash_kinds(void **state)
+{
+	struct ptx_module *a = parse_ok(HDR ".visible .entry k()\n{\n ret;\n ret;\n}\n");
+	struct ptx_module *b = parse_ok(HDR ".visible .entry k()\n{\nret:\n ret;\n}\n");
+
+	assert_memory_not_equal(ptx_kernel_find(a, "k")->hash, ptx_kernel_find(b, "k")->hash, 32);
+	ptx_module_free(a);
+	ptx_module_free(b);
+}
+
 static void test_round_trip_hash(void **state)
 {
 	struct ptx_module *m = parse_ok(vadd), *m2;
@@ -259,6 +270,26 @@ static void test_reject_reasons(void **state)
 		      "k", "escapes");
 	expect_reject(HDR ".visible .entry k() .maxntid 128, 1, 1 .reqntid 128, 1, 1\n{\n ret;\n}\n", "k",
 		      "both .reqntid and .maxntid");
+	/* names the generator adds, and declarations that hide other names */
+	expect_reject(HDR ".visible .entry k(.param .u64 ooo_desc)\n{\n .reg .b64 %rd<3>;\n"
+			  " ld.param.u64 %rd1, [ooo_desc];\n ret;\n}\n",
+		      "k", "reserved name");
+	expect_reject(HDR ".global .u32 cnt;\n.visible .entry k()\n{\n atom.global.add.u32 _, [cnt], 1;\n"
+			  " { .reg .b32 cnt; }\n ret;\n}\n",
+		      "k", "hides another name");
+	expect_reject(ENTRY(" ld.param.u64 %rd1, [k_param_0];\n { .param .b64 k_param_0; }"), "k", "hides another name");
+	/* parameter reads stay inside the parameter */
+	expect_reject(ENTRY(" ld.param.u64 %rd1, [k_param_0+8];"), "k", "reads outside kernel parameter");
+	expect_reject(ENTRY(" ld.param.v2.u64 {%rd1, %rd2}, [k_param_0];"), "k", "reads outside kernel parameter");
+	assert_null(verdict(ENTRY(" ld.param.u32 %r1, [k_param_0+4];"), "k"));
+	/* nested or unsized .shared in a kernel body */
+	expect_reject(ENTRY(" { .shared .align 4 .b8 b[16];\n st.shared.u32 [b], 7; }"), "k", ".shared");
+	/* an address compared bit by bit would launder the taint through predicates */
+	expect_reject(HDR ".global .align 4 .b8 tbl[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n"
+			  ".visible .entry k()\n{\n .reg .pred %p<2>;\n .reg .b64 %rd<5>;\n"
+			  " mov.u64 %rd2, tbl;\n and.b64 %rd4, %rd2, 4;\n setp.ne.u64 %p1, %rd4, 0;\n"
+			  " @%p1 or.b64 %rd3, %rd3, 4;\n st.global.u32 [%rd3], 7;\n ret;\n}\n",
+		      "k", "compares the address");
 }
 
 static void test_accepts(void **state)
@@ -542,6 +573,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_layout),     cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_debug_dropped),    cmocka_unit_test(test_round_trip_hash),
+		cmocka_unit_test(test_hash_kinds),
 		cmocka_unit_test(test_reject_reasons),   cmocka_unit_test(test_accepts),
 		cmocka_unit_test(test_fuse_homogeneous), cmocka_unit_test(test_fuse_heterogeneous),
 		cmocka_unit_test(test_fuse_refusals),    cmocka_unit_test(test_desc_build),
