@@ -5,7 +5,8 @@
 # (default spin,mlp,gemm) and the .txt the table with the run's context.
 # The private oood is build/oood (BUILD to change); the driver library is
 # /usr/local/nvidia/lib64/libcuda.so.1 where that exists (the GPU machine),
-# else libcuda.so.1. Set OOO_COMMIT to the commit being measured.
+# else libcuda.so.1. OOO_COMMIT names the commit being measured (default:
+# the one the build records in $BUILD/gen/version.h).
 # Default args: --mode direct,mps,ooo --tenants 1,8,32 --duration 5 --warmup 1
 set -eu
 out=${1:?usage: bench/gpu.sh OUTDIR [WORKLOADS] [ooo-bench args]}
@@ -24,6 +25,10 @@ libcuda=libcuda.so.1
 PATH=$PATH:/usr/local/nvidia/bin
 export PATH
 name=$(echo "$wl" | tr ',' '-')
+if [ -z "${OOO_COMMIT:-}" ] && [ -f "$build/gen/version.h" ]; then
+	OOO_COMMIT=$(sed -n 's/^#define OOO_GIT_REV "\(.*\)"/\1/p' "$build/gen/version.h")
+	export OOO_COMMIT
+fi
 mkdir -p "$out"
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -227,7 +227,7 @@ int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t 
 /* ---- driver.c ------------------------------------------------------------------- */
 
 int bench_run(const struct bench_opts *o);
-extern volatile int bench_stop; /* set by SIGINT/SIGTERM */
+extern volatile int bench_stop; /* set by SIGINT, SIGTERM, SIGHUP, SIGQUIT */
 
 /* ---- env.c: what surrounds the tenants ------------------------------------------- */
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The command line of ooo-bench's GPU workloads: `ooo-bench WORKLOAD[,WORKLOAD...] [OPTIONS]`. */
+#include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -203,6 +205,9 @@ static int parse_tenants(const char *arg, struct bench_opts *o)
 		if (!bench_parse_u64(tok, 1, BENCH_MAX_TENANTS, &v))
 			return bench_usage_error("--tenants wants counts from 1 to %d, not '%s'", BENCH_MAX_TENANTS,
 						 tok);
+		for (unsigned i = 0; i < o->ntenants; i++)
+			if (o->tenants[i] == v)
+				return bench_usage_error("--tenants: %llu is given twice", (unsigned long long)v);
 		if (o->ntenants == BENCH_MAX_COUNTS)
 			return bench_usage_error("--tenants takes at most %d counts", BENCH_MAX_COUNTS);
 		o->tenants[o->ntenants++] = (unsigned)v;
@@ -266,7 +271,7 @@ int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t 
 		enum parg_kind kind;
 	} kinds[] = { { "buf", PA_BUF }, { "i32", PA_I32 }, { "u32", PA_U32 }, { "i64", PA_I64 },
 		      { "u64", PA_U64 }, { "f32", PA_F32 }, { "f64", PA_F64 } };
-	char copy[1024], *save = NULL, *tok;
+	char copy[1024], *next, *tok;
 
 	p->nparams = 0;
 	if (strlen(spec) >= sizeof(copy)) {
@@ -275,11 +280,19 @@ int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t 
 	}
 	snprintf(copy, sizeof(copy), "%s", spec);
 	snprintf(p->params_spec, sizeof(p->params_spec), "%s", spec);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *colon = strchr(tok, ':'), *v, *end;
+	/* split by hand: strtok_r would pass over empty items */
+	for (tok = copy, next = copy[0] ? copy : NULL; next; tok = next) {
+		char *colon, *v, *end;
 		struct parg *a;
 		size_t k;
 
+		if ((next = strchr(tok, ',')))
+			*next++ = 0;
+		if (!tok[0]) {
+			snprintf(why, cap, "--params: an empty parameter (',,', or a comma at an end)");
+			return -EINVAL;
+		}
+		colon = strchr(tok, ':');
 		if (!colon) {
 			snprintf(why, cap, "--params: '%s' is not KIND:VALUE (buf:BYTES, i32:V, f32:V, ...)", tok);
 			return -EINVAL;
@@ -300,6 +313,8 @@ int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t 
 		a = &p->params[p->nparams];
 		memset(a, 0, sizeof(*a));
 		a->kind = kinds[k].kind;
+		if (!v[0] || isspace((unsigned char)v[0]))
+			goto bad; /* strto* would skip the spaces */
 		errno = 0;
 		switch (a->kind) {
 		case PA_BUF:
@@ -329,6 +344,9 @@ int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t 
 		case PA_F64:
 			a->f = strtod(v, &end);
 			if (errno || end == v || *end)
+				goto bad;
+			/* (float) of a double beyond FLT_MAX is undefined */
+			if (a->kind == PA_F32 && !(isfinite(a->f) && fabs(a->f) <= FLT_MAX))
 				goto bad;
 			break;
 		}

@@ -31,6 +31,7 @@
 #define SETUP_TIMEOUT_S 180
 #define FINISH_GRACE_S 60
 #define REAP_TIMEOUT_S 30
+#define REAP_KILL_TIMEOUT_S 5 /* after SIGKILL */
 #define START_DELAY_NS (100 * 1000000ll)
 
 volatile int bench_stop;
@@ -236,8 +237,13 @@ static int spawn(struct slot *s, const struct tenant_cfg *c)
 
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
 		if (a < 0 || b < 0 || dup2(a, TENANT_CTL_FD) < 0 || dup2(b, TENANT_RES_FD) < 0)
 			_exit(126);
+		/* the copies above 10 are not close-on-exec: only fds 3 and 4 go to the tenant */
+		close(a);
+		close(b);
 		devnull = open("/dev/null", O_RDONLY);
 		if (devnull >= 0)
 			dup2(devnull, 0);
@@ -361,46 +367,55 @@ static void describe_exit(struct slot *s, int st)
 	slot_fail(s, why);
 }
 
+/* Collect the tenants that have exited; returns how many are left. */
+static unsigned reap_exited(struct slot *s, unsigned n)
+{
+	unsigned left = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		int st;
+		pid_t r;
+
+		if (s[i].pid <= 0)
+			continue;
+		r = waitpid(s[i].pid, &st, WNOHANG);
+		if (r == s[i].pid || (r < 0 && errno == ECHILD)) {
+			if (r == s[i].pid)
+				describe_exit(&s[i], st);
+			s[i].pid = 0;
+		} else {
+			left++;
+		}
+	}
+	return left;
+}
+
 static void reap(struct slot *s, unsigned n)
 {
 	int64_t deadline = bench_now_ns() + REAP_TIMEOUT_S * BENCH_NS;
-	unsigned left;
 
-	do {
-		left = 0;
-		for (unsigned i = 0; i < n; i++) {
-			int st;
-			pid_t r;
-
-			if (s[i].pid <= 0)
-				continue;
-			r = waitpid(s[i].pid, &st, WNOHANG);
-			if (r == s[i].pid || (r < 0 && errno == ECHILD)) {
-				if (r == s[i].pid)
-					describe_exit(&s[i], st);
-				s[i].pid = 0;
-			} else {
-				left++;
-			}
+	while (reap_exited(s, n) && bench_now_ns() <= deadline)
+		usleep(10000);
+	for (unsigned i = 0; i < n; i++) {
+		if (s[i].pid > 0) {
+			bench_err("tenant %u (pid %d) did not exit %d s after its run; killing it", s[i].index + 1,
+				  (int)s[i].pid, REAP_TIMEOUT_S);
+			kill(s[i].pid, SIGKILL);
 		}
-		if (left && bench_now_ns() > deadline) {
-			for (unsigned i = 0; i < n; i++) {
-				if (s[i].pid > 0) {
-					int st;
-
-					bench_err("tenant %u (pid %d) did not exit %d s after its run; killing it",
-						  s[i].index + 1, (int)s[i].pid, REAP_TIMEOUT_S);
-					kill(s[i].pid, SIGKILL);
-					if (waitpid(s[i].pid, &st, 0) == s[i].pid)
-						describe_exit(&s[i], st);
-					s[i].pid = 0;
-				}
-			}
-			left = 0;
+	}
+	/* one in an uninterruptible sleep (in the driver) may outlive SIGKILL: do not wait for it forever */
+	deadline = bench_now_ns() + REAP_KILL_TIMEOUT_S * BENCH_NS;
+	while (reap_exited(s, n) && bench_now_ns() <= deadline)
+		usleep(10000);
+	for (unsigned i = 0; i < n; i++) {
+		if (s[i].pid > 0) {
+			bench_err("tenant %u (pid %d) is stuck: still there %d s after SIGKILL; going on without it",
+				  s[i].index + 1, (int)s[i].pid, REAP_KILL_TIMEOUT_S);
+			if (!s[i].have_result)
+				slot_fail(&s[i], "tenant process stuck: did not exit after SIGKILL");
+			s[i].pid = 0;
 		}
-		if (left)
-			usleep(10000);
-	} while (left);
+	}
 }
 
 static void close_ctl(struct slot *s, unsigned n)
@@ -802,9 +817,23 @@ int bench_run(const struct bench_opts *o)
 				  "a true time-slicing baseline",
 				  ctl);
 	}
+	if (has_mode(o, BM_DIRECT) || has_mode(o, BM_MPS)) {
+		unsigned most = 0;
+
+		for (unsigned i = 0; i < o->ntenants; i++)
+			if (o->tenants[i] > most)
+				most = o->tenants[i];
+		if (rep->meta.cpus > 0 && most > (unsigned)rep->meta.cpus)
+			bench_err("warning: T=%u exceeds the %d CPUs: a direct or mps tenant is a process with one CUDA "
+				  "context, whose default scheduling (spin/yield auto) may busy-wait in its syncs, so "
+				  "the tenants compete for the CPUs",
+				  most, rep->meta.cpus);
+	}
 	bench_smi_clocks(&rep->meta.dev, false, o->libcuda);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
 
 	for (unsigned mi = 0; mi < o->nmodes && !bench_stop; mi++) {
 		enum bench_mode m = o->modes[mi];
@@ -873,6 +902,8 @@ int bench_run(const struct bench_opts *o)
 	}
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
 	bench_smi_clocks(&rep->meta.dev, true, o->libcuda);
 	bench_iso_date(rep->meta.end_date, sizeof(rep->meta.end_date));
 	rep->meta.wall_s = (double)(bench_now_ns() - t0) / 1e9;

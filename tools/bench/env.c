@@ -425,10 +425,24 @@ void bench_mps_stop(struct bench_mps *m, const char *control, const char *libcud
 		for (int i = 0; i < 3000 && (n = mps_pids(m->pipe_dir, pids, 16)) > 0; i++)
 			usleep(10000);
 		if (n > 0) {
+			static const int sigs[] = { SIGTERM, SIGKILL };
+
 			bench_err("mps mode: the MPS daemon is still running 30 s after 'quit' (pid %d%s); "
 				  "its pipe directory is %s",
 				  (int)pids[0], n > 1 ? " and others" : "", m->pipe_dir);
 			m->keep = true;
+			/* not our children (the daemon detaches): signal what mps_pids finds, and poll it */
+			for (unsigned k = 0; k < 2 && n > 0; k++) {
+				bench_err("mps mode: sending %s to %d MPS process%s",
+					  sigs[k] == SIGTERM ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "es");
+				for (int i = 0; i < n; i++)
+					kill(pids[i], sigs[k]);
+				for (int i = 0; i < 500 && (n = mps_pids(m->pipe_dir, pids, 16)) > 0; i++)
+					usleep(10000);
+			}
+			if (n > 0)
+				bench_err("mps mode: MPS process %d%s still there after SIGKILL", (int)pids[0],
+					  n > 1 ? " and others" : "");
 		}
 	}
 	unsetenv("CUDA_MPS_PIPE_DIRECTORY");
@@ -627,7 +641,8 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, char *why
 		if (r == 0)
 			return 0;
 		if (r < 0) {
-			snprintf(why, cap, "oood has no usable GPU: %s", state);
+			snprintf(why, cap, "oood has no usable GPU: %s (log: %s)", state, logp);
+			d->keep = true;
 			goto fail;
 		}
 		if (bench_now_ns() > deadline) {

@@ -275,6 +275,18 @@ int gpu_dtoh(struct gpu *g, void *dst, uint64_t src, size_t len)
 	}
 }
 
+int gpu_memset32(struct gpu *g, uint64_t dst, uint32_t value, size_t count)
+{
+	if (is_direct(g)) {
+		CU(g, cuMemsetD32Async, dst, value, count, g->st);
+		return 0;
+	} else {
+		int r = ooo_memset(g->q, dst, value, count, 4);
+
+		return r < 0 ? ooo_fail(g, "ooo_memset", r) : 0;
+	}
+}
+
 int gpu_sync(struct gpu *g)
 {
 	if (is_direct(g)) {

@@ -247,7 +247,8 @@ static void json_meta(const struct bench_report *r)
 	const struct bench_opts *o = r->o;
 	const struct bench_meta *m = &r->meta;
 	const struct bench_device *d = &m->dev;
-	char line[8192];
+	char line[8192], driver[64] = "";
+	bool own_ctx = false;
 	size_t n = 0;
 
 	/* the command line, quoted where a shell would need it */
@@ -294,6 +295,16 @@ static void json_meta(const struct bench_report *r)
 	j_str("hostname", m->hostname);
 	j_str("kernel", m->kernel);
 	j_u64("cpus", (uint64_t)m->cpus);
+	/* nvidia-smi's driver version, else the CUDA version the driver library reports */
+	if (d->driver[0])
+		snprintf(driver, sizeof(driver), "%s", d->driver);
+	else if (d->cuda_driver)
+		snprintf(driver, sizeof(driver), "CUDA %d.%d", d->cuda_driver / 1000, d->cuda_driver % 1000 / 10);
+	j_str_or_null("driver", driver);
+	/* direct and mps tenants: device 0's primary context, its flags never set (CU_CTX_SCHED_AUTO) */
+	for (unsigned i = 0; i < o->nmodes; i++)
+		own_ctx |= o->modes[i] == BM_DIRECT || o->modes[i] == BM_MPS;
+	j_str_or_null("cuda_ctx_sched", own_ctx ? "default (spin/yield auto)" : NULL);
 	j_obj("device");
 	j_u64("index", 0);
 	j_str_or_null("name", d->name);
@@ -725,8 +736,11 @@ int bench_write_plot(const char *path, const struct bench_report *r)
 		return 0;
 	}
 	{
-		char out[4096], cd[PATH_MAX + 16];
-		char *argv[] = { gnuplot, "-e", cd, gp, NULL };
+		char out[4096], cd[PATH_MAX + 16], script[PATH_MAX + 16];
+		/* gnuplot reads the script after the cd: name it from there ("./": not an option) */
+		char *argv[] = { gnuplot, "-e", cd, script, NULL };
+
+		snprintf(script, sizeof(script), "./%s", base_name(gp));
 
 		/* gnuplot quotes: '' is a quote inside '...' */
 		{

@@ -9,14 +9,18 @@
  * time means the point was called off.
  *
  * Timing. Closed loop: a request is timed from its issue; it counts if it
- * was issued at or after the end of the warm-up and completed by the end of
- * the window. Open loop: arrivals are a Poisson process of `rate` per
- * second from the start; a request is timed from its scheduled arrival
- * (not from when the tenant got to it, so queueing behind a slow request
- * is counted: no coordinated omission), and it counts if it arrived inside
- * the window. Requests that arrived in the window are still served after
+ * was issued inside the window (at or after the end of the warm-up, before
+ * the end), even if it completes after the end. Open loop: arrivals are a
+ * Poisson process of `rate` per second from the start; a request is timed
+ * from its scheduled arrival (not from when the tenant got to it, so
+ * queueing behind a slow request is counted: no coordinated omission), and
+ * it counts if it arrived inside the window. Requests that arrived in the window are still served after
  * it for up to the drain time; those left then are `unfinished` and enter
- * the histogram with their latency so far, a lower bound.
+ * the histogram with their latency so far, a lower bound, and never count
+ * as within the SLO.
+ *
+ * A request whose output is checked (mlp, gemm) has that output poisoned
+ * first, outside its timing, so that one that did not write it fails.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,13 +64,14 @@ static void note_error(struct tm_result *res, const char *why)
 		snprintf(res->error, sizeof(res->error), "%s", why[0] ? why : "unknown failure");
 }
 
-static void record(struct tm_result *res, const struct tenant_cfg *c, int64_t lat)
+/* A request of the latency population; met: it counts as within the SLO if its latency is. */
+static void record(struct tm_result *res, const struct tenant_cfg *c, int64_t lat, bool met)
 {
 	if (lat < 0)
 		lat = 0;
 	hist_add(&res->h, (uint64_t)lat);
 	res->requests++;
-	if (c->slo_ns && (uint64_t)lat <= c->slo_ns)
+	if (met && c->slo_ns && (uint64_t)lat <= c->slo_ns)
 		res->slo_met++;
 }
 
@@ -83,7 +88,7 @@ static void run(struct tstate *t, int64_t t_start, struct tm_result *res)
 		next += exp_gap(&st, c->rate);
 	for (;;) {
 		int64_t t_sched, t1;
-		bool counted;
+		bool checked = check && wl_checked(t, seq);
 		int r;
 
 		if (c->open) {
@@ -95,10 +100,16 @@ static void run(struct tstate *t, int64_t t_start, struct tm_result *res)
 				/* what arrived in the window and will not be served: latency so far */
 				for (; next < t_end; next += exp_gap(&st, c->rate)) {
 					if (next >= t_warm) {
-						record(res, c, now - next);
+						/* not served: a lower bound, and not within the SLO */
+						record(res, c, now - next, false);
 						res->unfinished++;
 					}
 				}
+				break;
+			}
+			if (checked && (r = wl_prepare_check(t))) {
+				res->errors++;
+				note_error(res, t->g.why);
 				break;
 			}
 			if (now < next)
@@ -106,6 +117,11 @@ static void run(struct tstate *t, int64_t t_start, struct tm_result *res)
 			t_sched = next;
 			next += exp_gap(&st, c->rate);
 		} else {
+			if (checked && (r = wl_prepare_check(t))) {
+				res->errors++;
+				note_error(res, t->g.why);
+				break;
+			}
 			t_sched = bench_now_ns();
 			if (t_sched >= t_end)
 				break;
@@ -119,11 +135,10 @@ static void run(struct tstate *t, int64_t t_start, struct tm_result *res)
 		}
 		if (t1 >= t_warm && t1 <= t_end)
 			res->completed++;
-		counted = c->open ? t_sched >= t_warm && t_sched < t_end : t_sched >= t_warm && t1 <= t_end;
-		if (counted)
-			record(res, c, t1 - t_sched);
+		if (t_sched >= t_warm && t_sched < t_end)
+			record(res, c, t1 - t_sched, true);
 		seq++;
-		if (check && seq % c->p.check_every == 0) {
+		if (checked) {
 			res->checks++;
 			r = wl_check(t, seq - 1);
 			if (r > 0) {

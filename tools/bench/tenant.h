@@ -83,6 +83,7 @@ int gpu_launch(struct gpu *g, const struct gpu_kernel *k, const uint32_t grid[3]
 	       uint32_t shmem, const void *params);
 int gpu_htod(struct gpu *g, uint64_t dst, const void *src, size_t len); /* in queue order */
 int gpu_dtoh(struct gpu *g, void *dst, uint64_t src, size_t len);       /* waits for it and all before */
+int gpu_memset32(struct gpu *g, uint64_t dst, uint32_t value, size_t count); /* in queue order */
 int gpu_sync(struct gpu *g);
 void gpu_close(struct gpu *g);
 
@@ -111,6 +112,13 @@ int wl_setup(struct tstate *t);
 /* One request, waited for. 0 or a negative error (why in t->g.why). */
 int wl_request(struct tstate *t, uint64_t seq);
 bool wl_has_check(const struct tstate *t);
+/* Is request seq's output checked? One in every check_every, chosen so that the checked ones cover every input. */
+bool wl_checked(const struct tstate *t, uint64_t seq);
+/*
+ * Before a checked request, outside its timing: poison its output (NaN) and
+ * wait for that, so that a request that does not write it fails the check.
+ */
+int wl_prepare_check(struct tstate *t);
 /* Check request seq's output: 0 right, 1 wrong (why in t->why), negative: the check failed to run. */
 int wl_check(struct tstate *t, uint64_t seq);
 void wl_teardown(struct tstate *t);

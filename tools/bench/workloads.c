@@ -464,6 +464,47 @@ bool wl_has_check(const struct tstate *t)
 	return t->c->p.check_every && (t->c->workload == WL_MLP || t->c->workload == WL_GEMM);
 }
 
+/*
+ * In the b-th block of check_every requests, the one at offset off(b) is
+ * checked; mlp's request seq runs input seq % MLP_INPUTS. With g =
+ * gcd(check_every, MLP_INPUTS), b * check_every runs through the multiples
+ * of g (mod MLP_INPUTS) every MLP_INPUTS / g blocks, and off(b) =
+ * (b / (MLP_INPUTS / g)) % g < g <= check_every adds every residue of g to
+ * them in turn: the checked requests cover every input (off(b) = b % 4 when
+ * check_every is a multiple of 4).
+ */
+bool wl_checked(const struct tstate *t, uint64_t seq)
+{
+	const uint64_t n = t->c->p.check_every;
+	uint64_t g = MLP_INPUTS, x = n, b;
+
+	if (!n)
+		return false;
+	while (x) { /* gcd */
+		uint64_t y = g % x;
+
+		g = x;
+		x = y;
+	}
+	b = seq / n;
+	return seq % n == (b / (MLP_INPUTS / g)) % g;
+}
+
+int wl_prepare_check(struct tstate *t)
+{
+	if (t->c->workload == WL_GEMM) {
+		int r = gpu_memset32(&t->g, t->c_d, 0x7fc00000u, (size_t)t->c->p.gemm_m * t->c->p.gemm_n);
+
+		return r ? r : gpu_sync(&t->g);
+	}
+	if (t->c->workload == WL_MLP) {
+		/* the request copies its output here: what a request that did not leaves is NaN */
+		for (uint32_t i = 0; i < t->dim; i++)
+			t->h_out[i] = NAN;
+	}
+	return 0;
+}
+
 int wl_check(struct tstate *t, uint64_t seq)
 {
 	if (t->c->workload == WL_MLP)
