@@ -218,40 +218,19 @@ static bool is_ldparam(struct gen *g, const struct stmt *s)
 	return false;
 }
 
+/* Before each statement of a body: pooled .shared declarations go, ld.param of parameters is marked. */
+static bool gen_stmt(void *ctx, const struct ptx_module *m, const struct stmt *s)
+{
+	struct gen *g = ctx;
+
+	g->ldparam = g->entry && s->kind == ST_INSN && is_ldparam(g, s);
+	return !(s->kind == ST_DIR && tok_is(m, s->first, ".shared"));
+}
+
 static void emit_stmts(struct gen *g, struct jit_buf *b)
 {
-	const struct ptx_module *m = g->m;
-	const struct func *f = g->f;
-
-	for (uint32_t i = 0; i < f->body_n; i++) {
-		const struct stmt *s = &m->stmts[f->body_first + i];
-
-		switch (s->kind) {
-		case ST_OPEN:
-			buf_puts(b, "{\n");
-			break;
-		case ST_CLOSE:
-			buf_puts(b, "}\n");
-			break;
-		case ST_LABEL:
-			print_toks(m, s->first, 1, sub_tok, g, b);
-			buf_puts(b, ":\n");
-			break;
-		case ST_DIR:
-			if (tok_is(m, s->first, ".shared"))
-				break; /* pooled */
-			buf_put(b, "\t", 1);
-			print_toks(m, s->first, s->n, sub_tok, g, b);
-			buf_puts(b, ";\n");
-			break;
-		default:
-			g->ldparam = g->entry && is_ldparam(g, s);
-			buf_put(b, "\t", 1);
-			print_toks(m, s->first, s->n, sub_tok, g, b);
-			buf_puts(b, ";\n");
-			g->ldparam = false;
-		}
-	}
+	print_body(g->m, g->f, sub_tok, gen_stmt, g, b);
+	g->ldparam = false;
 }
 
 /* Header of a .func copy: `.func (rets) m<k>_NAME(params)` without linkage. */

@@ -949,11 +949,14 @@ void print_toks(const struct ptx_module *m, uint32_t first, uint32_t n, tok_sub_
 	}
 }
 
-static void print_body(const struct ptx_module *m, const struct func *f, tok_sub_fn sub, void *ctx, struct jit_buf *b)
+void print_body(const struct ptx_module *m, const struct func *f, tok_sub_fn sub, stmt_fn before, void *ctx,
+		struct jit_buf *b)
 {
 	for (uint32_t i = 0; i < f->body_n; i++) {
 		const struct stmt *s = &m->stmts[f->body_first + i];
 
+		if (before && !before(ctx, m, s))
+			continue;
 		switch (s->kind) {
 		case ST_OPEN:
 			buf_puts(b, "{\n");
@@ -1003,7 +1006,7 @@ int ptx_print(const struct ptx_module *m, struct jit_buf *b)
 				continue;
 			}
 			buf_puts(b, "\n{\n");
-			print_body(m, f, NULL, NULL, b);
+			print_body(m, f, NULL, NULL, NULL, b);
 			buf_puts(b, "}\n");
 		}
 	}

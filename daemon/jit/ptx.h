@@ -133,6 +133,14 @@ __attribute__((format(printf, 2, 3))) void buf_printf(struct jit_buf *b, const c
 typedef uint32_t (*tok_sub_fn)(void *ctx, const struct ptx_module *m, uint32_t t, uint32_t end, struct jit_buf *b);
 void print_toks(const struct ptx_module *m, uint32_t first, uint32_t n, tok_sub_fn sub, void *ctx, struct jit_buf *b);
 
+/*
+ * Print a function body, one statement per line. `before`, when not NULL,
+ * sees each statement first and returns false to leave it out.
+ */
+typedef bool (*stmt_fn)(void *ctx, const struct ptx_module *m, const struct stmt *s);
+void print_body(const struct ptx_module *m, const struct func *f, tok_sub_fn sub, stmt_fn before, void *ctx,
+		struct jit_buf *b);
+
 /* Per-function scope of names, for renaming. */
 struct fscope {
 	struct strmap *labels; /* label -> 1 */
