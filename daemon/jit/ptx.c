@@ -986,6 +986,19 @@ int ptx_print(const struct ptx_module *m, struct jit_buf *b)
 			bool line = tok_is(m, s->first, ".version") || tok_is(m, s->first, ".target") ||
 				    tok_is(m, s->first, ".address_size");
 
+			if (tok_is(m, s->first, ".target")) {
+				/* debug sections are dropped, so is the target's `debug` */
+				buf_puts(b, ".target ");
+				for (uint32_t t = s->first + 1, n = 0; t < stmt_end(s); t++) {
+					if (m->toks[t].kind == T_PUNCT || tok_is(m, t, "debug"))
+						continue;
+					if (n++)
+						buf_puts(b, ", ");
+					buf_put(b, tok_s(m, t), m->toks[t].len);
+				}
+				buf_puts(b, "\n");
+				continue;
+			}
 			print_toks(m, s->first, s->n, NULL, NULL, b);
 			buf_puts(b, line ? "\n" : ";\n");
 		} else if (it->kind == IT_VAR) {

@@ -199,6 +199,16 @@ static void test_debug_dropped(void **state)
 	assert_non_null(strstr(b.data, ".entry k"));
 	jit_buf_free(&b);
 	ptx_module_free(m);
+
+	/* nvcc -G: the target says debug, which must go with the debug sections */
+	m = parse_ok(".version 8.5\n.target sm_90, debug\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n"
+		     ".section .debug_abbrev\n{\n.b8 1\n}\n");
+	assert_int_equal(ptx_print(m, &b), 0);
+	assert_non_null(strstr(b.data, ".target sm_90\n"));
+	assert_null(strstr(b.data, "debug"));
+	assert_string_equal(ptx_target(m), "sm_90");
+	jit_buf_free(&b);
+	ptx_module_free(m);
 }
 
 /* A label and an instruction of the same text must not hash alike. */
