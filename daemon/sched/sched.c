@@ -21,7 +21,10 @@ struct item {
 
 struct queue {
 	uint32_t head, tail;
+	uint32_t partition; /* of its launches */
+	uint32_t inflight;  /* its launches dispatched and not completed */
 	bool blocked;
+	bool fenced;        /* moved: waits until nothing of it is in flight on the old partition */
 };
 
 struct cost {
@@ -40,7 +43,8 @@ struct flight {
 	uint64_t token;
 	uint32_t partition;
 	uint32_t n;
-	uint64_t *keys; /* SCHED_MAX_BUNDLE cost keys */
+	uint64_t *keys;    /* SCHED_MAX_BUNDLE cost keys */
+	uint32_t *queues;  /* and the members' queues */
 };
 
 struct sched {
@@ -89,7 +93,8 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < nf; i++)
-		if (!(s->flights[i].keys = calloc(SCHED_MAX_BUNDLE, sizeof(uint64_t)))) {
+		if (!(s->flights[i].keys = calloc(SCHED_MAX_BUNDLE, sizeof(uint64_t))) ||
+		    !(s->flights[i].queues = calloc(SCHED_MAX_BUNDLE, sizeof(uint32_t)))) {
 			sched_free(s);
 			return -ENOMEM;
 		}
@@ -107,13 +112,34 @@ void sched_free(struct sched *s)
 	if (!s)
 		return;
 	if (s->flights)
-		for (uint32_t i = 0; i < s->cfg.partitions * s->cfg.max_inflight; i++)
+		for (uint32_t i = 0; i < s->cfg.partitions * s->cfg.max_inflight; i++) {
 			free(s->flights[i].keys);
+			free(s->flights[i].queues);
+		}
 	free(s->flights);
 	free(s->items);
 	free(s->queues);
 	free(s->cand);
 	free(s);
+}
+
+/* Launches of q from now on run on partition p; later ones wait for the earlier ones to finish. */
+static void move_queue(struct sched *s, struct queue *q, uint32_t p)
+{
+	if (q->partition == p)
+		return;
+	for (uint32_t i = q->head; i != NIL; i = s->items[i].next)
+		s->items[i].l.partition = p;
+	q->partition = p;
+	q->fenced = q->inflight > 0;
+}
+
+int sched_move_queue(struct sched *s, uint32_t queue, uint32_t partition)
+{
+	if (queue >= s->cfg.max_queues || partition >= s->cfg.partitions)
+		return -EINVAL;
+	move_queue(s, &s->queues[queue], partition);
+	return 0;
 }
 
 int sched_submit(struct sched *s, const struct sched_launch *l)
@@ -125,11 +151,15 @@ int sched_submit(struct sched *s, const struct sched_launch *l)
 		return -EINVAL;
 	if (s->free_head == NIL)
 		return -ENOSPC;
+	q = &s->queues[l->queue];
+	if (q->head == NIL && q->inflight == 0)
+		q->partition = l->partition;
+	else
+		move_queue(s, q, l->partition);
 	i = s->free_head;
 	s->free_head = s->items[i].next;
 	s->items[i].l = *l;
 	s->items[i].next = NIL;
-	q = &s->queues[l->queue];
 	if (q->tail == NIL)
 		q->head = i;
 	else
@@ -282,7 +312,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 		for (uint32_t qi = 0; qi < s->cfg.max_queues; qi++) {
 			const struct queue *q = &s->queues[qi];
 
-			if (q->head != NIL && !q->blocked && s->items[q->head].l.partition == p)
+			if (q->head != NIL && !q->blocked && !q->fenced && q->partition == p)
 				s->cand[nc++] = q->head;
 		}
 		sort_cand(s, s->cand, nc);
@@ -347,6 +377,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 
 				b->ids[k] = x->id;
 				f->keys[k] = x->cost_key;
+				f->queues[k] = x->queue;
+				s->queues[x->queue].inflight++;
 				if (x->deadline_ns < now + pred)
 					s->st.deadline_misses++;
 				pop_head(s, it);
@@ -383,8 +415,13 @@ int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns)
 
 		if (!f->used || f->token != token)
 			continue;
-		for (uint32_t k = 0; k < f->n; k++)
+		for (uint32_t k = 0; k < f->n; k++) {
+			struct queue *q = &s->queues[f->queues[k]];
+
 			cost_learn(s, f->keys[k], elapsed_ns);
+			if (--q->inflight == 0)
+				q->fenced = false;
+		}
 		f->used = false;
 		s->inflight[f->partition]--;
 		return 0;

@@ -80,6 +80,15 @@ int sched_submit(struct sched *s, const struct sched_launch *l);
 /* A queue waits for something outside the scheduler (an event): its head leaves the window until unblocked. */
 int sched_block(struct sched *s, uint32_t queue, bool blocked);
 
+/*
+ * Launches of a queue run on another partition from now on (a resize or a
+ * class moved). Its waiting launches move with it, and they wait until its
+ * launches in flight on the old partition have completed, so the queue's
+ * order holds across the move. A submit naming another partition than the
+ * queue's does the same.
+ */
+int sched_move_queue(struct sched *s, uint32_t queue, uint32_t partition);
+
 /* A fusion class's fused kernel exists now (compiled): its launches may be bundled. */
 int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
 

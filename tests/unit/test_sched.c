@@ -237,6 +237,34 @@ static void test_partitions(void **state)
 	sched_free(s);
 }
 
+/* Moving a queue to another partition keeps its order: the next launch waits for the one in flight. */
+static void test_move_queue(void **state)
+{
+	struct sched *s = mk(4, 2, 2);
+	uint64_t tok;
+
+	sub(s, 1, 0, 0, 2, 10 * US);
+	sub(s, 2, 0, 0, 2, 20 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 1);
+	tok = out[0].token;
+	assert_int_equal(sched_move_queue(s, 0, 1), 0);
+	/* partition 1 is idle, but launch 2 must not overtake launch 1 */
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 0);
+	assert_int_equal(sched_complete(s, tok, 5 * US), 0);
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 2);
+	assert_int_equal(out[0].partition, 1);
+	assert_int_equal(sched_move_queue(s, 0, 2), -EINVAL);
+	/* moving an idle queue takes effect at once */
+	assert_int_equal(sched_complete(s, out[0].token, 5 * US), 0);
+	assert_int_equal(sched_move_queue(s, 0, 0), 0);
+	sub(s, 3, 0, 0, 2, 30 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
+	assert_int_equal(out[0].partition, 0);
+	sched_free(s);
+}
+
 /* A launch larger than the capacity goes alone; classes never mix in a bundle. */
 static void test_oversize_and_classes(void **state)
 {
@@ -307,7 +335,7 @@ int main(void)
 		cmocka_unit_test(test_work_conserving),   cmocka_unit_test(test_compile_fallback),
 		cmocka_unit_test(test_cost_model),	  cmocka_unit_test(test_blocked_queue),
 		cmocka_unit_test(test_partitions),	  cmocka_unit_test(test_oversize_and_classes),
-		cmocka_unit_test(test_no_starvation),
+		cmocka_unit_test(test_no_starvation),	  cmocka_unit_test(test_move_queue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
