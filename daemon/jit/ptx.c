@@ -849,6 +849,10 @@ static int parse_module(struct parser *p)
 			} else if (tok_is(m, t, ".target")) {
 				if (m->toks[t + 1].len >= sizeof(m->target) || m->target[0])
 					return fail(p->e, k->line, "bad or repeated .target");
+				for (uint32_t u = 1; u < n; u++) /* NAME[, NAME]... */
+					if ((u % 2 == 1) != (m->toks[t + u].kind == T_IDENT) ||
+					    (u % 2 == 0 && !tok_punct(m, t + u, ',')) || (u == n - 1 && u % 2 == 0))
+						return fail(p->e, k->line, ".target wants names separated by commas");
 				memcpy(m->target, tok_s(m, t + 1), m->toks[t + 1].len);
 			} else if (!tok_is(m, t + 1, "64")) {
 				return fail(p->e, k->line, "only .address_size 64 is supported");
