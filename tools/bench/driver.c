@@ -145,27 +145,38 @@ static unsigned class_count(enum bench_wl wl, unsigned tenants, enum bench_class
 	return c == TC_CRITICAL ? 1 : c == TC_BEST_EFFORT ? tenants - 1 : 0;
 }
 
+/* A new row for class c of a point, with what the options say about it; NULL when the report is full. */
+static struct bench_row *class_row(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsigned tenants,
+				   enum bench_class c, unsigned n)
+{
+	struct bench_row *r = add_row(x->rep);
+
+	if (!r)
+		return NULL;
+	r->wl = wl;
+	r->mode = m;
+	r->tenants = tenants;
+	r->klass = c;
+	r->class_tenants = n;
+	r->request = request_of(x->o, wl, c);
+	r->rate = rate_of(x->o, c);
+	r->open = r->rate > 0;
+	r->duration = x->o->duration;
+	r->warmup = x->o->warmup;
+	r->slo_us = x->o->slo_us;
+	return r;
+}
+
 /* Rows for a point that did not run: every tenant is an error (skipped: by rule, not by failure). */
 static void rows_not_run(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsigned tenants, bool skipped,
 			 const char *why)
 {
 	for (int c = 0; c < TC_COUNT; c++) {
 		unsigned n = class_count(wl, tenants, (enum bench_class)c);
-		struct bench_row *r;
+		struct bench_row *r = n ? class_row(x, m, wl, tenants, (enum bench_class)c, n) : NULL;
 
-		if (!n || !(r = add_row(x->rep)))
+		if (!r)
 			continue;
-		r->wl = wl;
-		r->mode = m;
-		r->tenants = tenants;
-		r->klass = (enum bench_class)c;
-		r->class_tenants = n;
-		r->request = request_of(x->o, wl, (enum bench_class)c);
-		r->rate = rate_of(x->o, (enum bench_class)c);
-		r->open = r->rate > 0;
-		r->duration = x->o->duration;
-		r->warmup = x->o->warmup;
-		r->slo_us = x->o->slo_us;
 		r->errors = n;
 		r->skipped = skipped;
 		r->tenant_min_rps = r->tenant_max_rps = NAN;
@@ -434,21 +445,10 @@ static void make_rows(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 
 	for (int c = 0; c < TC_COUNT; c++) {
 		unsigned n = class_count(wl, tenants, (enum bench_class)c);
-		struct bench_row *r;
+		struct bench_row *r = n ? class_row(x, m, wl, tenants, (enum bench_class)c, n) : NULL;
 
-		if (!n || !(r = add_row(x->rep)))
+		if (!r)
 			continue;
-		r->wl = wl;
-		r->mode = m;
-		r->tenants = tenants;
-		r->klass = (enum bench_class)c;
-		r->class_tenants = n;
-		r->request = request_of(x->o, wl, (enum bench_class)c);
-		r->rate = rate_of(x->o, (enum bench_class)c);
-		r->open = r->rate > 0;
-		r->duration = x->o->duration;
-		r->warmup = x->o->warmup;
-		r->slo_us = x->o->slo_us;
 		r->tenant_min_rps = INFINITY;
 		r->tenant_max_rps = -INFINITY;
 		from_bystander = false;
