@@ -1,6 +1,7 @@
 # lib.sh: shared set-up of the tests/gpu scripts (sourced, not run).
 # The caller sets `name` and `build`, then calls gpu_start CONFIG_EXTRA.
-# Gives: $rundir $sock $ctl $libcuda $daemon, fail, field, wait_ready, gpu_stop.
+# Gives: $libcuda, gpu_require, gpu_require_nvcc ($nvcc), and from gpu_start $rundir $sock $ctl $daemon,
+# fail, field, wait_ready, gpu_stop.
 
 # Skip (exit 77) where there is no NVIDIA device.
 gpu_require() {
@@ -10,12 +11,23 @@ gpu_require() {
 	fi
 }
 
+# The driver library: the GPU machine's, else the loader's.
+libcuda=libcuda.so.1
+[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
+
+# Set $nvcc, or skip (exit 77) where there is none to build the test kernels.
+gpu_require_nvcc() {
+	nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+	if [ ! -x "$nvcc" ]; then
+		echo "$name: SKIP: no nvcc to build the test kernels"
+		exit 77
+	fi
+}
+
 # Start a private oood whose class "default" admits everyone, with extra class keys (printf-escaped).
 gpu_start() {
 	rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 	chmod 755 "$rundir"
-	libcuda=libcuda.so.1
-	[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
 	printf "[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\n$1" "$libcuda" >"$rundir/oood.conf"
 	"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 	daemon=$!

@@ -13,16 +13,10 @@ build=${1:-build}
 name=test_jit
 . "$(dirname "$0")/lib.sh"
 gpu_require
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if [ ! -x "$nvcc" ]; then
-	echo "$name: SKIP: no nvcc to build the test kernels"
-	exit 77
-fi
+gpu_require_nvcc
 here=$(dirname "$0")
 corpus=$here/../jit/kernels
 check=$build/tests/gpu/jit_check
-libcuda=libcuda.so.1
-[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
 tmp=$(mktemp -d /tmp/ooo-jit-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 failed=0

@@ -9,11 +9,7 @@ build=${1:-build}
 name=test_launch
 . "$(dirname "$0")/lib.sh"
 gpu_require
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if [ ! -x "$nvcc" ]; then
-	echo "$name: SKIP: no nvcc to build the test kernels"
-	exit 77
-fi
+gpu_require_nvcc
 here=$(dirname "$0")
 gpu_start 'mem_limit = 16G\n'
 "$nvcc" -ptx -arch=sm_90 -o "$rundir/k.ptx" "$here/kernels/vadd.cu" || fail "nvcc -ptx"
