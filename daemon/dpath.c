@@ -12,6 +12,7 @@
 #include <ooo/ooo.h>
 
 #include "../client/ring.h"
+#include "../client/wire.h"
 #include "log.h"
 #include "server.h"
 
@@ -366,8 +367,11 @@ static int send_queue(struct server *srv, struct sdpath *d, uint32_t queue, bool
 				.session = d->session,
 				.queue = queue,
 				.create = create,
-				.priority = d->queue_prio[queue] };
+				.priority = d->queue_prio[queue],
+				.slo_us = d->queue_slo[queue] };
 
+	if (d->sess && d->sess->tenant)
+		wire_strcpy(q.klass, sizeof(q.klass), d->sess->tenant->terms.name);
 	return gpu_send(srv, d->gpu, EXEC_MSG_QUEUE, &q, sizeof(q), -1);
 }
 

@@ -31,6 +31,7 @@ enum exec_msg_type {
 	EXEC_MSG_KERNEL_GET = 0x10a,    /* exec_kernel_get; reply exec_kernel_reply */
 	EXEC_MSG_HOST_MAP = 0x10b,      /* exec_host + the region's memfd; reply exec_mem_reply */
 	EXEC_MSG_HOST_UNMAP = 0x10c,    /* exec_host; reply exec_mem_reply */
+	EXEC_MSG_STATS = 0x10d,         /* executor -> oood, unsolicited, about once a second: struct ooo_sched_counters */
 };
 
 struct exec_host {
@@ -83,7 +84,8 @@ struct exec_queue {
 	uint32_t queue;
 	uint32_t create;  /* 1 create, 0 destroy */
 	int32_t priority; /* 0..99, higher first */
-	uint32_t reserved;
+	uint32_t slo_us;  /* the queue's latency SLO: a launch's deadline is its arrival + this */
+	char klass[32];   /* the tenant class's name (truncated), for per-class counters */
 };
 
 /* Device memory: cuMemCreate'd, exported as a POSIX fd that oood keeps. */

@@ -58,6 +58,7 @@ enum ooo_msg_type {
 	OOO_MSG_SESSIONS = 34, /* admin: ooo_msg_list_req -> ooo_msg_list + session recs */
 	OOO_MSG_RELOAD = 35,   /* admin: no payload -> struct ooo_msg_reload_reply */
 	OOO_MSG_DEVICES = 36,  /* admin: ooo_msg_list_req -> ooo_msg_list + device recs */
+	OOO_MSG_SCHED = 37,    /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_sched_rec, one per GPU */
 };
 
 #define OOO_MSG_REPLY 0x8000u /* set in the type of every reply */
@@ -304,6 +305,63 @@ struct ooo_device_rec {
 	uint8_t uuid[16];
 	char name[96];
 	char reason[OOO_ERRMSG_MAX]; /* last failure, "" if none */
+};
+
+/*
+ * The scheduler's counters of one executor, as it last reported them
+ * (about once a second while it runs). All counts are cumulative since the
+ * executor started; rates come from two snapshots (snapshot_ns apart).
+ */
+#define OOO_SCHED_CLASSES 16u   /* per-class rows; further classes are summed into the last, named "" */
+#define OOO_SCHED_PARTITIONS 8u
+
+struct ooo_sched_class_stats {
+	char name[32];           /* tenant class, "" for the overflow row */
+	uint32_t slo_us;         /* the largest SLO seen on its queues */
+	uint32_t reserved;
+	uint64_t launches;       /* launches completed */
+	uint64_t deadline_misses; /* completed after their deadline (as the executor saw the completion) */
+	uint64_t lat_sum_ns;     /* submission taken -> completion seen, summed */
+	uint64_t lat_max_ns;
+};
+
+struct ooo_sched_part_stats {
+	uint32_t sms;            /* SMs of the partition */
+	uint32_t max_inflight;   /* bundles in flight at most */
+	uint64_t bundles;        /* dispatched on it */
+	uint64_t busy_ns;        /* GPU time of its bundles (CUDA event timings), summed */
+};
+
+struct ooo_sched_counters {
+	uint64_t snapshot_ns;    /* the executor's CLOCK_MONOTONIC when taken */
+	uint64_t up_ns;          /* since the executor's scheduler started */
+	uint64_t bundles;        /* dispatches: fused launches plus launches that went alone */
+	uint64_t fused_bundles;
+	uint64_t launches;       /* tenant launches through the scheduler */
+	uint64_t fused_launches; /* of those, run inside a fused launch */
+	uint64_t direct_launches; /* launches not fusible (CUBIN, rejected PTX, ...): issued as they came */
+	uint64_t dispatch_full, dispatch_slack, dispatch_idle, dispatch_alone;
+	uint64_t retried;        /* fused launches that failed to start and ran unfused instead */
+	uint64_t jit_hits;       /* fusion classes found compiled (memory or disk cache) */
+	uint64_t jit_misses;
+	uint64_t jit_compiles;   /* fused kernels compiled (background thread) */
+	uint64_t jit_failures;   /* classes the JIT or the driver refused: they run unfused */
+	uint64_t jit_compile_ns; /* summed */
+	uint64_t jit_compile_max_ns;
+	uint64_t cpu_ns;         /* the executor's CPU time (all threads) */
+	uint32_t max_members;    /* of one bundle */
+	uint32_t nclasses, npartitions, reserved;
+	struct ooo_sched_class_stats classes[OOO_SCHED_CLASSES];
+	struct ooo_sched_part_stats parts[OOO_SCHED_PARTITIONS];
+};
+
+struct ooo_sched_rec {
+	uint32_t index;          /* GPU */
+	uint32_t state;          /* enum ooo_device_state */
+	uint32_t have;           /* 1 when the executor has reported counters */
+	uint32_t reserved;
+	uint64_t age_ns;         /* since oood received them */
+	struct ooo_sched_counters c;
 };
 
 struct ooo_msg_reload_reply {
