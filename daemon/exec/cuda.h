@@ -73,7 +73,11 @@
 	X(cuStreamCreateWithPriority)                                                                      \
 	X(cuCtxGetStreamPriorityRange)                                                                     \
 	X(cuMemAlloc)                                                                                      \
-	X(cuMemFree)
+	X(cuMemFree)                                                                                       \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                     \
+	X(cuEventElapsedTime)                                                                              \
+	X(cuMemHostAlloc)                                                                                  \
+	X(cuMemFreeHost)
 
 /* Functions newer than CUDA_ABI_VERSION, each resolved at the version it appeared in. */
 #define CUDA_FUNCS_NEWER(X) X(cuFuncGetParamInfo, 12040)
