@@ -114,7 +114,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		else if (dup2(sv[1], EXEC_CTL_FD) < 0)
 			_exit(127);
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
-		      "--libcuda", srv->policy->libcuda, (char *)NULL);
+		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", (char *)NULL);
 		_exit(127);
 	}
 	close(sv[1]);

@@ -52,7 +52,7 @@ enum key_type {
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
 };
@@ -74,6 +74,7 @@ static const struct key_def daemon_keys[] = {
 	{ "executor", F_EXECUTOR, T_BOOL, 0, 0 },
 	{ "executor_user", F_EXECUTOR_USER, T_STR, 1, OOO_NAME_MAX - 1 },
 	{ "libcuda", F_LIBCUDA, T_STR, 1, OOO_PATH_MAX - 1 },
+	{ "fuse", F_FUSE, T_BOOL, 0, 0 },
 };
 
 static const struct key_def class_keys[] = {
@@ -535,6 +536,8 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 				    VAL_MAX, v);
 		if (k->field == F_EXECUTOR)
 			p->executor = b;
+		else if (k->field == F_FUSE)
+			p->fuse = b;
 		else
 			cls->admit = b;
 		return 1;
@@ -931,6 +934,7 @@ static void policy_defaults(struct policy *p)
 	p->shutdown_grace_ms = 2000;
 	p->log_level = POLICY_LOG_INFO;
 	p->executor = true;
+	p->fuse = true;
 	copy_str(p->executor_user, sizeof(p->executor_user), "nobody");
 	copy_str(p->libcuda, sizeof(p->libcuda), "libcuda.so.1");
 }

@@ -50,6 +50,7 @@ struct policy {
 	uint32_t shutdown_grace_ms;  /* SIGTERM: wait this long for peers */
 	int log_level;               /* enum policy_log_level */
 	bool executor;               /* run GPU executors (default yes) */
+	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
 	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */
 	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
 	/* [class NAME] sections, in file order: first match wins */
