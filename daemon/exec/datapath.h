@@ -78,6 +78,7 @@ struct datapath {
 	uint32_t inflight; /* commands issued, completion not yet posted */
 	int cc_major, cc_minor;
 	unsigned blocked; /* sessions blocked after the last pass */
+	bool fuse;         /* coalesce fusible launches (the scheduler and the JIT) */
 	bool fatal;        /* a sticky CUDA error: the context is gone */
 	char fatal_why[160];
 };

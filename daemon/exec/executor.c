@@ -473,6 +473,7 @@ int executor_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "executor", no_argument, NULL, 'x' },	      { "device", required_argument, NULL, 'd' },
 		{ "user", required_argument, NULL, 'u' },      { "libcuda", required_argument, NULL, 'l' },
+		{ "fuse", required_argument, NULL, 'F' },
 		{ 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
@@ -483,6 +484,7 @@ int executor_main(int argc, char **argv)
 	CUcontext ctx = NULL;
 	unsigned long dev = 0;
 	char *end;
+	bool fuse = true;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -496,6 +498,11 @@ int executor_main(int argc, char **argv)
 			break;
 		case 'u': user = optarg; break;
 		case 'l': libcuda = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+				return EXEC_EXIT_USAGE;
+			fuse = !strcmp(optarg, "yes");
+			break;
 		default: return EXEC_EXIT_USAGE;
 		}
 	}
@@ -527,6 +534,7 @@ int executor_main(int argc, char **argv)
 	dp_init(&dp, &api);
 	dp.cc_major = (int)r.cc_major;
 	dp.cc_minor = (int)r.cc_minor;
+	dp.fuse = fuse;
 	if (rc == 0)
 		rc = serve(EXEC_CTL_FD, &mem, &dp);
 	dp_fini(&dp);
