@@ -52,7 +52,8 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
-               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c
+               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c \
+               daemon/exec/coalesce.c daemon/sched/sched.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
@@ -113,9 +114,9 @@ $(OBJ)/gen/default_conf.o: $(BUILD)/gen/default_conf.c
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # ---- link ------------------------------------------------------------------
-$(BUILD)/oood: $(DAEMON_OBJS)
+$(BUILD)/oood: $(DAEMON_OBJS) $(BUILD)/libjit.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl -lpthread
 
 $(BUILD)/libooo.a: $(CLIENT_OBJS)
 	$(call msg,AR,$@)

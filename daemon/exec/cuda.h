@@ -34,6 +34,8 @@
 	X(cuDevicePrimaryCtxRetain)                                                                        \
 	X(cuDevicePrimaryCtxRelease)                                                                       \
 	X(cuCtxSetCurrent)                                                                                 \
+	X(cuCtxGetCurrent)                                                                                 \
+	X(cuCtxGetDevice)                                                                                  \
 	X(cuMemGetInfo)                                                                                    \
 	X(cuMemGetAllocationGranularity)                                                                   \
 	X(cuMemCreate)                                                                                     \
@@ -80,7 +82,16 @@
 	X(cuMemFreeHost)
 
 /* Functions newer than CUDA_ABI_VERSION, each resolved at the version it appeared in. */
-#define CUDA_FUNCS_NEWER(X) X(cuFuncGetParamInfo, 12040)
+#define CUDA_FUNCS_NEWER(X)                                                                                \
+	X(cuFuncGetParamInfo, 12040)                                                                       \
+	X(cuDeviceGetDevResource, 12040)                                                                   \
+	X(cuDevSmResourceSplitByCount, 12040)                                                              \
+	X(cuDevResourceGenerateDesc, 12040)                                                                \
+	X(cuGreenCtxCreate, 12040)                                                                         \
+	X(cuGreenCtxDestroy, 12040)                                                                        \
+	X(cuGreenCtxGetDevResource, 12040)                                                                 \
+	X(cuCtxFromGreenCtx, 12040)                                                                        \
+	X(cuGreenCtxStreamCreate, 12050)
 
 struct cuda_api {
 	void *lib;

@@ -8,12 +8,35 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
+#include "coalesce.h"
 #include "nvrtc.h"
+
+uint64_t dp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Start the coalescer once, on the first session (the context is current then). */
+static void co_ensure(struct datapath *dp)
+{
+	char why[160];
+
+	if (!dp->fuse || dp->co || dp->co_failed)
+		return;
+	if (co_start(dp, why, sizeof(why)) < 0) {
+		dp->co_failed = true;
+		fprintf(stderr, "oood[executor]: launches are not coalesced: %s\n", why);
+	}
+}
 
 void dp_init(struct datapath *dp, struct cuda_api *api)
 {
@@ -75,6 +98,7 @@ static bool sealed(int fd)
 int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
 	      uint32_t cq_n, bool reset, char *why, size_t cap)
 {
+	co_ensure(dp);
 	struct dp_session *s = dp_session_get(dp, id, true);
 	struct stat st;
 	CUresult cr;
@@ -132,9 +156,15 @@ err:
 
 static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 {
+	co_queue_destroy(dp, q); /* its held commands are issued first */
 	dp->api->p_cuStreamSynchronize(q->stream);
 	while (q->len) {
-		ev_put(dp, q->fifo[q->head].ev);
+		struct dp_pending *p = &q->fifo[q->head];
+
+		if (p->b)
+			co_bundle_put(dp, p->b);
+		else
+			ev_put(dp, p->ev);
 		q->head = (q->head + 1) % DP_QUEUE_DEPTH;
 		q->len--;
 		dp->inflight--;
@@ -143,7 +173,8 @@ static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 	free(q);
 }
 
-int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, char *why, size_t cap)
+int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,
+	     const char *klass, char *why, size_t cap)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 	struct dp_queue *q;
@@ -186,6 +217,10 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 		return -ENOMEM;
 	}
 	q->live = true;
+	q->s = s;
+	q->idx = (uint16_t)queue;
+	q->slo_us = slo_us;
+	co_queue_created(dp, q, klass);
 	s->queues[queue] = q;
 	s->queue_live[queue] = 1;
 	return 0;
@@ -194,6 +229,7 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 static void session_free(struct datapath *dp, struct dp_session *s)
 {
 	/* first stop the work: copies may still DMA into the regions and area freed below */
+	co_flush_session(dp, s);
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i]) {
 			queue_destroy(dp, s->queues[i]);
@@ -201,6 +237,7 @@ static void session_free(struct datapath *dp, struct dp_session *s)
 		}
 	}
 	for (int i = 0; i < DP_MAX_MODULES; i++) {
+		co_module_unload(dp, s, (uint32_t)i);
 		if (s->modules[i])
 			dp->api->p_cuModuleUnload(s->modules[i]);
 	}
@@ -251,6 +288,8 @@ void dp_session_quiesce(struct datapath *dp, uint64_t id)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 
+	if (s)
+		co_flush_session(dp, s); /* held launches may name the memory that goes next */
 	for (int i = 0; s && i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
 			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
@@ -264,6 +303,7 @@ void dp_fini(struct datapath *dp)
 		dp->sessions = s->next;
 		session_free(dp, s);
 	}
+	co_stop(dp);
 	while (dp->nev)
 		dp->api->p_cuEventDestroy(dp->evpool[--dp->nev]);
 	free(dp->evpool);
@@ -326,6 +366,8 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 		return -EINVAL;
 	}
 	r = dp->api->p_cuModuleLoadDataEx(&s->modules[m], image, 2, opt, val);
+	if (r == CUDA_SUCCESS && kind != OOO_MODULE_CUBIN && kind != OOO_MODULE_FATBIN)
+		co_module_loaded(dp, s, (uint32_t)m, image, strlen(image));
 	free(image);
 	if (r != CUDA_SUCCESS) {
 		char e[128];
@@ -380,6 +422,7 @@ int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region)
 	if (!s || region >= OOO_HOST_REGIONS || !s->host[region])
 		return -ENOENT;
 	/* copies in flight may still read or write it */
+	co_flush_session(dp, s);
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
 			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
@@ -397,6 +440,7 @@ int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 
 	if (!s || module >= DP_MAX_MODULES || !s->modules[module])
 		return -ENOENT;
+	co_module_unload(dp, s, module); /* held launches of its kernels are issued first */
 	/* its kernels go with it: later launches of them are refused */
 	for (int k = 0; k < DP_MAX_KERNELS; k++) {
 		if (s->kmodule[k] == module + 1) {
@@ -463,6 +507,7 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 		out->regs = (uint32_t)v;
 	s->funcs[k] = f;
 	s->kmodule[k] = (uint16_t)(module + 1);
+	co_kernel_got(dp, s, module, (uint32_t)k, name, out->param_size);
 	s->kernels[k] = (struct vkernel){ .live = true,
 					  .param_size = out->param_size,
 					  .max_threads = out->max_threads,
@@ -472,7 +517,7 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 }
 
 /* Post a completion; false if the tenant's completion ring is full. */
-static bool post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t op, int32_t status)
+bool dp_post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t op, int32_t status)
 {
 	struct ooo_cqe *c = ring_reserve(&s->cq);
 
@@ -494,7 +539,7 @@ static bool sticky(CUresult r)
 	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_UNKNOWN;
 }
 
-static void set_fatal(struct datapath *dp, CUresult r, const char *what)
+void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
 {
 	char e[128];
 
@@ -514,8 +559,12 @@ static void *host_ptr(struct dp_session *s, uint64_t addr)
 	return (unsigned char *)s->host[tag - 1] + off;
 }
 
-/* Issue one validated submission. Returns a status to post at once (< 0), 0 if issued, 1 if issued with an event. */
-static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e)
+/*
+ * Issue one validated submission on its queue's own stream (a launch's
+ * parameters at params, or in staging when NULL). Returns a status to post
+ * at once (< 0), 0 if issued, 1 if issued with a completion to come.
+ */
+int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e, const void *params)
 {
 	const struct cuda_api *api = dp->api;
 	struct dp_queue *q = s->queues[e->queue];
@@ -525,6 +574,23 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 
 	if ((e->flags & OOO_SQE_NOTIFY) && q->len == DP_QUEUE_DEPTH)
 		return -EBUSY; /* the tenant changed the entry after we looked: refuse, never overflow */
+	if (e->opcode == OOO_OP_NOP && (e->flags & OOO_SQE_NOTIFY)) {
+		/* a barrier behind a bundle completes with it: no work on our stream */
+		struct dp_bundle *b = co_follow(dp, q);
+
+		if (b) {
+			q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH] =
+				(struct dp_pending){ .b = b, .user_data = e->user_data, .opcode = e->opcode, .notify = true };
+			q->len++;
+			s->inflight++;
+			dp->inflight++;
+			return 1;
+		}
+	}
+	if (e->opcode != OOO_OP_NOP && (r = co_before_direct(dp, q)) != CUDA_SUCCESS)
+		goto failed;
+	if (e->opcode != OOO_OP_NOP)
+		q->own_dirty = true;
 	switch (e->opcode) {
 	case OOO_OP_NOP:
 		break;
@@ -547,8 +613,9 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 		break;
 	case OOO_OP_LAUNCH: {
 		size_t psize = e->launch.param_len;
-		void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, stage + e->launch.param_off, CU_LAUNCH_PARAM_BUFFER_SIZE,
-				  &psize, CU_LAUNCH_PARAM_END };
+		void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER,
+				  params ? (void *)(uintptr_t)params : stage + e->launch.param_off,
+				  CU_LAUNCH_PARAM_BUFFER_SIZE, &psize, CU_LAUNCH_PARAM_END };
 
 		/* the driver copies the parameter block now: staging may be reused once we move on */
 		r = api->p_cuLaunchKernel(s->funcs[e->launch.kernel], e->launch.grid[0], e->launch.grid[1],
@@ -574,9 +641,10 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 	default:
 		return -EOPNOTSUPP;
 	}
+failed:
 	if (r != CUDA_SUCCESS) {
 		if (sticky(r)) {
-			set_fatal(dp, r, "enqueue");
+			dp_set_fatal(dp, r, "enqueue");
 			return -OOO_EFAULT;
 		}
 		return -EIO;
@@ -584,6 +652,9 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 	if (!(e->flags & OOO_SQE_NOTIFY))
 		return 0;
 	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
+	p->b = NULL;
+	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
+		return -EIO;
 	if (ev_get(dp, &p->ev) < 0)
 		return -ENOMEM;
 	r = api->p_cuEventRecord(p->ev, q->stream);
@@ -604,7 +675,7 @@ static int issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe
 /* Event handles are the tenant's to number: any index in range is valid. */
 static const uint8_t all_live[DP_MAX_EVENTS] = { [0 ... DP_MAX_EVENTS - 1] = 1 };
 
-static bool take_submissions(struct datapath *dp, struct dp_session *s)
+static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t now)
 {
 	struct vsession vs = {
 		.bufs = &s->bufs,
@@ -635,8 +706,11 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s)
 			}
 			if (r == 0)
 				break;
-			/* a full queue stops this session until it drains */
-			if (e.queue < DP_MAX_QUEUES && s->queues[e.queue] && s->queues[e.queue]->len == DP_QUEUE_DEPTH) {
+			/* a full queue (or backlog) stops this session until it drains */
+			if (e.queue < DP_MAX_QUEUES && s->queues[e.queue] &&
+			    (s->queues[e.queue]->len == DP_QUEUE_DEPTH || s->queues[e.queue]->bl_len == DP_BACKLOG ||
+			     (s->queues[e.queue]->bl_len && e.opcode == OOO_OP_LAUNCH &&
+			      e.launch.param_len > DP_HOLD_PARAMS))) {
 				s->blocked = true;
 				break;
 			}
@@ -650,9 +724,14 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s)
 			break;
 		moved = true;
 		r = validate_sqe(&e, &vs, &why);
-		if (r == 0)
-			r = issue(dp, s, &e);
-		if (r < 0 && !post(s, e.user_data, e.queue, e.opcode, r)) {
+		if (r == 0) {
+			bool full;
+
+			if (co_take(dp, s, s->queues[e.queue], &e, now, &full))
+				continue;
+			r = full ? -EBUSY : dp_issue(dp, s, &e, NULL);
+		}
+		if (r < 0 && !dp_post(s, e.user_data, e.queue, e.opcode, r)) {
 			s->blocked = true; /* completion ring full: the tenant loses this error only if it never reads */
 			break;
 		}
@@ -670,19 +749,33 @@ static bool reap(struct datapath *dp, struct dp_session *s)
 
 		while (q && q->len) {
 			struct dp_pending *p = &q->fifo[q->head];
-			CUresult r = dp->api->p_cuEventQuery(p->ev);
+			CUresult r;
 
-			if (r == CUDA_ERROR_NOT_READY)
-				break;
-			if (r != CUDA_SUCCESS) {
-				set_fatal(dp, r, "a command on the GPU");
-				p->status = -OOO_EFAULT;
+			if (p->b) {
+				int32_t st = 0;
+
+				if (!co_bundle_done(p->b, &st))
+					break;
+				if (st)
+					p->status = st;
+			} else {
+				r = dp->api->p_cuEventQuery(p->ev);
+				if (r == CUDA_ERROR_NOT_READY)
+					break;
+				if (r != CUDA_SUCCESS) {
+					dp_set_fatal(dp, r, "a command on the GPU");
+					p->status = -OOO_EFAULT;
+				}
 			}
-			if (!post(s, p->user_data, (uint16_t)i, p->opcode, p->status)) {
+			if (!dp_post(s, p->user_data, (uint16_t)i, p->opcode, p->status)) {
 				s->blocked = true; /* ring full: try again later */
 				return moved;
 			}
-			ev_put(dp, p->ev);
+			if (p->b)
+				co_bundle_put(dp, p->b);
+			else
+				ev_put(dp, p->ev);
+			p->b = NULL;
 			q->head = (q->head + 1) % DP_QUEUE_DEPTH;
 			q->len--;
 			s->inflight--;
@@ -697,7 +790,13 @@ bool dp_progress(struct datapath *dp)
 {
 	bool moved = false;
 
+	uint64_t now;
+
+	if (!dp->sessions)
+		return false;
+	now = dp_now_ns();
 	dp->blocked = 0;
+	moved = co_reap(dp, now);
 	for (struct dp_session *s = dp->sessions; s; s = s->next) {
 		bool m;
 
@@ -705,12 +804,21 @@ bool dp_progress(struct datapath *dp)
 			continue;
 		m = reap(dp, s);
 		if (!s->broken)
-			m |= take_submissions(dp, s);
+			m |= take_submissions(dp, s, now);
 		if (m) {
 			ring_publish(&s->cq);
+			s->cq_dirty = false;
 			moved = true;
 		}
 		dp->blocked += s->blocked;
+	}
+	if (dp->co) {
+		moved |= co_progress(dp, now);
+		for (struct dp_session *s = dp->sessions; s; s = s->next)
+			if (s->cq_dirty && s->base) {
+				ring_publish(&s->cq);
+				s->cq_dirty = false;
+			}
 	}
 	return moved;
 }

@@ -30,9 +30,24 @@
 #define DP_MAX_MODULES 256    /* per session */
 #define DP_MAX_KERNELS 1024   /* per session */
 #define DP_MAX_EVENTS 1024    /* per session: index space of ooo_event handles */
+#define DP_BACKLOG 32         /* commands a queue holds behind a launch waiting for a bundle */
+#define DP_HOLD_PARAMS 1024   /* launches with larger parameter blocks are never held */
+
+struct dp_bundle;
+struct co_class;
+struct coalescer;
+struct dp_session;
+
+/* A command held by the executor (the scheduler has not dispatched the launch before it yet). */
+struct dp_cmd {
+	struct ooo_sqe e;
+	uint64_t arrival_ns;
+	uint64_t deadline_ns;
+};
 
 struct dp_pending {
-	CUevent ev;
+	CUevent ev;           /* or, when b is set, the bundle's completion */
+	struct dp_bundle *b;  /* referenced */
 	uint64_t user_data;
 	int32_t status;
 	uint8_t opcode;
@@ -44,6 +59,22 @@ struct dp_queue {
 	CUstream stream;
 	struct dp_pending fifo[DP_QUEUE_DEPTH];
 	uint32_t head, len;
+	/* coalescing (coalesce.c) */
+	struct dp_session *s;
+	uint16_t idx;
+	uint8_t cls;           /* row of the per-class counters */
+	uint32_t slo_us;
+	uint32_t gid;          /* the scheduler's queue id */
+	struct dp_cmd *bl;     /* backlog ring: DP_BACKLOG commands, allocated on first use */
+	uint8_t *blparams;     /* DP_BACKLOG x DP_HOLD_PARAMS */
+	uint32_t bl_head, bl_len;
+	struct dp_queue *bl_next, *bl_prev; /* in the coalescer's list of queues with a backlog */
+	bool bl_listed;
+	bool in_sched;         /* the backlog's head launch is in the scheduler */
+	bool own_dirty;        /* work went to the queue's own stream since the last switch */
+	bool sw_wait;          /* waiting for sw_ev before the head launch may join a bundle */
+	CUevent sw_ev;
+	struct dp_bundle *last; /* referenced: the bundle holding the queue's latest work, if that went to a bundle */
 };
 
 struct dp_session {
@@ -55,11 +86,14 @@ struct dp_session {
 	bool registered;
 	bool broken; /* the tenant corrupted its ring: stop reading it */
 	bool blocked; /* a queue or the completion ring is full: wait for the tenant */
+	bool cq_dirty; /* completions posted outside this session's own pass (bundles): publish */
 	struct ooo_shm_hdr h;
 	struct ring sq, cq;
 	struct vbufs bufs;
 	CUmodule modules[DP_MAX_MODULES];
 	CUfunction funcs[DP_MAX_KERNELS];
+	struct co_class *kfuse[DP_MAX_KERNELS]; /* fusion class of a fusible PTX kernel, referenced */
+	void *pmods[DP_MAX_MODULES];           /* parsed PTX of a module (struct co_pmod), referenced */
 	uint16_t kmodule[DP_MAX_KERNELS]; /* module index + 1 of each kernel, 0: free */
 	struct vkernel kernels[DP_MAX_KERNELS];
 	CUevent events[DP_MAX_EVENTS]; /* created on first record */
@@ -79,6 +113,8 @@ struct datapath {
 	int cc_major, cc_minor;
 	unsigned blocked; /* sessions blocked after the last pass */
 	bool fuse;         /* coalesce fusible launches (the scheduler and the JIT) */
+	struct coalescer *co; /* NULL: not started (or failed: co_failed) */
+	bool co_failed;
 	bool fatal;        /* a sticky CUDA error: the context is gone */
 	char fatal_why[160];
 };
@@ -94,7 +130,8 @@ int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_ef
 int dp_detach(struct datapath *dp, uint64_t id);
 /* Wait for the session's queues: before memory they may use goes away. */
 void dp_session_quiesce(struct datapath *dp, uint64_t id);
-int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, char *why, size_t cap);
+int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,
+	     const char *klass, char *why, size_t cap);
 
 /* Load a module from a sealed memfd image (fd stays the caller's). Returns 0 with *module, or -errno and why. */
 int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
@@ -106,6 +143,12 @@ int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region);
 /* Look a kernel up and describe it. Returns 0 or -errno and why. */
 int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, struct ooo_msg_kernel *out,
 		  char *why, size_t cap);
+
+/* For the coalescer: issue a validated command now on its queue's own stream (launch parameters at params). */
+int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e, const void *params);
+bool dp_post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t op, int32_t status);
+void dp_set_fatal(struct datapath *dp, CUresult r, const char *what);
+uint64_t dp_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* Issue what the rings hold and post what completed. Returns true if anything moved. */
 bool dp_progress(struct datapath *dp);

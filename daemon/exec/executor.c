@@ -24,6 +24,7 @@
 
 #include "../../client/wire.h"
 #include "cuda.h"
+#include "coalesce.h"
 #include "datapath.h"
 #include "exec_proto.h"
 #include "memory.h"
@@ -292,7 +293,9 @@ static int handle_attach(int fd, struct datapath *dp, uint16_t type, const void 
 
 		memcpy(&q, payload, sizeof(q));
 		rep.req = q.req;
-		rep.status = dp_queue(dp, q.session, q.queue, q.create != 0, q.priority, rep.reason, sizeof(rep.reason));
+		q.klass[sizeof(q.klass) - 1] = '\0';
+		rep.status = dp_queue(dp, q.session, q.queue, q.create != 0, q.priority, q.slo_us, q.klass, rep.reason,
+				      sizeof(rep.reason));
 	} else {
 		struct exec_attach a;
 
@@ -407,6 +410,7 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 #define SPIN_IDLE_NS 200000ull  /* and this long after the last activity before sleeping */
 #define NAP_NS 50000            /* nap length while commands are in flight */
 #define MAX_WAIT_FDS 1024
+#define STATS_NS 1000000000ull  /* the scheduler's counters go to oood this often */
 
 static uint64_t mono_ns(void)
 {
@@ -425,11 +429,24 @@ static uint64_t mono_ns(void)
 static int serve(int fd, struct memory *mem, struct datapath *dp)
 {
 	static struct pollfd pfd[MAX_WAIT_FDS + 1];
-	uint64_t last = 0;
+	uint64_t last = 0, stats_at = 0;
 
 	for (;;) {
 		bool moved = dp_progress(dp);
 		int r = ctl_message(fd, mem, dp), n;
+		bool busy = dp->inflight || co_busy(dp);
+
+		if (dp->co) {
+			uint64_t now = mono_ns();
+
+			if (now - stats_at >= STATS_NS) {
+				struct ooo_sched_counters c;
+
+				co_counters(dp, now, &c);
+				send_msg(fd, EXEC_MSG_STATS, &c, sizeof(c));
+				stats_at = now;
+			}
+		}
 
 		if (r < 0)
 			return 0;
@@ -449,15 +466,18 @@ static int serve(int fd, struct memory *mem, struct datapath *dp)
 		 */
 		{
 			uint64_t idle = mono_ns() - last;
-			if (idle < (dp->inflight ? SPIN_BUSY_NS : SPIN_IDLE_NS))
+			if (idle < (busy ? SPIN_BUSY_NS : SPIN_IDLE_NS))
 				continue;
 		}
 		pfd[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		n = dp_prepare_sleep(dp, pfd + 1, MAX_WAIT_FDS);
 		if (n < 0)
 			continue;
-		if (dp->inflight || dp->blocked) {
+		if (busy || dp->blocked) {
 			struct timespec ts = { 0, NAP_NS };
+			r = ppoll(pfd, (nfds_t)n + 1, &ts, NULL);
+		} else if (dp->co) {
+			struct timespec ts = { STATS_NS / 1000000000ull, 0 }; /* wake to report the counters */
 			r = ppoll(pfd, (nfds_t)n + 1, &ts, NULL);
 		} else {
 			r = ppoll(pfd, (nfds_t)n + 1, NULL, NULL);

@@ -1,0 +1,1187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The executor's coalescer (see coalesce.h). Runs on the executor's serving
+ * thread, except compile_main, the background compiler, which only reads the
+ * parsed PTX a class references and hands its result back through a list.
+ */
+#include "coalesce.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ooo/jit.h>
+#include <ooo/ooo.h>
+
+#include "../jit/jit.h"
+#include "../sched/sched.h"
+
+#define CO_MAX_QUEUES 65536u   /* scheduler queue ids: queues of all sessions together */
+#define CO_MAX_CLASSES 1024u   /* fusion classes kept (compiled or not) */
+#define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
+#define CO_SLOTS 8u            /* descriptor tables in flight */
+#define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
+#define CO_INFLIGHT 2u         /* bundles in flight on the partition */
+#define CO_DEFAULT_SLO_US 10000u
+#define CO_POLL_MAX 8u
+#define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
+
+struct co_pmod {
+	uint32_t refs;
+	struct ptx_module *m;
+};
+
+enum { CLS_NEW, CLS_COMPILING, CLS_READY, CLS_FAILED };
+
+struct co_shape {
+	uint32_t block[3];
+	uint32_t shmem;
+	uint32_t capacity; /* blocks of one bundle on the partition */
+};
+
+struct co_class {
+	struct co_class *next;
+	uint32_t refs; /* kernels of sessions, and a compile job */
+	uint32_t id;   /* never reused: scheduler classes are id << 8 | shape + 1 */
+	uint8_t key[32];
+	struct co_pmod *pm;
+	char *kname;
+	uint32_t static_smem;
+	int state;
+	CUmodule mod;
+	CUfunction fn;
+	struct co_shape shapes[CO_SHAPES];
+	uint32_t nshapes;
+};
+
+struct co_job {
+	struct co_job *next;
+	struct co_class *c;
+	CUmodule mod;
+	CUfunction fn;
+	int rc;
+	uint64_t ns;
+	char why[256];
+};
+
+struct co_member {
+	uint64_t arrival, deadline;
+	uint8_t cls;
+};
+
+struct dp_bundle {
+	struct dp_bundle *next;
+	uint32_t refs;
+	bool done, fused;
+	int32_t status;
+	CUevent start, end;
+	uint64_t token, dispatch_ns;
+	int slot;
+	uint32_t n;
+	struct co_member m[SCHED_MAX_BUNDLE];
+};
+
+struct coalescer {
+	struct sched *sched;
+	CUcontext ctx;
+	CUstream stream;
+	uint32_t sms;
+	struct dp_queue **qtab;
+	uint32_t *qfree, nqfree;
+	struct dp_queue *bl_head;
+	struct co_class *classes;
+	uint32_t nclasses, next_id;
+	/* the compiler */
+	pthread_t thr;
+	bool thr_started, stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct co_job *todo, *done;
+	atomic_uint ndone;
+	/* bundles in flight, in dispatch order */
+	struct dp_bundle *fl_head, *fl_tail, *spare;
+	uint32_t nflight;
+	unsigned char *host;
+	CUdeviceptr dev;
+	bool slot_busy[CO_SLOTS];
+	CUevent *tev;
+	uint32_t ntev, tevcap;
+	/* counters */
+	char cname[OOO_SCHED_CLASSES][32];
+	uint32_t ncls;
+	struct ooo_sched_counters st;
+	uint64_t start_ns;
+	struct jit_desc_launch dl[SCHED_MAX_BUNDLE];
+	struct sched_bundle out[CO_POLL_MAX];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- parsed modules and classes ---------------------------------------------------- */
+
+static void pmod_put(struct co_pmod *pm)
+{
+	if (pm && --pm->refs == 0) {
+		ptx_module_free(pm->m);
+		free(pm);
+	}
+}
+
+static void class_free(struct coalescer *co, struct co_class *c, const struct cuda_api *api)
+{
+	(void)co;
+	if (c->mod)
+		api->p_cuModuleUnload(c->mod);
+	pmod_put(c->pm);
+	free(c->kname);
+	free(c);
+}
+
+/* Drop classes nobody references, oldest first, until there is room for one more. */
+static void class_trim(struct coalescer *co, const struct cuda_api *api)
+{
+	struct co_class **pp = &co->classes;
+
+	while (co->nclasses >= CO_MAX_CLASSES && *pp) {
+		struct co_class **victim = NULL;
+
+		for (struct co_class **p = &co->classes; *p; p = &(*p)->next)
+			if ((*p)->refs == 0)
+				victim = p; /* the list is newest first: the last one found is the oldest */
+		if (!victim)
+			return;
+		{
+			struct co_class *c = *victim;
+			*victim = c->next;
+			class_free(co, c, api);
+			co->nclasses--;
+		}
+	}
+	(void)pp;
+}
+
+static void class_put(struct datapath *dp, struct co_class *c)
+{
+	if (c)
+		c->refs--; /* kept compiled for the next session that loads this kernel; trimmed when full */
+	(void)dp;
+}
+
+static void compile_queue(struct coalescer *co, struct co_class *c)
+{
+	struct co_job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		c->state = CLS_FAILED;
+		co->st.jit_failures++;
+		return;
+	}
+	j->c = c;
+	c->refs++;
+	c->state = CLS_COMPILING;
+	pthread_mutex_lock(&co->mu);
+	j->next = co->todo;
+	co->todo = j;
+	pthread_cond_signal(&co->cv);
+	pthread_mutex_unlock(&co->mu);
+}
+
+struct compile_ctx {
+	struct coalescer *co;
+	const struct cuda_api *api;
+};
+
+static void compile_one(const struct cuda_api *api, struct co_job *j)
+{
+	struct jit_body b = { .mod = j->c->pm->m, .kernel = j->c->kname };
+	struct jit_fused *f = NULL;
+	char log[2048] = "";
+	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[2] = { log, (void *)(uintptr_t)sizeof(log) };
+	uint64_t t0 = mono_ns();
+	CUresult r;
+
+	j->rc = jit_fuse(&b, 1, &f, j->why, sizeof(j->why));
+	if (j->rc == 0) {
+		r = api->p_cuModuleLoadDataEx(&j->mod, f->ptx, 2, opt, val);
+		if (r != CUDA_SUCCESS) {
+			char e[128];
+			snprintf(j->why, sizeof(j->why), "loading the fused kernel: %s%s%.160s",
+				 cuda_strerror(api, r, e, sizeof(e)), log[0] ? ": " : "", log);
+			j->mod = NULL;
+			j->rc = -EINVAL;
+		} else if ((r = api->p_cuModuleGetFunction(&j->fn, j->mod, f->entry)) != CUDA_SUCCESS) {
+			snprintf(j->why, sizeof(j->why), "the fused module has no entry %s", f->entry);
+			api->p_cuModuleUnload(j->mod);
+			j->mod = NULL;
+			j->rc = -EINVAL;
+		}
+	}
+	jit_fused_free(f);
+	j->ns = mono_ns() - t0;
+}
+
+static void *compile_main(void *arg)
+{
+	struct compile_ctx *cc = arg;
+	struct coalescer *co = cc->co;
+	const struct cuda_api *api = cc->api;
+
+	free(cc);
+	api->p_cuCtxSetCurrent(co->ctx);
+	pthread_mutex_lock(&co->mu);
+	for (;;) {
+		struct co_job *j;
+
+		while (!co->todo && !co->stop)
+			pthread_cond_wait(&co->cv, &co->mu);
+		if (co->stop)
+			break;
+		j = co->todo;
+		co->todo = j->next;
+		pthread_mutex_unlock(&co->mu);
+		compile_one(api, j);
+		pthread_mutex_lock(&co->mu);
+		j->next = co->done;
+		co->done = j;
+		atomic_fetch_add(&co->ndone, 1);
+	}
+	pthread_mutex_unlock(&co->mu);
+	return NULL;
+}
+
+static uint64_t sched_class(const struct co_class *c, uint32_t shape) { return (uint64_t)c->id << 8 | (shape + 1); }
+
+static void shape_capacity(struct datapath *dp, struct co_class *c, uint32_t i)
+{
+	struct coalescer *co = dp->co;
+	struct co_shape *sh = &c->shapes[i];
+	int nb = 0;
+	uint32_t threads = sh->block[0] * sh->block[1] * sh->block[2];
+
+	sh->capacity = 1;
+	if (dp->api->p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&nb, c->fn, (int)threads, sh->shmem) ==
+		    CUDA_SUCCESS &&
+	    nb > 0)
+		sh->capacity = (uint32_t)nb * co->sms;
+	sched_class_ready(co->sched, sched_class(c, i), true);
+}
+
+/* The shape index of a launch in its class, adding it; -1 when it cannot be fused. */
+static int shape_of(struct datapath *dp, struct co_class *c, const struct ooo_sqe *e)
+{
+	for (uint32_t i = 0; i < c->nshapes; i++) {
+		const struct co_shape *sh = &c->shapes[i];
+
+		if (!memcmp(sh->block, e->launch.block, sizeof(sh->block)) && sh->shmem == e->launch.shmem)
+			return (int)i;
+	}
+	if (c->nshapes == CO_SHAPES || (uint64_t)e->launch.shmem + c->static_smem > CO_SMEM_DEFAULT)
+		return -1;
+	memcpy(c->shapes[c->nshapes].block, e->launch.block, sizeof(e->launch.block));
+	c->shapes[c->nshapes].shmem = e->launch.shmem;
+	c->shapes[c->nshapes].capacity = 1;
+	if (c->state == CLS_READY)
+		shape_capacity(dp, c, c->nshapes);
+	return (int)c->nshapes++;
+}
+
+static void drain_compiles(struct datapath *dp)
+{
+	struct coalescer *co = dp->co;
+	struct co_job *list;
+
+	if (!atomic_load(&co->ndone))
+		return;
+	pthread_mutex_lock(&co->mu);
+	list = co->done;
+	co->done = NULL;
+	atomic_store(&co->ndone, 0);
+	pthread_mutex_unlock(&co->mu);
+	while (list) {
+		struct co_job *j = list;
+		struct co_class *c = j->c;
+
+		list = j->next;
+		co->st.jit_compile_ns += j->ns;
+		if (j->ns > co->st.jit_compile_max_ns)
+			co->st.jit_compile_max_ns = j->ns;
+		if (j->rc == 0) {
+			co->st.jit_compiles++;
+			c->mod = j->mod;
+			c->fn = j->fn;
+			c->state = CLS_READY;
+			for (uint32_t i = 0; i < c->nshapes; i++)
+				shape_capacity(dp, c, i);
+		} else {
+			co->st.jit_failures++;
+			c->state = CLS_FAILED;
+			fprintf(stderr, "oood[executor]: kernel %.100s runs unfused: %s\n", c->kname, j->why);
+		}
+		c->refs--;
+		free(j);
+	}
+}
+
+void co_module_loaded(struct datapath *dp, struct dp_session *s, uint32_t module, const char *ptx, size_t len)
+{
+	struct co_pmod *pm;
+	char err[256];
+
+	if (!dp->co || module >= DP_MAX_MODULES)
+		return;
+	pm = calloc(1, sizeof(*pm));
+	if (!pm)
+		return;
+	if (ptx_parse(ptx, len, &pm->m, err, sizeof(err)) < 0) {
+		free(pm);
+		return; /* not fusible: launches of its kernels are issued as they come */
+	}
+	pm->refs = 1;
+	s->pmods[module] = pm;
+}
+
+void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, uint32_t kernel, const char *name,
+		   uint32_t param_size)
+{
+	struct coalescer *co = dp->co;
+	struct co_pmod *pm = module < DP_MAX_MODULES ? s->pmods[module] : NULL;
+	const struct ptx_kernel *pk;
+	struct jit_body b;
+	uint8_t key[32];
+	struct co_class *c;
+
+	if (!co || !pm || kernel >= DP_MAX_KERNELS)
+		return;
+	pk = ptx_kernel_find(pm->m, name);
+	if (!pk || !pk->fusible || pk->param_bytes != param_size || param_size > DP_HOLD_PARAMS)
+		return;
+	b = (struct jit_body){ .mod = pm->m, .kernel = pk->name };
+	jit_fuse_key(&b, 1, NULL, key);
+	for (c = co->classes; c; c = c->next)
+		if (!memcmp(c->key, key, sizeof(key)))
+			break;
+	if (c) {
+		if (c->state == CLS_READY)
+			co->st.jit_hits++;
+		else
+			co->st.jit_misses++;
+	} else {
+		class_trim(co, dp->api);
+		if (co->nclasses >= CO_MAX_CLASSES || !(c = calloc(1, sizeof(*c))))
+			return;
+		if (!(c->kname = strdup(pk->name))) {
+			free(c);
+			return;
+		}
+		memcpy(c->key, key, sizeof(key));
+		c->id = ++co->next_id;
+		c->pm = pm;
+		pm->refs++;
+		c->static_smem = pk->static_smem;
+		c->next = co->classes;
+		co->classes = c;
+		co->nclasses++;
+		co->st.jit_misses++;
+		compile_queue(co, c); /* now, off the launch path: ready before the launches come, mostly */
+	}
+	c->refs++;
+	s->kfuse[kernel] = c;
+}
+
+void co_module_unload(struct datapath *dp, struct dp_session *s, uint32_t module)
+{
+	if (!dp->co || module >= DP_MAX_MODULES || !s->pmods[module])
+		return;
+	co_flush_session(dp, s);
+	for (uint32_t k = 0; k < DP_MAX_KERNELS; k++) {
+		if (s->kmodule[k] == module + 1 && s->kfuse[k]) {
+			class_put(dp, s->kfuse[k]);
+			s->kfuse[k] = NULL;
+		}
+	}
+	pmod_put(s->pmods[module]);
+	s->pmods[module] = NULL;
+}
+
+/* ---- bundles -------------------------------------------------------------------- */
+
+static int tev_get(struct datapath *dp, CUevent *ev)
+{
+	struct coalescer *co = dp->co;
+
+	if (co->ntev) {
+		*ev = co->tev[--co->ntev];
+		return 0;
+	}
+	return dp->api->p_cuEventCreate(ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS ? 0 : -ENOMEM;
+}
+
+static void tev_put(struct datapath *dp, CUevent ev)
+{
+	struct coalescer *co = dp->co;
+
+	if (!ev)
+		return;
+	if (co->ntev == co->tevcap) {
+		uint32_t cap = co->tevcap ? co->tevcap * 2 : 64;
+		CUevent *p = realloc(co->tev, cap * sizeof(*p));
+
+		if (!p) {
+			dp->api->p_cuEventDestroy(ev);
+			return;
+		}
+		co->tev = p;
+		co->tevcap = cap;
+	}
+	co->tev[co->ntev++] = ev;
+}
+
+void co_bundle_put(struct datapath *dp, struct dp_bundle *b)
+{
+	struct coalescer *co = dp->co;
+
+	if (!b || --b->refs)
+		return;
+	tev_put(dp, b->start);
+	tev_put(dp, b->end);
+	if (!co->spare) {
+		b->next = NULL;
+		co->spare = b;
+	} else {
+		free(b);
+	}
+}
+
+bool co_bundle_done(const struct dp_bundle *b, int32_t *status)
+{
+	if (b->done)
+		*status = b->status;
+	return b->done;
+}
+
+CUresult co_before_direct(struct datapath *dp, struct dp_queue *q)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (!dp->co || !q->last)
+		return CUDA_SUCCESS;
+	if (!q->last->done)
+		r = dp->api->p_cuStreamWaitEvent(q->stream, q->last->end, 0);
+	co_bundle_put(dp, q->last);
+	q->last = NULL;
+	return r;
+}
+
+struct dp_bundle *co_follow(struct datapath *dp, struct dp_queue *q)
+{
+	if (!dp->co || !q->last)
+		return NULL;
+	q->last->refs++;
+	return q->last;
+}
+
+static void bl_list(struct coalescer *co, struct dp_queue *q)
+{
+	if (q->bl_listed)
+		return;
+	q->bl_prev = NULL;
+	q->bl_next = co->bl_head;
+	if (co->bl_head)
+		co->bl_head->bl_prev = q;
+	co->bl_head = q;
+	q->bl_listed = true;
+}
+
+static void bl_unlist(struct coalescer *co, struct dp_queue *q)
+{
+	if (!q->bl_listed)
+		return;
+	if (q->bl_prev)
+		q->bl_prev->bl_next = q->bl_next;
+	else
+		co->bl_head = q->bl_next;
+	if (q->bl_next)
+		q->bl_next->bl_prev = q->bl_prev;
+	q->bl_next = q->bl_prev = NULL;
+	q->bl_listed = false;
+}
+
+static uint8_t *bl_params(struct dp_queue *q, uint32_t slot) { return q->blparams + (size_t)slot * DP_HOLD_PARAMS; }
+
+static void bl_pop(struct coalescer *co, struct dp_queue *q)
+{
+	q->bl_head = (q->bl_head + 1) % DP_BACKLOG;
+	if (--q->bl_len == 0)
+		bl_unlist(co, q);
+}
+
+static bool holdable(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e, int *shape)
+{
+	struct co_class *c;
+
+	if (e->opcode != OOO_OP_LAUNCH || e->launch.param_len > DP_HOLD_PARAMS || e->launch.kernel >= DP_MAX_KERNELS)
+		return false;
+	c = s->kfuse[e->launch.kernel];
+	if (!c || c->state == CLS_FAILED)
+		return false;
+	*shape = shape_of(dp, c, e);
+	return *shape >= 0;
+}
+
+bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, const struct ooo_sqe *e, uint64_t now,
+	     bool *full)
+{
+	struct coalescer *co = dp->co;
+	struct dp_cmd *cmd;
+	uint32_t slot;
+	int shape = -1;
+
+	*full = false;
+	if (!co)
+		return false;
+	if (!q->bl_len && !holdable(dp, s, e, &shape)) {
+		if (e->opcode == OOO_OP_LAUNCH)
+			co->st.direct_launches++;
+		return false;
+	}
+	if (q->bl_len == DP_BACKLOG || (e->opcode == OOO_OP_LAUNCH && e->launch.param_len > DP_HOLD_PARAMS)) {
+		*full = true;
+		return false;
+	}
+	if (!q->bl) {
+		q->bl = calloc(DP_BACKLOG, sizeof(*q->bl));
+		q->blparams = malloc((size_t)DP_BACKLOG * DP_HOLD_PARAMS);
+		if (!q->bl || !q->blparams) {
+			free(q->bl);
+			free(q->blparams);
+			q->bl = NULL;
+			q->blparams = NULL;
+			return false; /* the backlog is empty here: issue it now */
+		}
+	}
+	slot = (q->bl_head + q->bl_len) % DP_BACKLOG;
+	cmd = &q->bl[slot];
+	cmd->e = *e;
+	cmd->arrival_ns = now;
+	cmd->deadline_ns = now + (uint64_t)(q->slo_us ? q->slo_us : CO_DEFAULT_SLO_US) * 1000u;
+	if (e->opcode == OOO_OP_LAUNCH && e->launch.param_len)
+		memcpy(bl_params(q, slot), (unsigned char *)s->base + s->h.staging_off + e->launch.param_off,
+		       e->launch.param_len);
+	q->bl_len++;
+	bl_list(co, q);
+	return true;
+}
+
+static void member_error(struct datapath *dp, struct dp_queue *q, const struct dp_cmd *cmd, int status)
+{
+	if (!dp_post(q->s, cmd->e.user_data, q->idx, cmd->e.opcode, status))
+		fprintf(stderr, "oood[executor]: session %llu: completion ring full, a launch error was lost\n",
+			(unsigned long long)q->s->id);
+	q->s->cq_dirty = true;
+}
+
+/* Issue a held command on its queue's own stream, as if it had just come. */
+static void issue_held(struct datapath *dp, struct dp_queue *q, struct dp_cmd *cmd, uint32_t slot)
+{
+	int r = dp_issue(dp, q->s, &cmd->e, bl_params(q, slot));
+
+	if (r < 0)
+		member_error(dp, q, cmd, r);
+}
+
+/* Move q's backlog forward: issue what goes to its own stream, hand its next launch to the scheduler. */
+static bool advance(struct datapath *dp, struct dp_queue *q)
+{
+	struct coalescer *co = dp->co;
+	bool moved = false;
+
+	while (q->bl_len && !q->in_sched && !dp->fatal) {
+		struct dp_cmd *cmd = &q->bl[q->bl_head];
+		int shape = -1;
+
+		if ((cmd->e.flags & OOO_SQE_NOTIFY) && q->len == DP_QUEUE_DEPTH)
+			break; /* its completion needs a slot: after the next reap */
+		if (holdable(dp, q->s, &cmd->e, &shape)) {
+			struct co_class *c = q->s->kfuse[cmd->e.launch.kernel];
+			struct sched_launch l;
+
+			if (q->sw_wait) {
+				CUresult r = dp->api->p_cuEventQuery(q->sw_ev);
+
+				if (r == CUDA_ERROR_NOT_READY)
+					break;
+				if (r != CUDA_SUCCESS) {
+					dp_set_fatal(dp, r, "a command on the GPU");
+					break;
+				}
+				q->sw_wait = false;
+			}
+			if (q->own_dirty) {
+				/* the launch joins the partition's stream: first let the own stream's work finish */
+				if ((!q->sw_ev && dp->api->p_cuEventCreate(&q->sw_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) ||
+				    dp->api->p_cuEventRecord(q->sw_ev, q->stream) != CUDA_SUCCESS) {
+					dp_set_fatal(dp, CUDA_ERROR_OUT_OF_MEMORY, "recording an event");
+					break;
+				}
+				q->own_dirty = false;
+				q->sw_wait = true;
+				moved = true;
+				continue;
+			}
+			l = (struct sched_launch){
+				.id = q->gid,
+				.queue = q->gid,
+				.partition = 0,
+				.klass = c->state == CLS_READY ? sched_class(c, (uint32_t)shape) : 0,
+				.blocks = cmd->e.launch.grid[0] * cmd->e.launch.grid[1] * cmd->e.launch.grid[2],
+				.capacity = c->shapes[shape].capacity,
+				.cost_key = (uint64_t)c->id << 32 ^ (cmd->e.launch.grid[0] * cmd->e.launch.grid[1] *
+								      cmd->e.launch.grid[2]),
+				.deadline_ns = cmd->deadline_ns,
+			};
+			if (!l.blocks)
+				l.blocks = 1;
+			if (sched_submit(co->sched, &l) == 0) {
+				q->in_sched = true;
+				moved = true;
+				break;
+			}
+			/* the window is full: this one goes alone, now */
+		}
+		issue_held(dp, q, cmd, q->bl_head);
+		bl_pop(co, q);
+		moved = true;
+	}
+	return moved;
+}
+
+static struct dp_bundle *bundle_new(struct coalescer *co)
+{
+	struct dp_bundle *b = co->spare;
+
+	if (b)
+		co->spare = NULL;
+	else if (!(b = malloc(sizeof(*b))))
+		return NULL;
+	b->next = NULL;
+	b->refs = 1; /* the in-flight list's */
+	b->done = b->fused = false;
+	b->status = 0;
+	b->start = b->end = NULL;
+	b->slot = -1;
+	b->n = 0;
+	return b;
+}
+
+static int slot_take(struct coalescer *co)
+{
+	for (int i = 0; i < (int)CO_SLOTS; i++)
+		if (!co->slot_busy[i]) {
+			co->slot_busy[i] = true;
+			return i;
+		}
+	return -1;
+}
+
+/* Launch b's members (queues qs, their backlog heads) as one fused kernel. CUDA_SUCCESS or why not. */
+static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp_queue **qs, uint32_t n)
+{
+	struct coalescer *co = dp->co;
+	const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
+	struct co_class *c = qs[0]->s->kfuse[e0->launch.kernel];
+	unsigned char *host;
+	struct ooo_jit_args a;
+	uint32_t total = 0;
+	long len;
+	CUresult r;
+	void *args[3];
+
+	if (!c || c->state != CLS_READY || (b->slot = slot_take(co)) < 0)
+		return CUDA_ERROR_NOT_READY;
+	for (uint32_t k = 0; k < n; k++) {
+		struct dp_queue *q = qs[k];
+		const struct ooo_sqe *e = &q->bl[q->bl_head].e;
+
+		if (q->s->kfuse[e->launch.kernel] != c) /* cannot happen: one scheduler class is one kernel */
+			return CUDA_ERROR_INVALID_VALUE;
+		co->dl[k] = (struct jit_desc_launch){ .body = 0,
+						      .grid = { e->launch.grid[0], e->launch.grid[1], e->launch.grid[2] },
+						      .params = bl_params(q, q->bl_head),
+						      .param_size = e->launch.param_len };
+	}
+	host = co->host + (size_t)b->slot * CO_SLOT_BYTES;
+	len = jit_desc_build(co->dl, n, host, CO_SLOT_BYTES, &total, NULL);
+	if (len < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	jit_desc_args(host, co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, &a);
+	args[0] = &a.desc;
+	args[1] = &a.n_members;
+	args[2] = &a.uniform_blocks;
+	r = dp->api->p_cuMemcpyHtoDAsync(co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, host, (size_t)len, co->stream);
+	if (r == CUDA_SUCCESS)
+		r = dp->api->p_cuLaunchKernel(c->fn, total, 1, 1, e0->launch.block[0], e0->launch.block[1],
+					      e0->launch.block[2], e0->launch.shmem, co->stream, args, NULL);
+	return r;
+}
+
+static bool sticky_error(CUresult r)
+{
+	return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
+	       r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC ||
+	       r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ECC_UNCORRECTABLE ||
+	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_UNKNOWN;
+}
+
+static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_t now)
+{
+	struct coalescer *co = dp->co;
+	struct dp_queue *qs[SCHED_MAX_BUNDLE];
+	struct dp_bundle *b = bundle_new(co);
+	CUresult r = CUDA_SUCCESS;
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < sb->n; k++) {
+		struct dp_queue *q = sb->ids[k] < CO_MAX_QUEUES ? co->qtab[sb->ids[k]] : NULL;
+
+		if (q && q->in_sched && q->bl_len)
+			qs[n++] = q;
+	}
+	if (!b || tev_get(dp, &b->start) < 0 || tev_get(dp, &b->end) < 0 ||
+	    dp->api->p_cuEventRecord(b->start, co->stream) != CUDA_SUCCESS) {
+		/* no bundle record: the members run on their own streams instead */
+		for (uint32_t k = 0; k < n; k++) {
+			qs[k]->in_sched = false;
+			issue_held(dp, qs[k], &qs[k]->bl[qs[k]->bl_head], qs[k]->bl_head);
+			bl_pop(co, qs[k]);
+		}
+		if (b) {
+			tev_put(dp, b->start);
+			tev_put(dp, b->end);
+			b->start = b->end = NULL;
+			co_bundle_put(dp, b);
+		}
+		sched_complete(co->sched, sb->token, 0, now);
+		return;
+	}
+	b->token = sb->token;
+	b->dispatch_ns = now;
+	b->fused = false;
+	if (sb->fused && n > 1) {
+		r = launch_fused(dp, b, qs, n);
+		if (r == CUDA_SUCCESS) {
+			b->fused = true;
+		} else if (sticky_error(r)) {
+			dp_set_fatal(dp, r, "launching a fused kernel");
+		} else {
+			if (r != CUDA_ERROR_NOT_READY)
+				co->st.retried++;
+			if (b->slot >= 0)
+				co->slot_busy[b->slot] = false;
+			b->slot = -1;
+		}
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		struct dp_queue *q = qs[k];
+		struct dp_cmd *cmd = &q->bl[q->bl_head];
+		struct dp_session *s = q->s;
+
+		if (!b->fused && !dp->fatal) {
+			size_t psize = cmd->e.launch.param_len;
+			void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, bl_params(q, q->bl_head), CU_LAUNCH_PARAM_BUFFER_SIZE,
+					  &psize, CU_LAUNCH_PARAM_END };
+
+			r = dp->api->p_cuLaunchKernel(s->funcs[cmd->e.launch.kernel], cmd->e.launch.grid[0],
+						      cmd->e.launch.grid[1], cmd->e.launch.grid[2], cmd->e.launch.block[0],
+						      cmd->e.launch.block[1], cmd->e.launch.block[2], cmd->e.launch.shmem,
+						      co->stream, NULL, psize ? extra : NULL);
+			if (r != CUDA_SUCCESS) {
+				if (sticky_error(r))
+					dp_set_fatal(dp, r, "enqueue");
+				member_error(dp, q, cmd, sticky_error(r) ? -OOO_EFAULT : -EIO);
+			}
+		}
+		b->m[b->n++] = (struct co_member){ .arrival = cmd->arrival_ns, .deadline = cmd->deadline_ns, .cls = q->cls };
+		/* the queue's next work follows this bundle */
+		if (q->last)
+			co_bundle_put(dp, q->last);
+		q->last = b;
+		b->refs++;
+		if (cmd->e.flags & OOO_SQE_NOTIFY) {
+			struct dp_pending *p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
+
+			*p = (struct dp_pending){ .b = b, .user_data = cmd->e.user_data, .opcode = cmd->e.opcode,
+						  .notify = true };
+			b->refs++;
+			q->len++;
+			s->inflight++;
+			dp->inflight++;
+		}
+		q->in_sched = false;
+		bl_pop(co, q);
+	}
+	if (dp->api->p_cuEventRecord(b->end, co->stream) != CUDA_SUCCESS)
+		dp_set_fatal(dp, CUDA_ERROR_UNKNOWN, "recording a bundle's event");
+	if (co->fl_tail)
+		co->fl_tail->next = b;
+	else
+		co->fl_head = b;
+	co->fl_tail = b;
+	co->nflight++;
+	co->st.bundles++;
+	co->st.launches += b->n;
+	if (b->fused) {
+		co->st.fused_bundles++;
+		co->st.fused_launches += b->n;
+	}
+	if (b->n > co->st.max_members)
+		co->st.max_members = b->n;
+	co->st.parts[0].bundles++;
+	for (uint32_t k = 0; k < n; k++)
+		advance(dp, qs[k]);
+}
+
+static bool reap_bundles(struct datapath *dp, uint64_t now)
+{
+	struct coalescer *co = dp->co;
+	bool moved = false;
+
+	while (co->fl_head) {
+		struct dp_bundle *b = co->fl_head;
+		CUresult r = dp->api->p_cuEventQuery(b->end);
+		float ms = 0;
+		uint64_t ns = 0;
+
+		if (r == CUDA_ERROR_NOT_READY)
+			break;
+		if (r != CUDA_SUCCESS) {
+			dp_set_fatal(dp, r, "a bundle on the GPU");
+			b->status = -OOO_EFAULT;
+		} else if (dp->api->p_cuEventElapsedTime(&ms, b->start, b->end) == CUDA_SUCCESS && ms > 0) {
+			ns = (uint64_t)((double)ms * 1e6);
+		}
+		sched_complete(co->sched, b->token, ns ? ns : now - b->dispatch_ns, now);
+		co->st.parts[0].busy_ns += ns;
+		for (uint32_t k = 0; k < b->n; k++) {
+			struct ooo_sched_class_stats *cs = &co->st.classes[b->m[k].cls];
+			uint64_t lat = now - b->m[k].arrival;
+
+			cs->launches++;
+			cs->lat_sum_ns += lat;
+			if (lat > cs->lat_max_ns)
+				cs->lat_max_ns = lat;
+			if (now > b->m[k].deadline)
+				cs->deadline_misses++;
+		}
+		b->done = true;
+		if (b->slot >= 0)
+			co->slot_busy[b->slot] = false;
+		co->fl_head = b->next;
+		if (!co->fl_head)
+			co->fl_tail = NULL;
+		co->nflight--;
+		co_bundle_put(dp, b);
+		moved = true;
+	}
+	return moved;
+}
+
+bool co_progress(struct datapath *dp, uint64_t now)
+{
+	struct coalescer *co = dp->co;
+	bool moved;
+	size_t nb;
+
+	if (!co)
+		return false;
+	moved = false;
+	drain_compiles(dp);
+	for (struct dp_queue *q = co->bl_head, *next; q; q = next) {
+		next = q->bl_next;
+		if (!q->in_sched)
+			moved |= advance(dp, q);
+	}
+	do {
+		nb = sched_poll(co->sched, now, co->out, CO_POLL_MAX, NULL);
+		for (size_t i = 0; i < nb && !dp->fatal; i++)
+			dispatch(dp, &co->out[i], now);
+		moved |= nb > 0;
+	} while (nb == CO_POLL_MAX && !dp->fatal);
+	return moved;
+}
+
+bool co_reap(struct datapath *dp, uint64_t now) { return dp->co ? reap_bundles(dp, now) : false; }
+
+bool co_busy(const struct datapath *dp)
+{
+	const struct coalescer *co = dp->co;
+
+	return co && (co->nflight || co->bl_head);
+}
+
+/* ---- queues and sessions ------------------------------------------------------------- */
+
+void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass)
+{
+	struct coalescer *co = dp->co;
+	uint32_t i;
+
+	q->gid = UINT32_MAX;
+	if (!co)
+		return;
+	if (co->nqfree)
+		q->gid = co->qfree[--co->nqfree];
+	if (q->gid != UINT32_MAX)
+		co->qtab[q->gid] = q;
+	for (i = 0; i < co->ncls; i++)
+		if (!strncmp(co->cname[i], klass, sizeof(co->cname[i]) - 1))
+			break;
+	if (i == co->ncls && co->ncls < OOO_SCHED_CLASSES - 1) {
+		snprintf(co->cname[i], sizeof(co->cname[i]), "%s", klass);
+		co->ncls++;
+	} else if (i == co->ncls) {
+		i = OOO_SCHED_CLASSES - 1; /* the overflow row */
+	}
+	q->cls = (uint8_t)i;
+	if (q->slo_us > co->st.classes[i].slo_us)
+		co->st.classes[i].slo_us = q->slo_us;
+}
+
+/* Issue q's held commands now, in order, unfused, on its own stream. */
+static void queue_flush(struct datapath *dp, struct dp_queue *q)
+{
+	struct coalescer *co = dp->co;
+
+	if (q->in_sched) {
+		uint64_t id;
+
+		sched_drop_queue(co->sched, q->gid, &id, 1);
+		q->in_sched = false;
+	}
+	q->sw_wait = false;
+	while (q->bl_len) {
+		issue_held(dp, q, &q->bl[q->bl_head], q->bl_head);
+		bl_pop(co, q);
+	}
+}
+
+void co_queue_destroy(struct datapath *dp, struct dp_queue *q)
+{
+	struct coalescer *co = dp->co;
+
+	if (!co)
+		return;
+	queue_flush(dp, q);
+	bl_unlist(co, q);
+	if (q->gid != UINT32_MAX) {
+		co->qtab[q->gid] = NULL;
+		co->qfree[co->nqfree++] = q->gid;
+		q->gid = UINT32_MAX;
+	}
+	co_bundle_put(dp, q->last);
+	q->last = NULL;
+	if (q->sw_ev)
+		dp->api->p_cuEventDestroy(q->sw_ev);
+	q->sw_ev = NULL;
+	free(q->bl);
+	free(q->blparams);
+	q->bl = NULL;
+	q->blparams = NULL;
+}
+
+void co_flush_session(struct datapath *dp, struct dp_session *s)
+{
+	struct coalescer *co = dp->co;
+	bool any = false;
+
+	if (!co)
+		return;
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		struct dp_queue *q = s->queues[i];
+
+		if (q && (q->bl_len || q->last)) {
+			queue_flush(dp, q);
+			any = true;
+		}
+	}
+	if (any || co->nflight)
+		dp->api->p_cuStreamSynchronize(co->stream);
+}
+
+/* ---- start, stop, counters ------------------------------------------------------------- */
+
+int co_start(struct datapath *dp, char *why, size_t cap)
+{
+	const struct cuda_api *api = dp->api;
+	struct sched_cfg cfg = {
+		.max_queues = CO_MAX_QUEUES,
+		.max_items = CO_MAX_QUEUES,
+		.partitions = 1,
+		.max_inflight = CO_INFLIGHT,
+		.slack_margin_ns = 200000,
+		.idle_margin_ns = 20000,
+		.default_cost_ns = 20000,
+		.ewma_shift = 3,
+	};
+	struct coalescer *co = calloc(1, sizeof(*co));
+	struct compile_ctx *cc = NULL;
+	CUdevice d;
+	int v = 0, r;
+
+	if (!co) {
+		snprintf(why, cap, "out of memory");
+		return -ENOMEM;
+	}
+	dp->co = co;
+	pthread_mutex_init(&co->mu, NULL);
+	pthread_cond_init(&co->cv, NULL);
+	if (api->p_cuCtxGetCurrent(&co->ctx) != CUDA_SUCCESS || !co->ctx || api->p_cuCtxGetDevice(&d) != CUDA_SUCCESS ||
+	    api->p_cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d) != CUDA_SUCCESS || v <= 0) {
+		snprintf(why, cap, "no current CUDA context");
+		r = -ENODEV;
+		goto fail;
+	}
+	co->sms = (uint32_t)v;
+	co->st.npartitions = 1;
+	co->st.parts[0].sms = co->sms;
+	co->st.parts[0].max_inflight = CO_INFLIGHT;
+	if ((r = sched_new(&cfg, &co->sched)) < 0) {
+		snprintf(why, cap, "scheduler: %s", strerror(-r));
+		goto fail;
+	}
+	co->qtab = calloc(CO_MAX_QUEUES, sizeof(*co->qtab));
+	co->qfree = calloc(CO_MAX_QUEUES, sizeof(*co->qfree));
+	if (!co->qtab || !co->qfree) {
+		snprintf(why, cap, "out of memory");
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t i = 0; i < CO_MAX_QUEUES; i++)
+		co->qfree[i] = CO_MAX_QUEUES - 1 - i;
+	co->nqfree = CO_MAX_QUEUES;
+	if (api->p_cuStreamCreate(&co->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+	    api->p_cuMemAlloc(&co->dev, (size_t)CO_SLOTS * CO_SLOT_BYTES) != CUDA_SUCCESS ||
+	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)CO_SLOTS * CO_SLOT_BYTES, 0) != CUDA_SUCCESS) {
+		snprintf(why, cap, "cannot make the partition's stream and descriptor memory");
+		r = -ENOMEM;
+		goto fail;
+	}
+	cc = malloc(sizeof(*cc));
+	if (!cc) {
+		r = -ENOMEM;
+		snprintf(why, cap, "out of memory");
+		goto fail;
+	}
+	cc->co = co;
+	cc->api = api;
+	if ((r = pthread_create(&co->thr, NULL, compile_main, cc)) != 0) {
+		free(cc);
+		snprintf(why, cap, "cannot start the compile thread: %s", strerror(r));
+		r = -r;
+		goto fail;
+	}
+	co->thr_started = true;
+	co->ncls = 0;
+	co->start_ns = mono_ns();
+	return 0;
+fail:
+	co_stop(dp);
+	return r;
+}
+
+void co_stop(struct datapath *dp)
+{
+	struct coalescer *co = dp->co;
+	const struct cuda_api *api = dp->api;
+
+	if (!co)
+		return;
+	if (co->thr_started) {
+		pthread_mutex_lock(&co->mu);
+		co->stop = true;
+		pthread_cond_signal(&co->cv);
+		pthread_mutex_unlock(&co->mu);
+		pthread_join(co->thr, NULL);
+	}
+	if (co->stream)
+		api->p_cuStreamSynchronize(co->stream);
+	while (co->fl_head) {
+		struct dp_bundle *b = co->fl_head;
+
+		co->fl_head = b->next;
+		b->done = true;
+		co_bundle_put(dp, b);
+	}
+	for (struct co_job *lists[2] = { co->todo, co->done }, **l = lists; l < lists + 2; l++)
+		while (*l) {
+			struct co_job *j = *l;
+
+			*l = j->next;
+			if (j->mod)
+				api->p_cuModuleUnload(j->mod);
+			j->c->refs--;
+			free(j);
+		}
+	while (co->classes) {
+		struct co_class *c = co->classes;
+
+		co->classes = c->next;
+		class_free(co, c, api);
+	}
+	free(co->spare);
+	while (co->ntev)
+		api->p_cuEventDestroy(co->tev[--co->ntev]);
+	free(co->tev);
+	if (co->host)
+		api->p_cuMemFreeHost(co->host);
+	if (co->dev)
+		api->p_cuMemFree(co->dev);
+	if (co->stream)
+		api->p_cuStreamDestroy(co->stream);
+	sched_free(co->sched);
+	free(co->qtab);
+	free(co->qfree);
+	pthread_mutex_destroy(&co->mu);
+	pthread_cond_destroy(&co->cv);
+	free(co);
+	dp->co = NULL;
+}
+
+void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_counters *out)
+{
+	const struct coalescer *co = dp->co;
+	struct sched_stats ss;
+	struct timespec ts;
+
+	memset(out, 0, sizeof(*out));
+	out->snapshot_ns = now;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
+		out->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (!co)
+		return;
+	*out = co->st;
+	out->snapshot_ns = now;
+	out->up_ns = now - co->start_ns;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
+		out->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	sched_get_stats(co->sched, &ss);
+	out->dispatch_full = ss.dispatch_full;
+	out->dispatch_slack = ss.dispatch_slack;
+	out->dispatch_idle = ss.dispatch_idle;
+	out->dispatch_alone = ss.dispatch_alone;
+	out->nclasses = co->ncls;
+	if (co->st.classes[OOO_SCHED_CLASSES - 1].launches)
+		out->nclasses = OOO_SCHED_CLASSES;
+	for (uint32_t i = 0; i < out->nclasses; i++)
+		memcpy(out->classes[i].name, co->cname[i], sizeof(out->classes[i].name));
+}

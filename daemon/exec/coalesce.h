@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The executor's coalescer: it joins the data path (datapath.c) to the
+ * scheduler (daemon/sched) and the JIT (daemon/jit).
+ *
+ * A launch of a fusible PTX kernel is not issued when it arrives: it is
+ * copied (with its parameters) into its queue's backlog, and once it is the
+ * queue's head and everything before it on the queue's own stream is known
+ * complete, it enters the scheduler's window. Commands behind it in the
+ * queue wait in the backlog, so each queue keeps its order. The scheduler
+ * forms bundles of launches of one fusion class (one kernel, by the hash of
+ * its PTX and all it reaches, from any tenant, with one block shape and
+ * dynamic shared memory size); a bundle of two or more runs as one launch of
+ * the class's fused kernel on the partition's stream, with a descriptor table
+ * copied before it; a bundle of one runs the tenant's own kernel there.
+ * Fused kernels are compiled in a background thread; until one is ready its
+ * class's launches go alone. Each member completes on its own, in its queue's
+ * order: its queue's next commands follow the bundle (its end event), and a
+ * completion asked of the bundle's members is posted when that event fires.
+ *
+ * Owner: struct datapath owns the coalescer (dp->co), which owns the
+ * classes, the compile thread, the bundles in flight, the partition stream
+ * and the descriptor slots. Queues reference bundles (q->last, pending
+ * completions); a bundle is freed when its last reference goes.
+ */
+#ifndef OOO_EXEC_COALESCE_H
+#define OOO_EXEC_COALESCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ooo/proto.h>
+
+#include "datapath.h"
+
+/* Start the coalescer on the current context: -errno and why (the data path then runs without it). */
+int co_start(struct datapath *dp, char *why, size_t cap);
+void co_stop(struct datapath *dp); /* waits for the GPU and the compile thread; accepts dp->co == NULL */
+
+/* A module was loaded from PTX text (NUL-terminated): parse it for fusion (failures only make it not fusible). */
+void co_module_loaded(struct datapath *dp, struct dp_session *s, uint32_t module, const char *ptx, size_t len);
+/* Before a module of s goes: flush s's held work, forget its kernels' classes. */
+void co_module_unload(struct datapath *dp, struct dp_session *s, uint32_t module);
+/* A kernel handle was made: find its fusion class. */
+void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, uint32_t kernel, const char *name,
+		   uint32_t param_size);
+
+/* A queue was made (cls: its class's name) or is going (its held work is issued first, unfused). */
+void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass);
+void co_queue_destroy(struct datapath *dp, struct dp_queue *q);
+
+/*
+ * A validated submission of s for queue q: true if the coalescer took it
+ * (held in the backlog); false if the caller issues it now (call
+ * co_before_direct first). *full: the backlog cannot take it now (stop
+ * reading the ring).
+ */
+bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, const struct ooo_sqe *e, uint64_t now,
+	     bool *full);
+/* Before work goes to q's own stream: order it after q's bundles. Returns a CUDA error or CUDA_SUCCESS. */
+CUresult co_before_direct(struct datapath *dp, struct dp_queue *q);
+/*
+ * A completion asked of a command that adds no work (a NOP): if q's latest
+ * work is a bundle, the completion follows it. Returns the bundle
+ * (referenced) or NULL.
+ */
+struct dp_bundle *co_follow(struct datapath *dp, struct dp_queue *q);
+bool co_bundle_done(const struct dp_bundle *b, int32_t *status);
+void co_bundle_put(struct datapath *dp, struct dp_bundle *b); /* accepts NULL */
+
+/* Issue everything s holds (unfused, in order) and wait for the GPU: before s's memory or modules go. */
+void co_flush_session(struct datapath *dp, struct dp_session *s);
+
+/* Complete the bundles that finished (before the sessions' completions are reaped). */
+bool co_reap(struct datapath *dp, uint64_t now);
+/* Start compiled classes, move backlogs, form and dispatch bundles. Returns true if anything moved. */
+bool co_progress(struct datapath *dp, uint64_t now);
+/* Work held or in flight: the executor must keep polling. */
+bool co_busy(const struct datapath *dp);
+void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_counters *out);
+
+#endif
