@@ -61,7 +61,7 @@ POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched
+UNIT_TESTS  := test_wire test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -179,6 +179,9 @@ $(BUILD)/tests/test_staging: $(OBJ)/tests/unit/test_staging.o $(OBJ)/client/stag
 $(BUILD)/tests/test_validate: $(OBJ)/tests/unit/test_validate.o $(OBJ)/daemon/exec/validate.o
 $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
+# includes tools/oooctl.c (its sched arithmetic is static there), so it links what oooctl links
+$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
+$(OBJ)/tests/unit/test_oooctl_sched.o: $(BUILD)/gen/version.h
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o
 $(BUILD)/tests/test_daemon: $(OBJ)/tests/integration/test_daemon.o $(OBJ)/client/wire.o $(BUILD)/libooo.a
 

@@ -18,6 +18,11 @@ _Static_assert(sizeof(struct ooo_device_rec) % 8 == 0, "no tail padding");
 _Static_assert(sizeof(struct ooo_device_rec) != sizeof(struct ooo_tenant_rec) &&
 		       sizeof(struct ooo_device_rec) != sizeof(struct ooo_session_rec),
 	       "check_list tells records apart by size");
+_Static_assert(sizeof(struct ooo_sched_rec) % 8 == 0, "no tail padding");
+_Static_assert(sizeof(struct ooo_sched_rec) != sizeof(struct ooo_device_rec) &&
+		       sizeof(struct ooo_sched_rec) != sizeof(struct ooo_tenant_rec) &&
+		       sizeof(struct ooo_sched_rec) != sizeof(struct ooo_session_rec),
+	       "check_list tells records apart by size");
 _Static_assert(OOO_MSG_MAX >= sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_status), "status fits");
 
 static bool has_nul(const char *field, size_t cap)
@@ -55,6 +60,7 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_SESSIONS: return "sessions";
 	case OOO_MSG_RELOAD: return "reload";
 	case OOO_MSG_DEVICES: return "devices";
+	case OOO_MSG_SCHED: return "sched";
 	default: return "unknown";
 	}
 }
@@ -173,7 +179,8 @@ static int check_request(const struct wire_msg *m, const char **why)
 		return 0;
 	case OOO_MSG_TENANTS:
 	case OOO_MSG_SESSIONS:
-	case OOO_MSG_DEVICES: {
+	case OOO_MSG_DEVICES:
+	case OOO_MSG_SCHED: {
 		const struct ooo_msg_list_req *r = p;
 		if (n != sizeof(*r) || r->reserved) {
 			*why = "list request payload has the wrong size";
@@ -203,7 +210,15 @@ static int check_list(const struct wire_msg *m, size_t rec_size, const char **wh
 	}
 	rec = (const char *)(l + 1);
 	for (uint32_t i = 0; i < l->count; i++, rec += rec_size) {
-		if (rec_size == sizeof(struct ooo_device_rec)) {
+		if (rec_size == sizeof(struct ooo_sched_rec)) {
+			struct ooo_sched_rec sr;
+			memcpy(&sr, rec, sizeof(sr));
+			if (sr.have > 1 || sr.c.nclasses > OOO_SCHED_CLASSES || sr.c.npartitions > OOO_SCHED_PARTITIONS)
+				goto bad_rec;
+			for (uint32_t k = 0; k < OOO_SCHED_CLASSES; k++)
+				if (!FIELD_OK(&sr.c.classes[k], name))
+					goto bad;
+		} else if (rec_size == sizeof(struct ooo_device_rec)) {
 			struct ooo_device_rec d;
 			memcpy(&d, rec, sizeof(d));
 			if (!FIELD_OK(&d, name) || !FIELD_OK(&d, reason))
@@ -223,6 +238,9 @@ static int check_list(const struct wire_msg *m, size_t rec_size, const char **wh
 	return 0;
 bad:
 	*why = "list record string is not NUL-terminated";
+	return -OOO_EPROTO;
+bad_rec:
+	*why = "list record count field out of range";
 	return -OOO_EPROTO;
 }
 
@@ -328,6 +346,8 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return check_list(m, sizeof(struct ooo_session_rec), why);
 	case OOO_MSG_DEVICES:
 		return check_list(m, sizeof(struct ooo_device_rec), why);
+	case OOO_MSG_SCHED:
+		return check_list(m, sizeof(struct ooo_sched_rec), why);
 	case OOO_MSG_RELOAD: {
 		const struct ooo_msg_reload_reply *r = p;
 		EXACT(*r);

@@ -106,6 +106,34 @@ static ssize_t admin_devices(struct server *srv, const struct ooo_msg_list_req *
 	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_device_rec));
 }
 
+/* One record per GPU slot, paged like admin_devices: the counters its executor last sent, if any. */
+static ssize_t admin_sched(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+{
+	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_sched_rec) };
+	char *out = (char *)buf + sizeof(hdr);
+	uint64_t now = server_now_ns();
+	uint32_t n = srv->gpus.n;
+
+	if (cap < sizeof(hdr))
+		return -EMSGSIZE;
+	hdr.total = n;
+	hdr.offset = req->offset > n ? n : req->offset;
+	for (uint32_t i = hdr.offset; i < n && (hdr.count + 1) * sizeof(struct ooo_sched_rec) <= cap - sizeof(hdr);
+	     i++) {
+		struct ooo_sched_rec r;
+
+		memset(&r, 0, sizeof(r));
+		r.index = i;
+		r.state = srv->gpus.g[i].state;
+		/* have = 0 leaves age_ns and the counters zero */
+		r.have = gpu_sched_counters(srv, i, now, &r.c, &r.age_ns) ? 1 : 0;
+		memcpy(out + hdr.count * sizeof(r), &r, sizeof(r));
+		hdr.count++;
+	}
+	memcpy(buf, &hdr, sizeof(hdr));
+	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_sched_rec));
+}
+
 ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
 	struct ooo_msg_list hdr = { .offset = req->offset };
@@ -119,6 +147,8 @@ ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_
 
 	if (type == OOO_MSG_DEVICES)
 		return admin_devices(srv, req, buf, cap);
+	if (type == OOO_MSG_SCHED)
+		return admin_sched(srv, req, buf, cap);
 	if (type != OOO_MSG_TENANTS && type != OOO_MSG_SESSIONS)
 		return -EINVAL;
 	if (cap < sizeof(hdr))

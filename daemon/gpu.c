@@ -90,6 +90,7 @@ static void spawn(struct server *srv, struct gpu *g)
 
 	g->exited = false;
 	g->have_info = false;
+	g->have_stats = false; /* a new executor's counters start from zero */
 	g->ready_ns = 0;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		set_backoff(srv, g, "cannot create the executor's socket");
@@ -181,6 +182,7 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 	close(g->ctl);
 	g->pidfd = g->ctl = -1;
 	g->pid = 0;
+	g->have_stats = false;
 	buffers_gpu_lost(srv, g->idx);
 	dpath_gpu_lost(srv, g->idx);
 	if (srv->stopping) {
@@ -229,6 +231,7 @@ void gpu_on_exit(struct server *srv, uint32_t idx, int res)
 		/* its socket end is closed; wake our recv in case the kernel has not yet */
 		shutdown(g->ctl, SHUT_RDWR);
 	}
+	g->have_stats = false; /* the counters of a dead executor describe nothing that runs */
 	if (!g->inflight)
 		finalize_exit(srv, g);
 }
@@ -266,6 +269,76 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	}
 }
 
+/*
+ * EXEC_MSG_STATS is recognised here, before exec_msg_check: it is unsolicited
+ * (never a reply to a pending request), and a payload of another size (an
+ * executor of another build) is logged and ignored, never a reason to kill the
+ * executor. A header that is itself malformed still goes to exec_msg_check.
+ */
+static bool is_stats(const void *buf, size_t len)
+{
+	struct ooo_msg_hdr h;
+
+	if (len < sizeof(h))
+		return false;
+	memcpy(&h, buf, sizeof(h));
+	return h.magic == OOO_PROTO_MAGIC && h.version == OOO_PROTO_VERSION && h.len == len && !h.flags &&
+	       h.type == EXEC_MSG_STATS;
+}
+
+/* At most one warning per GPU_STATS_WARN_NS, with the number ignored since the last one. */
+static void stats_ignore(struct gpu *g, const char *why)
+{
+	uint64_t now = server_now_ns();
+
+	g->stats_dropped++;
+	if (g->stats_warn_ns && now - g->stats_warn_ns < GPU_STATS_WARN_NS)
+		return;
+	if (g->stats_dropped > 1)
+		log_warn("gpu%u: ignoring the executor's scheduler counters: %s (%u ignored since the last warning)",
+			 g->idx, why, g->stats_dropped);
+	else
+		log_warn("gpu%u: ignoring the executor's scheduler counters: %s", g->idx, why);
+	g->stats_warn_ns = now;
+	g->stats_dropped = 0;
+}
+
+static void on_stats(struct gpu *g, const void *payload, size_t plen)
+{
+	struct ooo_sched_counters *c = &g->stats;
+	char why[96];
+
+	if (g->exited)
+		return; /* read after the executor died: nothing runs that they describe */
+	if (g->state != OOO_DEV_READY) {
+		stats_ignore(g, "sent before the executor reported ready");
+		return;
+	}
+	if (plen != sizeof(*c)) {
+		snprintf(why, sizeof(why), "payload of %zu bytes, expected %zu", plen, sizeof(*c));
+		stats_ignore(g, why);
+		return;
+	}
+	memcpy(c, payload, sizeof(*c));
+	/* what admin clients get must be well formed: bounded counts, terminated printable names, unused rows zero */
+	if (c->nclasses > OOO_SCHED_CLASSES)
+		c->nclasses = OOO_SCHED_CLASSES;
+	if (c->npartitions > OOO_SCHED_PARTITIONS)
+		c->npartitions = OOO_SCHED_PARTITIONS;
+	for (uint32_t i = 0; i < OOO_SCHED_CLASSES; i++) {
+		if (i >= c->nclasses) {
+			memset(&c->classes[i], 0, sizeof(c->classes[i]));
+			continue;
+		}
+		c->classes[i].name[sizeof(c->classes[i].name) - 1] = '\0';
+		wire_sanitize(c->classes[i].name);
+	}
+	for (uint32_t i = c->npartitions; i < OOO_SCHED_PARTITIONS; i++)
+		memset(&c->parts[i], 0, sizeof(c->parts[i]));
+	g->have_stats = true;
+	g->stats_ns = server_now_ns();
+}
+
 /* The descriptor passed with the last message (at most one is kept), or -1. */
 static int take_fd(struct gpu *g)
 {
@@ -300,7 +373,9 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 		return;
 	g->inflight--;
 	fd = res >= 0 ? take_fd(g) : -1;
-	if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
+	if (res > 0 && is_stats(g->rbuf, (size_t)res)) {
+		on_stats(g, g->rbuf + sizeof(struct ooo_msg_hdr), (size_t)res - sizeof(struct ooo_msg_hdr));
+	} else if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
 		if (type == EXEC_MSG_READY) {
 			on_ready(srv, g, payload);
 		} else if (type == (EXEC_MSG_PING | OOO_MSG_REPLY)) {
@@ -486,4 +561,16 @@ const char *gpu_reason(const struct server *srv)
 	if (!srv->gpus.enabled || !srv->gpus.n)
 		return srv->gpus.reason;
 	return srv->gpus.g[0].reason[0] ? srv->gpus.g[0].reason : "executor starting";
+}
+
+bool gpu_sched_counters(const struct server *srv, uint32_t idx, uint64_t now_ns, struct ooo_sched_counters *c,
+			uint64_t *age_ns)
+{
+	const struct gpu *g = idx < srv->gpus.n ? &srv->gpus.g[idx] : NULL;
+
+	if (!g || !g->have_stats)
+		return false;
+	memcpy(c, &g->stats, sizeof(*c));
+	*age_ns = now_ns > g->stats_ns ? now_ns - g->stats_ns : 0;
+	return true;
 }

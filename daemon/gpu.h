@@ -27,6 +27,7 @@
 #define GPU_STABLE_NS (60ull * 1000000000ull) /* up this long: next restart starts from the minimum backoff */
 #define GPU_PING_NS (2ull * 1000000000ull)    /* the watchdog pings a ready executor this often */
 #define GPU_HANG_NS (30ull * 1000000000ull)   /* and kills one that has not answered for this long */
+#define GPU_STATS_WARN_NS (60ull * 1000000000ull) /* at most one warning this often about unusable EXEC_MSG_STATS */
 
 struct server;
 
@@ -44,6 +45,12 @@ struct gpu {
 	uint64_t ping_ns, pong_ns; /* the watchdog's last ping sent and answer seen */
 	bool have_info;
 	struct exec_ready info;
+	/* the scheduler's counters, as the running executor last sent them (EXEC_MSG_STATS) */
+	bool have_stats;
+	uint64_t stats_ns;      /* server_now_ns() when they arrived */
+	uint64_t stats_warn_ns; /* last warning about an unusable one; kept across restarts */
+	uint32_t stats_dropped; /* unusable ones since that warning */
+	struct ooo_sched_counters stats;
 	char reason[OOO_ERRMSG_MAX];
 	unsigned char rbuf[4096];
 	struct msghdr rmsg;
@@ -86,5 +93,8 @@ int gpu_pick(const struct server *srv, uint32_t want);
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready);
 /* Why no device is ready ("" when one is). */
 const char *gpu_reason(const struct server *srv);
+/* The last counters of GPU idx's executor and their age at now_ns; false if it has sent none. */
+bool gpu_sched_counters(const struct server *srv, uint32_t idx, uint64_t now_ns, struct ooo_sched_counters *c,
+			uint64_t *age_ns);
 
 #endif

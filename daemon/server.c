@@ -791,6 +791,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_SESSIONS:
 	case OOO_MSG_RELOAD:
 	case OOO_MSG_DEVICES:
+	case OOO_MSG_SCHED:
 		if (!c->admin) {
 			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
 					 wire_type_name(type), srv->sock_path[1]);

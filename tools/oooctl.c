@@ -563,6 +563,8 @@ static int cmd_getopt(int argc, char **argv, const char *shortopts)
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "count", required_argument, NULL, 'c' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "interval", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char so[32];
@@ -585,9 +587,10 @@ static int cmd_getopt(int argc, char **argv, const char *shortopts)
 				exit(usage_error("unknown option '-%c'", optopt));
 			exit(usage_error("unknown option '%s'", argv[optind - 1]));
 		default:
-			/* --count belongs to ping only */
-			if (c == 'c' && !strchr(shortopts, 'c'))
-				exit(usage_error("unknown option '%s'", argv[optind - 1]));
+			/* --count belongs to ping only, --device and --interval to sched */
+			if ((c == 'c' || c == 'd' || c == 'i') && !strchr(shortopts, c))
+				exit(usage_error("unknown option '--%s'",
+						 c == 'c' ? "count" : c == 'd' ? "device" : "interval"));
 			return c;
 		}
 	}
@@ -963,6 +966,698 @@ static int do_devices(int argc, char **argv)
 	return RC_OK;
 }
 
+/* ---- sched --------------------------------------------------------------------- */
+
+/*
+ * The arithmetic of `oooctl sched`: pure functions of the counters, unit
+ * tested by tests/unit/test_oooctl_sched.c. A rate or a share without a
+ * denominator (no interval, no launches) is NAN, which prints as "-" and
+ * as JSON null: never a division by zero.
+ */
+
+/* Two snapshots of one executor run agree on when it started (snapshot_ns - up_ns) to within this. */
+#define SCHED_START_SLOP_NS (500ull * 1000000ull)
+
+/* later - earlier, or 0 if the counter went back. */
+static uint64_t sched_sub(uint64_t later, uint64_t earlier)
+{
+	return later > earlier ? later - earlier : 0;
+}
+
+/* n events in ns nanoseconds, per second; NAN when ns is 0. */
+static double sched_per_s(uint64_t n, uint64_t ns)
+{
+	return ns ? (double)n * 1e9 / (double)ns : NAN;
+}
+
+/* part / whole; NAN when whole is 0. */
+static double sched_share(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part / (double)whole : NAN;
+}
+
+/* A utilisation estimate as displayed: percent, at most 100 (event timings of overlapping bundles add up). */
+static double sched_util_pct(double share)
+{
+	if (!isfinite(share))
+		return share;
+	return share > 1.0 ? 100.0 : share * 100.0;
+}
+
+static uint32_t sched_nclasses(const struct ooo_sched_counters *c)
+{
+	return c->nclasses < OOO_SCHED_CLASSES ? c->nclasses : OOO_SCHED_CLASSES;
+}
+
+static uint32_t sched_nparts(const struct ooo_sched_counters *c)
+{
+	return c->npartitions < OOO_SCHED_PARTITIONS ? c->npartitions : OOO_SCHED_PARTITIONS;
+}
+
+/* Whether b, taken after a, comes from the same executor run (else: the executor restarted in between). */
+static bool sched_same_run(const struct ooo_sched_counters *a, const struct ooo_sched_counters *b)
+{
+	if (b->up_ns < a->up_ns || b->snapshot_ns < a->snapshot_ns)
+		return false;
+	if (a->up_ns && b->up_ns && a->up_ns <= a->snapshot_ns && b->up_ns <= b->snapshot_ns) {
+		uint64_t sa = a->snapshot_ns - a->up_ns, sb = b->snapshot_ns - b->up_ns;
+
+		if ((sa > sb ? sa - sb : sb - sa) > SCHED_START_SLOP_NS)
+			return false;
+	}
+	/* cumulative counters never go back within one run */
+	return b->bundles >= a->bundles && b->launches >= a->launches && b->cpu_ns >= a->cpu_ns &&
+	       b->jit_compiles >= a->jit_compiles;
+}
+
+/* The class row of a that is b's row i: the same name, at the same index if it is there. */
+static const struct ooo_sched_class_stats *sched_class_in(const struct ooo_sched_counters *a,
+							  const struct ooo_sched_class_stats *cb, uint32_t i)
+{
+	uint32_t n = sched_nclasses(a);
+
+	if (i < n && !strncmp(a->classes[i].name, cb->name, sizeof(cb->name)))
+		return &a->classes[i];
+	for (uint32_t k = 0; k < n; k++)
+		if (!strncmp(a->classes[k].name, cb->name, sizeof(cb->name)))
+			return &a->classes[k];
+	return NULL;
+}
+
+/*
+ * d = what happened between snapshots a and b of one run: every count is
+ * b's minus a's, snapshot_ns is the interval, up_ns, the maxima and the
+ * table shapes are b's. Classes are matched by name (one that appeared in
+ * between counts from zero), partitions by index.
+ */
+static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sched_counters *b,
+			struct ooo_sched_counters *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->snapshot_ns = sched_sub(b->snapshot_ns, a->snapshot_ns);
+	d->up_ns = b->up_ns;
+#define SCHED_D(f) d->f = sched_sub(b->f, a->f)
+	SCHED_D(bundles);
+	SCHED_D(fused_bundles);
+	SCHED_D(launches);
+	SCHED_D(fused_launches);
+	SCHED_D(direct_launches);
+	SCHED_D(dispatch_full);
+	SCHED_D(dispatch_slack);
+	SCHED_D(dispatch_idle);
+	SCHED_D(dispatch_alone);
+	SCHED_D(retried);
+	SCHED_D(jit_hits);
+	SCHED_D(jit_misses);
+	SCHED_D(jit_compiles);
+	SCHED_D(jit_failures);
+	SCHED_D(jit_compile_ns);
+	SCHED_D(cpu_ns);
+#undef SCHED_D
+	d->jit_compile_max_ns = b->jit_compile_max_ns;
+	d->max_members = b->max_members;
+	d->nclasses = sched_nclasses(b);
+	d->npartitions = sched_nparts(b);
+	for (uint32_t i = 0; i < d->nclasses; i++) {
+		const struct ooo_sched_class_stats *cb = &b->classes[i], *ca = sched_class_in(a, cb, i);
+		struct ooo_sched_class_stats *cd = &d->classes[i];
+
+		memcpy(cd->name, cb->name, sizeof(cd->name));
+		cd->name[sizeof(cd->name) - 1] = '\0';
+		cd->slo_us = cb->slo_us;
+		cd->launches = sched_sub(cb->launches, ca ? ca->launches : 0);
+		cd->deadline_misses = sched_sub(cb->deadline_misses, ca ? ca->deadline_misses : 0);
+		cd->lat_sum_ns = sched_sub(cb->lat_sum_ns, ca ? ca->lat_sum_ns : 0);
+		cd->lat_max_ns = cb->lat_max_ns;
+	}
+	for (uint32_t i = 0; i < d->npartitions; i++) {
+		const struct ooo_sched_part_stats *pb = &b->parts[i];
+		const struct ooo_sched_part_stats *pa = i < sched_nparts(a) ? &a->parts[i] : NULL;
+
+		d->parts[i].sms = pb->sms;
+		d->parts[i].max_inflight = pb->max_inflight;
+		d->parts[i].bundles = sched_sub(pb->bundles, pa ? pa->bundles : 0);
+		d->parts[i].busy_ns = sched_sub(pb->busy_ns, pa ? pa->busy_ns : 0);
+	}
+}
+
+struct sched_class_fig {
+	double launches_s;
+	double miss_share;  /* deadline misses / launches */
+	double lat_mean_us;
+	double lat_max_us;  /* the run's maximum */
+};
+
+struct sched_part_fig {
+	double bundles_s;
+	double util;        /* busy_ns / span: a share, not capped */
+};
+
+/* Figures of counters c over span_ns: a delta over its interval, or a run's totals over its up_ns. */
+struct sched_fig {
+	uint64_t span_ns;
+	double bundles_s, fused_bundles_s, launches_s, fused_launches_s, direct_launches_s;
+	double members;      /* launches per bundle */
+	double fused_share;  /* fused_launches / launches */
+	double dispatch_share[4]; /* full, slack, idle, alone: of their sum */
+	double jit_hit_share; /* hits / (hits + misses) */
+	double jit_compile_mean_ns;
+	double cpu_pct;      /* of one core */
+	uint32_t nclasses, nparts;
+	struct sched_class_fig classes[OOO_SCHED_CLASSES];
+	struct sched_part_fig parts[OOO_SCHED_PARTITIONS];
+};
+
+static void sched_figures(const struct ooo_sched_counters *c, uint64_t span_ns, struct sched_fig *f)
+{
+	uint64_t reasons = c->dispatch_full + c->dispatch_slack + c->dispatch_idle + c->dispatch_alone;
+	const uint64_t why[4] = { c->dispatch_full, c->dispatch_slack, c->dispatch_idle, c->dispatch_alone };
+
+	memset(f, 0, sizeof(*f));
+	f->span_ns = span_ns;
+	f->bundles_s = sched_per_s(c->bundles, span_ns);
+	f->fused_bundles_s = sched_per_s(c->fused_bundles, span_ns);
+	f->launches_s = sched_per_s(c->launches, span_ns);
+	f->fused_launches_s = sched_per_s(c->fused_launches, span_ns);
+	f->direct_launches_s = sched_per_s(c->direct_launches, span_ns);
+	f->members = sched_share(c->launches, c->bundles);
+	f->fused_share = sched_share(c->fused_launches, c->launches);
+	for (int i = 0; i < 4; i++)
+		f->dispatch_share[i] = sched_share(why[i], reasons);
+	f->jit_hit_share = sched_share(c->jit_hits, c->jit_hits + c->jit_misses);
+	f->jit_compile_mean_ns = sched_share(c->jit_compile_ns, c->jit_compiles);
+	f->cpu_pct = sched_share(c->cpu_ns, span_ns) * 100.0;
+	f->nclasses = sched_nclasses(c);
+	f->nparts = sched_nparts(c);
+	for (uint32_t i = 0; i < f->nclasses; i++) {
+		const struct ooo_sched_class_stats *k = &c->classes[i];
+
+		f->classes[i].launches_s = sched_per_s(k->launches, span_ns);
+		f->classes[i].miss_share = sched_share(k->deadline_misses, k->launches);
+		f->classes[i].lat_mean_us = sched_share(k->lat_sum_ns, k->launches) / 1e3;
+		f->classes[i].lat_max_us = (double)k->lat_max_ns / 1e3;
+	}
+	for (uint32_t i = 0; i < f->nparts; i++) {
+		f->parts[i].bundles_s = sched_per_s(c->parts[i].bundles, span_ns);
+		f->parts[i].util = sched_share(c->parts[i].busy_ns, span_ns);
+	}
+}
+
+/* How the two snapshots of one GPU compare. */
+enum sched_cmp {
+	SCHED_NONE,       /* no counters in the last snapshot */
+	SCHED_CUMULATIVE, /* one snapshot asked for (--interval 0) */
+	SCHED_FIRST,      /* the first snapshot had none: the executor's first report came in between */
+	SCHED_RESTARTED,  /* different executor runs */
+	SCHED_STALE,      /* the executor sent nothing new in between */
+	SCHED_INTERVAL,   /* a delta over a positive interval */
+};
+
+/* a: the first snapshot's record of the GPU, NULL if only one was taken; b: the last one's. */
+static enum sched_cmp sched_compare(const struct ooo_sched_rec *a, const struct ooo_sched_rec *b)
+{
+	if (!b->have)
+		return SCHED_NONE;
+	if (!a)
+		return SCHED_CUMULATIVE;
+	if (!a->have)
+		return SCHED_FIRST;
+	if (!sched_same_run(&a->c, &b->c))
+		return SCHED_RESTARTED;
+	if (b->c.snapshot_ns == a->c.snapshot_ns)
+		return SCHED_STALE;
+	return SCHED_INTERVAL;
+}
+
+/* Why a GPU has no counters, from its state (and the device's last failure, if known). */
+static const char *sched_why_none(char *buf, size_t cap, uint32_t state, const char *dev_reason)
+{
+	const char *sep = dev_reason && dev_reason[0] ? ": " : "";
+
+	if (!dev_reason)
+		dev_reason = "";
+	switch (state) {
+	case OOO_DEV_READY:
+		snprintf(buf, cap, "the executor has not reported counters yet (ready)");
+		break;
+	case OOO_DEV_STARTING:
+		snprintf(buf, cap, "the executor has not reported counters yet (starting)");
+		break;
+	default:
+		snprintf(buf, cap, "no executor runs (%s%s%s)", dev_state(state), sep, dev_reason);
+		break;
+	}
+	return buf;
+}
+
+static const char *sched_note(enum sched_cmp k)
+{
+	switch (k) {
+	case SCHED_FIRST: return "the executor reported its first counters during the interval";
+	case SCHED_RESTARTED: return "the executor restarted between the snapshots";
+	case SCHED_STALE: return "the executor reported nothing new during the interval";
+	default: return NULL;
+	}
+}
+
+/* ---- sched: fetching and printing ---- */
+
+static const char *const sched_reason_names[4] = { "full", "slack", "idle", "alone" };
+
+/* "-" for a figure without a value */
+static const char *fmt_fig(char *buf, size_t cap, double v, int prec)
+{
+	if (!isfinite(v))
+		snprintf(buf, cap, "-");
+	else
+		snprintf(buf, cap, "%.*f", prec, v);
+	return buf;
+}
+
+static const char *fmt_share(char *buf, size_t cap, double v)
+{
+	if (!isfinite(v))
+		snprintf(buf, cap, "-");
+	else
+		snprintf(buf, cap, "%.1f%%", v * 100.0);
+	return buf;
+}
+
+static const char *fmt_dur_fig(char *buf, size_t cap, double ns)
+{
+	if (!isfinite(ns))
+		snprintf(buf, cap, "-");
+	else
+		fmt_dur(buf, cap, (uint64_t)ns);
+	return buf;
+}
+
+static const char *class_label(const char *name)
+{
+	return name[0] ? name : "(other classes)";
+}
+
+static void j_sched(const char *key, const struct ooo_sched_counters *c, const struct sched_fig *f)
+{
+	const uint64_t why[4] = { c->dispatch_full, c->dispatch_slack, c->dispatch_idle, c->dispatch_alone };
+
+	j_obj(key);
+	j_u64("span_ns", f->span_ns);
+	j_u64("bundles", c->bundles);
+	j_u64("fused_bundles", c->fused_bundles);
+	j_u64("launches", c->launches);
+	j_u64("fused_launches", c->fused_launches);
+	j_u64("direct_launches", c->direct_launches);
+	j_num("bundles_per_s", f->bundles_s, 3);
+	j_num("fused_bundles_per_s", f->fused_bundles_s, 3);
+	j_num("launches_per_s", f->launches_s, 3);
+	j_num("fused_launches_per_s", f->fused_launches_s, 3);
+	j_num("direct_launches_per_s", f->direct_launches_s, 3);
+	j_num("members_per_bundle", f->members, 3);
+	j_u64("max_members", c->max_members);
+	j_num("fused_share", f->fused_share, 4);
+	j_obj("dispatch");
+	for (int i = 0; i < 4; i++)
+		j_u64(sched_reason_names[i], why[i]);
+	j_obj_end();
+	j_u64("retried", c->retried);
+	j_obj("jit");
+	j_u64("hits", c->jit_hits);
+	j_u64("misses", c->jit_misses);
+	j_u64("compiles", c->jit_compiles);
+	j_u64("failures", c->jit_failures);
+	j_num("hit_share", f->jit_hit_share, 4);
+	j_num("compile_mean_ns", f->jit_compile_mean_ns, 0);
+	j_u64("compile_max_ns", c->jit_compile_max_ns);
+	j_obj_end();
+	j_u64("cpu_ns", c->cpu_ns);
+	j_num("cpu_pct", f->cpu_pct, 2);
+	j_arr("classes");
+	for (uint32_t i = 0; i < f->nclasses; i++) {
+		const struct ooo_sched_class_stats *k = &c->classes[i];
+
+		j_obj(NULL);
+		j_str("name", k->name);
+		j_u64("slo_us", k->slo_us);
+		j_u64("launches", k->launches);
+		j_num("launches_per_s", f->classes[i].launches_s, 3);
+		j_u64("deadline_misses", k->deadline_misses);
+		j_num("miss_share", f->classes[i].miss_share, 4);
+		j_num("lat_mean_us", f->classes[i].lat_mean_us, 3);
+		j_num("lat_max_us", f->classes[i].lat_max_us, 3);
+		j_obj_end();
+	}
+	j_arr_end();
+	j_arr("partitions");
+	for (uint32_t i = 0; i < f->nparts; i++) {
+		j_obj(NULL);
+		j_u64("index", i);
+		j_u64("sms", c->parts[i].sms);
+		j_u64("max_inflight", c->parts[i].max_inflight);
+		j_u64("bundles", c->parts[i].bundles);
+		j_num("bundles_per_s", f->parts[i].bundles_s, 3);
+		j_u64("busy_ns", c->parts[i].busy_ns);
+		j_num("util_pct", sched_util_pct(f->parts[i].util), 2);
+		j_obj_end();
+	}
+	j_arr_end();
+	j_obj_end();
+}
+
+/* One metric row: its interval figure (if there is an interval column) and its cumulative one. */
+static void sched_row(struct table *t, bool iv, const char *name, const char *vi, const char *vc)
+{
+	table_cell(t, "%s", name);
+	if (iv)
+		table_cell(t, "%s", vi);
+	table_cell(t, "%s", vc);
+}
+
+/* "N (S%)" for a dispatch reason */
+static const char *fmt_count_share(char *buf, size_t cap, uint64_t n, double share)
+{
+	char s[32];
+
+	if (!isfinite(share))
+		snprintf(buf, cap, "%" PRIu64, n);
+	else
+		snprintf(buf, cap, "%" PRIu64 " (%s)", n, fmt_share(s, sizeof(s), share));
+	return buf;
+}
+
+/* The text of one GPU: d/fd the interval (NULL without one), c/fc the run's totals. */
+static void sched_print(const struct ooo_sched_counters *d, const struct sched_fig *fd,
+			const struct ooo_sched_counters *c, const struct sched_fig *fc)
+{
+	static const char *const cols3[] = { "METRIC", ">INTERVAL", ">CUMULATIVE" };
+	static const char *const cols2[] = { "METRIC", ">CUMULATIVE" };
+	static const char *const ccols[] = { "CLASS", ">SLO_US", ">LAUNCHES/S", ">LAUNCHES", ">MISSES", ">MISS%",
+					     ">MEAN_US", ">MAX_US" };
+	static const char *const pcols[] = { ">PART", ">SMS", ">INFLIGHT", ">BUNDLES/S", ">BUNDLES", ">UTIL" };
+	const uint64_t wc[4] = { c->dispatch_full, c->dispatch_slack, c->dispatch_idle, c->dispatch_alone };
+	const struct ooo_sched_counters *k = d ? d : c; /* what the class and partition rows show */
+	const struct sched_fig *fk = d ? fd : fc;
+	bool iv = d != NULL;
+	char a[64], b[64];
+	struct table t;
+
+	table_init(&t, iv ? 3 : 2, iv ? cols3 : cols2);
+#define ROW_RATE(name, field)                                                                              \
+	sched_row(&t, iv, name, iv ? fmt_fig(a, sizeof(a), fd->field, 1) : "", fmt_fig(b, sizeof(b), fc->field, 1))
+#define ROW_COUNT(name, field)                                                                             \
+	do {                                                                                               \
+		if (iv)                                                                                    \
+			snprintf(a, sizeof(a), "%" PRIu64, d->field);                                      \
+		snprintf(b, sizeof(b), "%" PRIu64, c->field);                                              \
+		sched_row(&t, iv, name, a, b);                                                             \
+	} while (0)
+	ROW_RATE("bundles/s", bundles_s);
+	ROW_RATE("fused bundles/s", fused_bundles_s);
+	ROW_RATE("launches/s", launches_s);
+	ROW_RATE("fused launches/s", fused_launches_s);
+	ROW_RATE("direct launches/s", direct_launches_s);
+	sched_row(&t, iv, "members/bundle", iv ? fmt_fig(a, sizeof(a), fd->members, 2) : "",
+		  fmt_fig(b, sizeof(b), fc->members, 2));
+	snprintf(b, sizeof(b), "%" PRIu32, c->max_members);
+	sched_row(&t, iv, "max members", "-", b);
+	sched_row(&t, iv, "fused share", iv ? fmt_share(a, sizeof(a), fd->fused_share) : "",
+		  fmt_share(b, sizeof(b), fc->fused_share));
+	ROW_COUNT("direct launches", direct_launches);
+	for (int i = 0; i < 4; i++) {
+		const uint64_t wd[4] = { iv ? d->dispatch_full : 0, iv ? d->dispatch_slack : 0,
+					 iv ? d->dispatch_idle : 0, iv ? d->dispatch_alone : 0 };
+		char name[32];
+
+		snprintf(name, sizeof(name), "dispatch %s", sched_reason_names[i]);
+		sched_row(&t, iv, name, iv ? fmt_count_share(a, sizeof(a), wd[i], fd->dispatch_share[i]) : "",
+			  fmt_count_share(b, sizeof(b), wc[i], fc->dispatch_share[i]));
+	}
+	ROW_COUNT("retried", retried);
+	ROW_COUNT("jit hits", jit_hits);
+	ROW_COUNT("jit misses", jit_misses);
+	ROW_COUNT("jit compiles", jit_compiles);
+	ROW_COUNT("jit failures", jit_failures);
+	sched_row(&t, iv, "jit compile mean", iv ? fmt_dur_fig(a, sizeof(a), fd->jit_compile_mean_ns) : "",
+		  fmt_dur_fig(b, sizeof(b), fc->jit_compile_mean_ns));
+	sched_row(&t, iv, "jit compile max", "-",
+		  c->jit_compiles ? fmt_dur(b, sizeof(b), c->jit_compile_max_ns) : "-");
+	sched_row(&t, iv, "executor cpu", iv ? fmt_share(a, sizeof(a), fd->cpu_pct / 100.0) : "",
+		  fmt_share(b, sizeof(b), fc->cpu_pct / 100.0));
+#undef ROW_RATE
+#undef ROW_COUNT
+	table_print(&t);
+	if (fk->nclasses) {
+		printf("\nper class, %s (MAX_US: since the executor started):\n",
+		       iv ? "over the interval" : "since the executor started");
+		table_init(&t, 8, ccols);
+		for (uint32_t i = 0; i < fk->nclasses; i++) {
+			const struct ooo_sched_class_stats *cl = &k->classes[i];
+			const struct sched_class_fig *f = &fk->classes[i];
+
+			table_cell(&t, "%s", class_label(cl->name));
+			table_cell(&t, "%" PRIu32, cl->slo_us);
+			table_cell(&t, "%s", fmt_fig(a, sizeof(a), f->launches_s, 1));
+			table_cell(&t, "%" PRIu64, cl->launches);
+			table_cell(&t, "%" PRIu64, cl->deadline_misses);
+			table_cell(&t, "%s", fmt_share(a, sizeof(a), f->miss_share));
+			table_cell(&t, "%s", fmt_fig(a, sizeof(a), f->lat_mean_us, 1));
+			table_cell(&t, "%s", fmt_fig(a, sizeof(a), f->lat_max_us, 1));
+		}
+		table_print(&t);
+	}
+	if (fk->nparts) {
+		printf("\nper partition, %s (UTIL: GPU time of its bundles / elapsed time):\n",
+		       iv ? "over the interval" : "since the executor started");
+		table_init(&t, 6, pcols);
+		for (uint32_t i = 0; i < fk->nparts; i++) {
+			table_cell(&t, "%" PRIu32, i);
+			table_cell(&t, "%" PRIu32, k->parts[i].sms);
+			table_cell(&t, "%" PRIu32, k->parts[i].max_inflight);
+			table_cell(&t, "%s", fmt_fig(a, sizeof(a), fk->parts[i].bundles_s, 1));
+			table_cell(&t, "%" PRIu64, k->parts[i].bundles);
+			table_cell(&t, "%s", fmt_share(a, sizeof(a), sched_util_pct(fk->parts[i].util) / 100.0));
+		}
+		table_print(&t);
+	}
+}
+
+/* The record of GPU idx in a snapshot, or NULL. */
+static const struct ooo_sched_rec *sched_find(const struct ooo_sched_rec *r, size_t n, uint32_t idx)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].index == idx)
+			return &r[i];
+	return NULL;
+}
+
+/* One snapshot of every GPU (and, with dev, the devices' failure reasons); 0 or an exit code (reported). */
+static int sched_snapshot(struct ooo_sched_rec **r, size_t *n, struct ooo_device_rec **dev, size_t *ndev)
+{
+	ooo_session *s;
+	int rc, err;
+
+	if (!(s = admin_open(&rc)))
+		return rc;
+	err = fetch_list(s, OOO_MSG_SCHED, sizeof(**r), (void **)r, n);
+	/* the devices only explain missing counters: their absence is no failure */
+	if (err == 0 && dev && fetch_list(s, OOO_MSG_DEVICES, sizeof(**dev), (void **)dev, ndev) < 0) {
+		*dev = NULL;
+		*ndev = 0;
+	}
+	ooo_close(s);
+	return err < 0 ? report("sched", err) : 0;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Whether a selected GPU has counters in the snapshot (else an interval would measure nothing). */
+static bool sched_any(const struct ooo_sched_rec *r, size_t n, long want)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((want < 0 || r[i].index == (uint32_t)want) && r[i].have)
+			return true;
+	return false;
+}
+
+/* True while a GPU with counters in both snapshots shows the same one twice. */
+static bool sched_waiting(const struct ooo_sched_rec *r1, size_t n1, const struct ooo_sched_rec *r2, size_t n2,
+			  long want)
+{
+	for (size_t i = 0; i < n2; i++) {
+		const struct ooo_sched_rec *a = sched_find(r1, n1, r2[i].index);
+
+		if (want >= 0 && r2[i].index != (uint32_t)want)
+			continue;
+		if (a && sched_compare(a, &r2[i]) == SCHED_STALE)
+			return true;
+	}
+	return false;
+}
+
+#define SCHED_WAIT_MORE_NS (2500ull * 1000000ull) /* the executors report about once a second */
+#define SCHED_POLL_NS (100ull * 1000000ull)
+
+static int do_sched(int argc, char **argv)
+{
+	struct ooo_sched_rec *r1 = NULL, *r2 = NULL;
+	struct ooo_device_rec *dev = NULL;
+	size_t n1 = 0, n2 = 0, ndev = 0, shown = 0;
+	unsigned long interval = 1000, v;
+	bool interval_used = true;
+	long want = -1;
+	int c, rc;
+
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "d:i:")) != -1) {
+		if (c == 'd') {
+			if (!parse_uint(optarg, 0, UINT32_MAX - 1, &v))
+				return usage_error("--device wants a GPU index, not '%s'", optarg);
+			want = (long)v;
+		} else if (c == 'i') {
+			if (!parse_uint(optarg, 0, 3600000, &interval))
+				return usage_error("--interval wants milliseconds from 0 to 3600000, not '%s'", optarg);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if ((rc = sched_snapshot(&r1, &n1, &dev, &ndev)))
+		return rc;
+	if (interval && sched_any(r1, n1, want)) {
+		uint64_t deadline;
+
+		free(dev);
+		dev = NULL;
+		ndev = 0;
+		sleep_ns((uint64_t)interval * 1000000ull);
+		deadline = (uint64_t)mono_ns() + SCHED_WAIT_MORE_NS;
+		for (;;) {
+			if ((rc = sched_snapshot(&r2, &n2, &dev, &ndev))) {
+				free(r1);
+				return rc;
+			}
+			if (!sched_waiting(r1, n1, r2, n2, want) || (uint64_t)mono_ns() >= deadline)
+				break;
+			free(r2);
+			free(dev);
+			r2 = NULL;
+			dev = NULL;
+			sleep_ns(SCHED_POLL_NS);
+		}
+	} else {
+		/* one snapshot: asked for, or no counters to take a difference of */
+		r2 = r1;
+		n2 = n1;
+		r1 = NULL;
+		n1 = 0;
+		interval_used = false;
+	}
+	if (want >= 0 && !sched_find(r2, n2, (uint32_t)want)) {
+		if (n2)
+			err_msg("no GPU %ld: oood has %zu (0 to %zu)", want, n2, n2 - 1);
+		else
+			err_msg("no GPU %ld: oood runs no GPU executors", want);
+		free(r1);
+		free(r2);
+		free(dev);
+		return RC_FAIL;
+	}
+
+	if (opt_json) {
+		j_obj(NULL);
+		j_u64("interval_ms", interval);
+		j_arr("gpus");
+	} else if (!n2) {
+		printf("no GPU executors (executor = no in the configuration)\n");
+	}
+	for (size_t i = 0; i < n2; i++) {
+		const struct ooo_sched_rec *b = &r2[i], *a = interval_used ? sched_find(r1, n1, b->index) : NULL;
+		const struct ooo_device_rec *dv = NULL;
+		enum sched_cmp k;
+		struct ooo_sched_counters d;
+		struct sched_fig fd, fc;
+		char why[OOO_ERRMSG_MAX + 64], b1[64], b2[64];
+		static struct ooo_sched_rec none; /* the first snapshot lacked the GPU: as if it had no counters */
+
+		if (want >= 0 && b->index != (uint32_t)want)
+			continue;
+		if (interval_used && !a)
+			a = &none;
+		for (size_t j = 0; j < ndev; j++)
+			if (dev[j].index == b->index)
+				dv = &dev[j];
+		k = sched_compare(a, b);
+		if (k == SCHED_INTERVAL) {
+			sched_delta(&a->c, &b->c, &d);
+			sched_figures(&d, d.snapshot_ns, &fd);
+		}
+		if (k != SCHED_NONE)
+			sched_figures(&b->c, b->c.up_ns, &fc);
+		else
+			sched_why_none(why, sizeof(why), b->state, dv ? dv->reason : NULL);
+		if (opt_json) {
+			j_obj(NULL);
+			j_u64("index", b->index);
+			j_str("state", dev_state(b->state));
+			j_bool("have_counters", k != SCHED_NONE);
+			j_str("reason", k == SCHED_NONE ? why : NULL);
+			j_bool("restarted", k == SCHED_RESTARTED);
+			j_str("note", sched_note(k));
+			if (k == SCHED_NONE) {
+				j_null("age_ns");
+				j_null("up_ns");
+				j_null("snapshot_ns");
+			} else {
+				j_u64("age_ns", b->age_ns);
+				j_u64("up_ns", b->c.up_ns);
+				j_u64("snapshot_ns", b->c.snapshot_ns);
+			}
+			if (k == SCHED_INTERVAL) {
+				j_u64("interval_ns", d.snapshot_ns);
+				j_sched("interval", &d, &fd);
+			} else {
+				j_null("interval_ns");
+				j_null("interval");
+			}
+			if (k != SCHED_NONE)
+				j_sched("cumulative", &b->c, &fc);
+			else
+				j_null("cumulative");
+			j_obj_end();
+			shown++;
+			continue;
+		}
+		if (shown++)
+			putchar('\n');
+		if (k == SCHED_NONE) {
+			printf("gpu %" PRIu32 ": no scheduler counters: %s\n", b->index, why);
+			continue;
+		}
+		printf("gpu %" PRIu32 " (%s): executor up %s, counters %s old", b->index, dev_state(b->state),
+		       fmt_dur(b1, sizeof(b1), b->c.up_ns), fmt_dur(b2, sizeof(b2), b->age_ns));
+		if (k == SCHED_INTERVAL)
+			printf(", interval %s\n", fmt_dur(b1, sizeof(b1), d.snapshot_ns));
+		else
+			putchar('\n');
+		if (sched_note(k))
+			printf("note: %s: cumulative figures only\n", sched_note(k));
+		sched_print(k == SCHED_INTERVAL ? &d : NULL, &fd, &b->c, &fc);
+	}
+	if (opt_json) {
+		j_arr_end();
+		j_obj_end();
+	}
+	free(r1);
+	free(r2);
+	free(dev);
+	return RC_OK;
+}
+
 /* ---- reload -------------------------------------------------------------------- */
 
 static int do_reload(int argc, char **argv)
@@ -1248,6 +1943,15 @@ static const struct cmd cmds[] = {
 	{ "tenants", do_tenants, "List tenants (uid and class) with their resource use and limits", "", NULL },
 	{ "sessions", do_sessions, "List open tenant sessions", "", NULL },
 	{ "devices", do_devices, "List GPUs and the state of their executors", "", NULL },
+	{ "sched", do_sched, "Show the executors' scheduler counters: rates, fusion, JIT, deadlines",
+	  "[-d|--device N] [-i|--interval MS]",
+	  "  -d, --device N     only GPU N\n"
+	  "  -i, --interval MS  rates over two snapshots MS apart (default 1000); 0: one\n"
+	  "                     snapshot, figures since each executor started\n"
+	  "\n"
+	  "Rates come from the executors' own timestamps: the interval is at least the\n"
+	  "time between two of their reports (about a second). When an executor restarted\n"
+	  "between the snapshots, only its new run's cumulative figures are shown.\n" },
 	{ "reload", do_reload, "Ask oood to reload its configuration file", "",
 	  "oood keeps its current policy if the new file does not parse; the\n"
 	  "reason (FILE:LINE: MESSAGE) is printed and the exit status is 1.\n" },

@@ -1304,6 +1304,119 @@ static void test_oooctl(void **state)
 	wait_sessions(&shared, 0);
 }
 
+/* OOO_MSG_SCHED and `oooctl sched` without a GPU: one record per GPU slot, no counters, and why. */
+static void test_sched_without_gpu(void **state)
+{
+	struct daemon d;
+	struct ooo_msg_list_req req = { 0 };
+	struct ooo_sched_rec rec, zero;
+	struct ooo_msg_list l;
+	char ctl[256], out[65536];
+	unsigned char buf[OOO_MSG_MAX];
+	uint64_t deadline;
+	ooo_session *a;
+	int fd, n;
+
+	bin_path(ctl, sizeof(ctl), "oooctl");
+	daemon_start(&d, "[daemon]\nlibcuda = /nonexistent/libcuda.so.1\n[class default]\nmatch_uid = *\n");
+	a = ooo_admin_open(d.admin, 5000);
+	assert_non_null(a);
+	/* until the executor has exited the slot may say starting; never any counters */
+	deadline = now_ms() + 10000;
+	for (;;) {
+		n = ooo_admin_call(a, OOO_MSG_SCHED, &req, sizeof(req), buf, sizeof(buf));
+		assert_int_equal(n, sizeof(l) + sizeof(rec));
+		memcpy(&l, buf, sizeof(l));
+		memcpy(&rec, buf + sizeof(l), sizeof(rec));
+		assert_int_equal(l.total, 1);
+		assert_int_equal(l.offset, 0);
+		assert_int_equal(l.count, 1);
+		assert_int_equal(l.rec_size, sizeof(rec));
+		assert_int_equal(rec.index, 0);
+		assert_int_equal(rec.have, 0);
+		assert_int_equal(rec.age_ns, 0);
+		memset(&zero, 0, sizeof(zero));
+		assert_memory_equal(&rec.c, &zero.c, sizeof(rec.c));
+		if (rec.state == OOO_DEV_FAILED || now_ms() > deadline)
+			break;
+		sleep_ms(20);
+	}
+	assert_int_equal(rec.state, OOO_DEV_FAILED);
+	/* paged like the other lists: past the end, an empty page with the total */
+	req.offset = 1;
+	n = ooo_admin_call(a, OOO_MSG_SCHED, &req, sizeof(req), buf, sizeof(buf));
+	assert_int_equal(n, sizeof(l));
+	memcpy(&l, buf, sizeof(l));
+	assert_int_equal(l.total, 1);
+	assert_int_equal(l.count, 0);
+	req.offset = 1000;
+	n = ooo_admin_call(a, OOO_MSG_SCHED, &req, sizeof(req), buf, sizeof(buf));
+	assert_int_equal(n, sizeof(l));
+	ooo_close(a);
+	/* an admin request: refused on the tenant socket */
+	fd = raw_connect(d.sock);
+	raw_hello(fd);
+	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
+	req.offset = 0;
+	raw_send(fd, OOO_MSG_SCHED, 2, &req, sizeof(req));
+	{
+		struct wire_msg m;
+		ssize_t r = raw_recv(fd, buf, sizeof(buf), 5000);
+		assert_true(r > 0);
+		assert_int_equal(wire_decode(buf, (size_t)r, WIRE_TO_PEER, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, -OOO_ENOTADMIN);
+		assert_int_equal(m.hdr.seq, 2);
+	}
+	close(fd);
+
+	/* oooctl: JSON, one snapshot */
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched --json --interval 0", ctl, d.dir), 0);
+	assert_true(out[0] == '{');
+	assert_non_null(strstr(out, "\"interval_ms\": 0"));
+	assert_non_null(strstr(out, "\"index\": 0"));
+	assert_non_null(strstr(out, "\"state\": \"failed\""));
+	assert_non_null(strstr(out, "\"have_counters\": false"));
+	assert_non_null(strstr(out, "no executor runs (failed: "));
+	assert_non_null(strstr(out, "\"cumulative\": null"));
+	/* the global --json, and the default interval: without counters there is nothing to wait for */
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s --json sched", ctl, d.dir), 0);
+	assert_non_null(strstr(out, "\"interval_ms\": 1000"));
+	assert_non_null(strstr(out, "\"have_counters\": false"));
+	/* text */
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched -i 0 --device 0", ctl, d.dir), 0);
+	assert_non_null(strstr(out, "gpu 0: no scheduler counters: no executor runs (failed: "));
+	assert_non_null(strstr(out, "libcuda"));
+	/* errors */
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched --device 3 2>&1", ctl, d.dir), 1);
+	assert_non_null(strstr(out, "no GPU 3"));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched --interval x 2>&1", ctl, d.dir), 2);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched extra 2>&1", ctl, d.dir), 2);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s status --interval 5 2>&1", ctl, d.dir), 2);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s sched --help", ctl), 0);
+	assert_non_null(strstr(out, "--interval"));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --help", ctl), 0);
+	assert_non_null(strstr(out, "sched"));
+	daemon_stop(&d);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched -i 0 2>&1", ctl, d.dir), 3);
+
+	/* no executors at all: an empty list */
+	daemon_start(&d, "[daemon]\nexecutor = no\n[class default]\nmatch_uid = *\n");
+	a = ooo_admin_open(d.admin, 5000);
+	assert_non_null(a);
+	req.offset = 0;
+	n = ooo_admin_call(a, OOO_MSG_SCHED, &req, sizeof(req), buf, sizeof(buf));
+	assert_int_equal(n, sizeof(l));
+	memcpy(&l, buf, sizeof(l));
+	assert_int_equal(l.total, 0);
+	assert_int_equal(l.rec_size, sizeof(struct ooo_sched_rec));
+	ooo_close(a);
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched", ctl, d.dir), 0);
+	assert_non_null(strstr(out, "no GPU executors"));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s --json sched", ctl, d.dir), 0);
+	assert_non_null(strstr(out, "\"gpus\": []"));
+	daemon_stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest shared_tests[] = {
@@ -1326,6 +1439,7 @@ int main(void)
 		cmocka_unit_test(test_sighup_reload),
 		cmocka_unit_test(test_revoked_peer_that_never_reads),
 		cmocka_unit_test(test_no_gpu_reported),
+		cmocka_unit_test(test_sched_without_gpu),
 		cmocka_unit_test(test_sigterm_with_sessions),
 		cmocka_unit_test(test_shutdown_notice),
 	};

@@ -112,6 +112,23 @@ static int make_samples(struct sample *s)
 		s[n].plen = sizeof(l) + sizeof(d);
 		n++;
 	}
+	ADD("sched", WIRE_TO_DAEMON, OOO_MSG_SCHED, 0, &lr, sizeof(lr));
+	{
+		struct ooo_msg_list l = { .total = 2, .count = 2, .rec_size = sizeof(struct ooo_sched_rec) };
+		struct ooo_sched_rec r[2];
+
+		memset(r, 0, sizeof(r));
+		r[0] = (struct ooo_sched_rec){ .index = 0, .state = OOO_DEV_READY, .have = 1, .age_ns = 5 };
+		r[0].c.nclasses = 1;
+		r[0].c.npartitions = 1;
+		strcpy(r[0].c.classes[0].name, "default");
+		r[1] = (struct ooo_sched_rec){ .index = 1, .state = OOO_DEV_FAILED };
+		s[n] = (struct sample){ .what = "sched reply", .dir = WIRE_TO_PEER, .type = OOO_MSG_SCHED | OOO_MSG_REPLY };
+		memcpy(s[n].payload, &l, sizeof(l));
+		memcpy(s[n].payload + sizeof(l), r, sizeof(r));
+		s[n].plen = sizeof(l) + sizeof(r);
+		n++;
+	}
 	s[n] = (struct sample){ .what = "empty list", .dir = WIRE_TO_PEER, .type = OOO_MSG_SESSIONS | OOO_MSG_REPLY };
 	s[n].plen = build_list(s[n].payload, false, 0);
 	n++;
@@ -309,6 +326,28 @@ static void test_list_reply_checks(void **state)
 	n = build_list(p, true, 1);
 	len = wire_encode(buf, sizeof(buf), OOO_MSG_SESSIONS | OOO_MSG_REPLY, 1, 0, p, n);
 	assert_int_equal(wire_decode(buf, (size_t)len, WIRE_TO_PEER, &m, NULL), -OOO_EPROTO);
+	/* scheduler counters: class names terminated, counts in range, have 0 or 1 */
+	{
+		struct ooo_sched_rec r;
+
+		l = (struct ooo_msg_list){ .total = 1, .count = 1, .rec_size = sizeof(r) };
+		for (int bad = 0; bad < 4; bad++) {
+			memset(&r, 0, sizeof(r));
+			r.have = 1;
+			r.c.nclasses = 1;
+			strcpy(r.c.classes[0].name, "default");
+			if (bad == 1)
+				memset(r.c.classes[OOO_SCHED_CLASSES - 1].name, 'z', sizeof(r.c.classes[0].name));
+			else if (bad == 2)
+				r.c.nclasses = OOO_SCHED_CLASSES + 1;
+			else if (bad == 3)
+				r.have = 2;
+			memcpy(p, &l, sizeof(l));
+			memcpy(p + sizeof(l), &r, sizeof(r));
+			len = wire_encode(buf, sizeof(buf), OOO_MSG_SCHED | OOO_MSG_REPLY, 1, 0, p, sizeof(l) + sizeof(r));
+			assert_int_equal(wire_decode(buf, (size_t)len, WIRE_TO_PEER, &m, NULL), bad ? -OOO_EPROTO : 0);
+		}
+	}
 }
 
 static void test_error_encode_and_strings(void **state)
