@@ -841,8 +841,10 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 			return 0;
 		if (s->dead)
 			return s->dead;
-		if (now_ms() <= spin_until)
+		if (now_ms() <= spin_until) {
+			sched_yield(); /* a tenant waiting must not keep the executor or another tenant off a CPU */
 			continue;
+		}
 		if (!ring_sleep_prepare(&d->cq)) {
 			if (!d->sleepers)
 				ring_awake(&d->cq);

@@ -25,7 +25,7 @@
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SLOTS 8u            /* descriptor tables in flight */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
-#define CO_INFLIGHT 2u         /* bundles in flight on the partition */
+#define CO_INFLIGHT 8u         /* bundles in flight on the partition (a queue's chain pipelines like direct launches) */
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */

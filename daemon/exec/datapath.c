@@ -802,7 +802,7 @@ bool dp_progress(struct datapath *dp)
 
 		if (!s->base)
 			continue;
-		m = reap(dp, s);
+		m = s->inflight ? reap(dp, s) : false;
 		if (!s->broken)
 			m |= take_submissions(dp, s, now);
 		if (m) {
