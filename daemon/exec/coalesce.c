@@ -771,7 +771,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			b->start = b->end = NULL;
 			co_bundle_put(dp, b);
 		}
-		sched_complete(co->sched, sb->token, 0, now);
+		sched_complete(co->sched, sb->token, sb->predicted_ns, now); /* nothing ran: teach it nothing new */
 		return;
 	}
 	b->token = sb->token;

@@ -3,6 +3,15 @@
  * The OoO scheduler's core (see sched.h). Fixed-size tables sized at
  * sched_new; nothing allocates after that, so the dispatch path cannot fail
  * for lack of memory.
+ *
+ * Cost of sched_poll: one pass over the active queues (those with a waiting
+ * launch; kept in an array with swap-remove, so submit, dispatch and drop
+ * update it in O(1)), a counting sort of the candidates by partition, a merge
+ * sort of each partition's candidates by (deadline, queue), then packing:
+ * the candidates of one fusion class are chained in deadline order, so a
+ * bundle is packed by walking its class's chain, not the whole window. A
+ * poll that dispatched nothing is cached until its wake time or the next
+ * change of state (every mutator clears `quiet`).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +22,7 @@
 #define NIL UINT32_MAX
 #define COST_SLOTS 4096u  /* cost model entries (open addressing, replaced when full) */
 #define CLASS_SLOTS 4096u /* fusion classes known to be compiled */
+#define SORT_RUN 16u      /* merge sort: runs this long are insertion-sorted first */
 
 struct item {
 	struct sched_launch l;
@@ -21,6 +31,8 @@ struct item {
 
 struct queue {
 	uint32_t head, tail;
+	uint32_t waiting;   /* launches in it */
+	uint32_t apos;      /* index in sched.active, NIL when it has no launch waiting */
 	uint32_t partition; /* of its launches */
 	uint32_t inflight;  /* its launches dispatched and not completed */
 	bool blocked;
@@ -36,6 +48,10 @@ struct cost {
 struct klass {
 	uint64_t key;
 	bool used, ready;
+	/* state of one partition's pass of sched_poll, valid while stamp == sched.stamp */
+	bool held;      /* a bundle of it is held back: its candidates wait */
+	uint32_t last;  /* last candidate of its chain */
+	uint64_t stamp;
 };
 
 struct flight {
@@ -47,17 +63,38 @@ struct flight {
 	uint32_t *queues;  /* and the members' queues */
 };
 
+/* A candidate: the head launch of a queue that may be dispatched now. */
+struct cand {
+	uint64_t deadline;
+	uint32_t queue;
+	uint32_t item; /* NIL once dispatched in this poll */
+	uint32_t ks;   /* its class's slot, NIL: goes alone */
+	uint32_t next; /* the next candidate of its class (set after sorting) */
+};
+
 struct sched {
 	struct sched_cfg cfg;
 	struct item *items;
 	uint32_t free_head, pending;
 	struct queue *queues;
+	uint32_t *active;       /* queues with a launch waiting, in no particular order */
+	uint32_t nactive;
 	struct cost costs[COST_SLOTS];
 	struct klass classes[CLASS_SLOTS];
 	struct flight *flights; /* partitions * max_inflight */
 	uint32_t inflight[SCHED_MAX_PARTITIONS];
+	uint64_t busy_until[SCHED_MAX_PARTITIONS]; /* predicted end of the partition's work in flight */
 	uint64_t next_token;
-	uint32_t *cand;         /* scratch: candidate items of one partition */
+	uint64_t stamp;         /* one per partition pass of sched_poll */
+	/*
+	 * The last poll dispatched nothing and nothing has changed since: a poll
+	 * before quiet_wake would dispatch nothing either (what it holds stays
+	 * held while now < its wake time), so it returns at once.
+	 */
+	bool quiet;
+	uint64_t quiet_wake;
+	/* scratch of sched_poll, max_queues entries each */
+	struct cand *cand, *ctmp;
 	struct sched_stats st;
 };
 
@@ -70,10 +107,12 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
 int sched_new(const struct sched_cfg *cfg, struct sched **out)
 {
 	struct sched *s;
-	uint32_t nf;
+	uint32_t nf, nq;
 
 	*out = NULL;
 	if (!cfg || !cfg->max_queues || cfg->max_queues > (1u << 20) || !cfg->max_items || cfg->max_items > (1u << 24) ||
@@ -84,11 +123,14 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 		return -ENOMEM;
 	s->cfg = *cfg;
 	nf = cfg->partitions * cfg->max_inflight;
+	nq = cfg->max_queues;
 	s->items = calloc(cfg->max_items, sizeof(*s->items));
-	s->queues = calloc(cfg->max_queues, sizeof(*s->queues));
+	s->queues = calloc(nq, sizeof(*s->queues));
+	s->active = calloc(nq, sizeof(*s->active));
 	s->flights = calloc(nf, sizeof(*s->flights));
-	s->cand = calloc(cfg->max_queues, sizeof(*s->cand));
-	if (!s->items || !s->queues || !s->flights || !s->cand) {
+	s->cand = calloc(nq, sizeof(*s->cand));
+	s->ctmp = calloc(nq, sizeof(*s->ctmp));
+	if (!s->items || !s->queues || !s->active || !s->flights || !s->cand || !s->ctmp) {
 		sched_free(s);
 		return -ENOMEM;
 	}
@@ -101,8 +143,10 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 	for (uint32_t i = 0; i < cfg->max_items; i++)
 		s->items[i].next = i + 1 < cfg->max_items ? i + 1 : NIL;
 	s->free_head = 0;
-	for (uint32_t q = 0; q < cfg->max_queues; q++)
+	for (uint32_t q = 0; q < nq; q++) {
 		s->queues[q].head = s->queues[q].tail = NIL;
+		s->queues[q].apos = NIL;
+	}
 	*out = s;
 	return 0;
 }
@@ -119,8 +163,25 @@ void sched_free(struct sched *s)
 	free(s->flights);
 	free(s->items);
 	free(s->queues);
+	free(s->active);
 	free(s->cand);
+	free(s->ctmp);
 	free(s);
+}
+
+static void active_add(struct sched *s, uint32_t qi)
+{
+	s->queues[qi].apos = s->nactive;
+	s->active[s->nactive++] = qi;
+}
+
+static void active_remove(struct sched *s, uint32_t qi)
+{
+	uint32_t pos = s->queues[qi].apos, last = s->active[--s->nactive];
+
+	s->active[pos] = last;
+	s->queues[last].apos = pos;
+	s->queues[qi].apos = NIL;
 }
 
 /* Launches of q from now on run on partition p; later ones wait for the earlier ones to finish. */
@@ -138,6 +199,7 @@ int sched_move_queue(struct sched *s, uint32_t queue, uint32_t partition)
 {
 	if (queue >= s->cfg.max_queues || partition >= s->cfg.partitions)
 		return -EINVAL;
+	s->quiet = false;
 	move_queue(s, &s->queues[queue], partition);
 	return 0;
 }
@@ -151,6 +213,7 @@ int sched_submit(struct sched *s, const struct sched_launch *l)
 		return -EINVAL;
 	if (s->free_head == NIL)
 		return -ENOSPC;
+	s->quiet = false;
 	q = &s->queues[l->queue];
 	if (q->head == NIL && q->inflight == 0)
 		q->partition = l->partition;
@@ -160,11 +223,14 @@ int sched_submit(struct sched *s, const struct sched_launch *l)
 	s->free_head = s->items[i].next;
 	s->items[i].l = *l;
 	s->items[i].next = NIL;
-	if (q->tail == NIL)
+	if (q->tail == NIL) {
 		q->head = i;
-	else
+		active_add(s, l->queue);
+	} else {
 		s->items[q->tail].next = i;
+	}
 	q->tail = i;
+	q->waiting++;
 	s->pending++;
 	return 0;
 }
@@ -173,8 +239,40 @@ int sched_block(struct sched *s, uint32_t queue, bool blocked)
 {
 	if (queue >= s->cfg.max_queues)
 		return -EINVAL;
+	s->quiet = false;
 	s->queues[queue].blocked = blocked;
 	return 0;
+}
+
+uint32_t sched_queue_waiting(const struct sched *s, uint32_t queue)
+{
+	return queue < s->cfg.max_queues ? s->queues[queue].waiting : 0;
+}
+
+int sched_drop_queue(struct sched *s, uint32_t queue, uint64_t *ids, size_t max)
+{
+	struct queue *q;
+	uint32_t n = 0;
+
+	if (queue >= s->cfg.max_queues)
+		return -EINVAL;
+	q = &s->queues[queue];
+	if (q->waiting > max)
+		return -ENOSPC;
+	s->quiet = false;
+	for (uint32_t i = q->head, nx; i != NIL; i = nx) {
+		nx = s->items[i].next;
+		ids[n++] = s->items[i].l.id;
+		s->items[i].next = s->free_head;
+		s->free_head = i;
+	}
+	if (q->head != NIL)
+		active_remove(s, queue);
+	q->head = q->tail = NIL;
+	q->waiting = 0;
+	q->blocked = false;
+	s->pending -= n;
+	return (int)n;
 }
 
 static struct klass *class_slot(struct sched *s, uint64_t key, bool create)
@@ -203,6 +301,7 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready)
 
 	if (!klass)
 		return -EINVAL;
+	s->quiet = false;
 	k = class_slot(s, klass, ready);
 	if (!k)
 		return ready ? -ENOSPC : 0;
@@ -210,11 +309,12 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready)
 	return 0;
 }
 
-static bool class_is_ready(struct sched *s, uint64_t klass)
+/* The slot of a class whose launches may be bundled (compiled), NIL otherwise. */
+static uint32_t ready_class(struct sched *s, uint64_t klass)
 {
 	struct klass *k = klass ? class_slot(s, klass, false) : NULL;
 
-	return k && k->ready;
+	return k && k->ready ? (uint32_t)(k - s->classes) : NIL;
 }
 
 static struct cost *cost_slot(const struct sched *s, uint64_t key)
@@ -254,38 +354,68 @@ static void cost_learn(struct sched *s, uint64_t key, uint64_t ns)
 		c->ns -= (c->ns - ns) >> s->cfg.ewma_shift;
 }
 
-static int cand_cmp_ctx(const struct sched *s, uint32_t a, uint32_t b)
+/* (deadline, queue): a total order, as a queue has one candidate at most. Branch-free: the order is random. */
+static bool cand_before(const struct cand *a, const struct cand *b)
 {
-	const struct sched_launch *x = &s->items[a].l, *y = &s->items[b].l;
-
-	if (x->deadline_ns != y->deadline_ns)
-		return x->deadline_ns < y->deadline_ns ? -1 : 1;
-	if (x->queue != y->queue)
-		return x->queue < y->queue ? -1 : 1;
-	return 0;
+	return (a->deadline < b->deadline) | ((a->deadline == b->deadline) & (a->queue < b->queue));
 }
 
-/* Insertion sort by (deadline, queue): deterministic, and the window is small. */
-static void sort_cand(const struct sched *s, uint32_t *c, uint32_t n)
+/* Bottom-up merge sort of a[0..n) by cand_before, tmp (n entries) as the buffer: O(n log n), no allocation. */
+static void sort_cand(struct cand *a, struct cand *tmp, uint32_t n)
 {
-	for (uint32_t i = 1; i < n; i++) {
-		uint32_t v = c[i], j = i;
+	struct cand *src = a, *dst = tmp, *sw;
 
-		while (j > 0 && cand_cmp_ctx(s, c[j - 1], v) > 0) {
-			c[j] = c[j - 1];
-			j--;
+	for (uint32_t lo = 0; lo < n; lo += SORT_RUN) {
+		uint32_t hi = n - lo < SORT_RUN ? n : lo + SORT_RUN;
+
+		for (uint32_t i = lo + 1; i < hi; i++) {
+			struct cand v = a[i];
+			uint32_t j = i;
+
+			while (j > lo && cand_before(&v, &a[j - 1])) {
+				a[j] = a[j - 1];
+				j--;
+			}
+			a[j] = v;
 		}
-		c[j] = v;
 	}
+	for (uint32_t w = SORT_RUN; w < n; w *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+			uint32_t mid = n - lo < w ? n : lo + w;
+			uint32_t hi = n - lo < 2 * w ? n : lo + 2 * w;
+			uint32_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi) {
+				bool t = cand_before(&src[j], &src[i]);
+
+				dst[k++] = t ? src[j] : src[i];
+				j += t;
+				i += !t;
+			}
+			while (i < mid)
+				dst[k++] = src[i++];
+			while (j < hi)
+				dst[k++] = src[j++];
+		}
+		sw = src;
+		src = dst;
+		dst = sw;
+	}
+	if (src != a)
+		memcpy(a, src, (size_t)n * sizeof(*a));
 }
 
 static void pop_head(struct sched *s, uint32_t item)
 {
-	struct queue *q = &s->queues[s->items[item].l.queue];
+	uint32_t qi = s->items[item].l.queue;
+	struct queue *q = &s->queues[qi];
 
 	q->head = s->items[item].next;
-	if (q->head == NIL)
+	if (q->head == NIL) {
 		q->tail = NIL;
+		active_remove(s, qi);
+	}
+	q->waiting--;
 	s->items[item].next = s->free_head;
 	s->free_head = item;
 	s->pending--;
@@ -301,61 +431,148 @@ static struct flight *flight_take(struct sched *s, uint32_t p)
 	return NULL;
 }
 
+/*
+ * Collects the candidates: the heads of the active queues that are neither
+ * blocked nor fenced, on partitions with a free in-flight slot. Leaves them
+ * in s->cand grouped by partition (partition p: seg[p] .. seg[p + 1]), each
+ * group sorted by (deadline, queue).
+ */
+static void collect(struct sched *s, uint32_t seg[SCHED_MAX_PARTITIONS + 1])
+{
+	uint32_t cnt[SCHED_MAX_PARTITIONS] = { 0 }, n = 0;
+
+	for (uint32_t a = 0; a < s->nactive; a++) {
+		uint32_t qi = s->active[a];
+		const struct queue *q = &s->queues[qi];
+
+		if (q->blocked || q->fenced || s->inflight[q->partition] >= s->cfg.max_inflight)
+			continue;
+		s->ctmp[n].deadline = s->items[q->head].l.deadline_ns;
+		s->ctmp[n].queue = qi;
+		s->ctmp[n].item = q->head;
+		s->ctmp[n].ks = ready_class(s, s->items[q->head].l.klass);
+		cnt[q->partition]++;
+		n++;
+	}
+	seg[0] = 0;
+	for (uint32_t p = 0; p < SCHED_MAX_PARTITIONS; p++)
+		seg[p + 1] = seg[p] + cnt[p];
+	memcpy(cnt, seg, sizeof(cnt)); /* next free position of each partition */
+	for (uint32_t c = 0; c < n; c++)
+		s->cand[cnt[s->queues[s->ctmp[c].queue].partition]++] = s->ctmp[c];
+	for (uint32_t p = 0; p < s->cfg.partitions; p++)
+		sort_cand(s->cand + seg[p], s->ctmp + seg[p], seg[p + 1] - seg[p]);
+}
+
+/* Chains the candidates lo .. hi of one partition by class, in their (deadline) order. */
+static void chain_classes(struct sched *s, uint32_t lo, uint32_t hi)
+{
+	s->stamp++;
+	for (uint32_t c = lo; c < hi; c++) {
+		uint32_t ks = s->cand[c].ks;
+
+		s->cand[c].next = NIL;
+		if (ks == NIL)
+			continue;
+		if (s->classes[ks].stamp != s->stamp) {
+			s->classes[ks].stamp = s->stamp;
+			s->classes[ks].held = false;
+		} else {
+			s->cand[s->classes[ks].last].next = c;
+		}
+		s->classes[ks].last = c;
+	}
+}
+
 size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_t max, uint64_t *wake_ns)
 {
+	uint32_t seg[SCHED_MAX_PARTITIONS + 1];
 	uint64_t wake = UINT64_MAX;
 	size_t nb = 0;
 
-	for (uint32_t p = 0; p < s->cfg.partitions && nb < max; p++) {
-		uint32_t nc = 0;
+	if (s->quiet && now < s->quiet_wake) {
+		if (wake_ns)
+			*wake_ns = s->quiet_wake;
+		return 0;
+	}
+	collect(s, seg);
+	for (uint32_t p = 0; p < s->cfg.partitions; p++) {
+		uint32_t c = seg[p], hi = seg[p + 1];
+		uint64_t held_wake = UINT64_MAX; /* earliest end of slack of the bundles held on p */
+		bool held = false;
 
-		for (uint32_t qi = 0; qi < s->cfg.max_queues; qi++) {
-			const struct queue *q = &s->queues[qi];
-
-			if (q->head != NIL && !q->blocked && !q->fenced && q->partition == p)
-				s->cand[nc++] = q->head;
+		if (c == hi)
+			continue;
+		if (nb >= max) {
+			wake = now; /* out is full: more may be ready */
+			break;
 		}
-		sort_cand(s, s->cand, nc);
-		while (nc && nb < max && s->inflight[p] < s->cfg.max_inflight) {
-			const struct sched_launch *e = &s->items[s->cand[0]].l;
-			struct sched_bundle *b = &out[nb];
-			uint32_t take[SCHED_MAX_BUNDLE], nt = 1, sum = e->blocks, left = 0;
-			bool fusible = class_is_ready(s, e->klass), full = false;
-			uint64_t pred = sched_predict(s, e->cost_key);
+		chain_classes(s, c, hi);
+		for (; c < hi && s->inflight[p] < s->cfg.max_inflight; c++) {
+			const struct sched_launch *e;
+			struct sched_bundle *b;
+			uint32_t take[SCHED_MAX_BUNDLE], nt = 1, ks = s->cand[c].ks;
+			uint64_t sum, pred;
+			bool full = false;
 			struct flight *f;
 
-			take[0] = 0;
-			if (fusible) {
-				for (uint32_t c = 1; c < nc; c++) {
-					const struct sched_launch *x = &s->items[s->cand[c]].l;
+			if (s->cand[c].item == NIL || (ks != NIL && s->classes[ks].held))
+				continue; /* dispatched, or its class is held */
+			if (nb >= max) {
+				wake = now;
+				break;
+			}
+			e = &s->items[s->cand[c].item].l;
+			b = &out[nb];
+			sum = e->blocks;
+			pred = sched_predict(s, e->cost_key);
+			take[0] = c;
+			if (ks != NIL) {
+				/*
+				 * Pack the class's later candidates in deadline order: those that fit are unlinked
+				 * from the chain (taken, or, if the bundle is held, the class is skipped for the
+				 * rest of this pass anyway), those that do not stay and make the bundle full.
+				 */
+				uint32_t prev = c;
 
-					if (x->klass != e->klass)
-						continue;
-					if (nt == SCHED_MAX_BUNDLE || sum + x->blocks > e->capacity) {
+				for (uint32_t x = s->cand[c].next; x != NIL && sum < e->capacity && nt < SCHED_MAX_BUNDLE;
+				     x = s->cand[x].next) {
+					const struct sched_launch *xl = &s->items[s->cand[x].item].l;
+					uint64_t xp;
+
+					if (sum + xl->blocks > e->capacity) {
 						full = true;
+						prev = x;
 						continue;
 					}
-					take[nt++] = c;
-					sum += x->blocks;
-					if (sched_predict(s, x->cost_key) > pred)
-						pred = sched_predict(s, x->cost_key);
+					take[nt++] = x;
+					sum += xl->blocks;
+					xp = sched_predict(s, xl->cost_key);
+					if (xp > pred)
+						pred = xp;
+					s->cand[prev].next = s->cand[x].next;
 				}
 				if (sum >= e->capacity || nt == SCHED_MAX_BUNDLE)
 					full = true;
-				if (!full && s->inflight[p] > 0 && now + pred + s->cfg.slack_margin_ns < e->deadline_ns) {
-					/* hold: more members may come before the slack runs out */
-					uint64_t t = e->deadline_ns - pred - s->cfg.slack_margin_ns;
+				if (!full) {
+					uint64_t pm = sat_add(pred, s->cfg.slack_margin_ns), bu = s->busy_until[p];
+					bool slack = e->deadline_ns > now && e->deadline_ns - now > pm;
+					bool busy = s->inflight[p] > 0 && bu > now && bu - now > s->cfg.idle_margin_ns;
 
-					if (t < wake)
-						wake = t;
-					break;
-				}
-				if (full)
+					if (slack && busy) {
+						/* hold: more members may come before the slack runs out or the partition idles */
+						if (e->deadline_ns - pm < held_wake)
+							held_wake = e->deadline_ns - pm;
+						s->classes[ks].held = held = true;
+						continue;
+					}
+					if (s->inflight[p] == 0 || slack)
+						s->st.dispatch_idle++; /* idle, or predicted idle within idle_margin_ns */
+					else
+						s->st.dispatch_slack++;
+				} else {
 					s->st.dispatch_full++;
-				else if (s->inflight[p] == 0)
-					s->st.dispatch_idle++;
-				else
-					s->st.dispatch_slack++;
+				}
 			} else {
 				s->st.dispatch_alone++;
 			}
@@ -372,25 +589,22 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			f->partition = p;
 			f->n = nt;
 			for (uint32_t k = 0; k < nt; k++) {
-				uint32_t it = s->cand[take[k]];
+				uint32_t it = s->cand[take[k]].item;
 				const struct sched_launch *x = &s->items[it].l;
 
 				b->ids[k] = x->id;
 				f->keys[k] = x->cost_key;
 				f->queues[k] = x->queue;
 				s->queues[x->queue].inflight++;
-				if (x->deadline_ns < now + pred)
+				if (x->deadline_ns < sat_add(now, pred))
 					s->st.deadline_misses++;
 				pop_head(s, it);
-				s->cand[take[k]] = NIL;
+				s->cand[take[k]].item = NIL;
 			}
-			/* drop the taken candidates, keeping the order */
-			for (uint32_t c = 0; c < nc; c++)
-				if (s->cand[c] != NIL)
-					s->cand[left++] = s->cand[c];
-			nc = left;
+			s->busy_until[p] = sat_add(s->busy_until[p] > now ? s->busy_until[p] : now, pred);
 			s->inflight[p]++;
 			s->st.bundles++;
+			s->st.part_bundles[p]++;
 			s->st.launches += nt;
 			if (b->fused) {
 				s->st.fused_bundles++;
@@ -400,13 +614,27 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				s->st.max_members = nt;
 			nb++;
 		}
+		/*
+		 * Something is held: poll again when its slack runs out or when p is
+		 * predicted idle within the margin. busy_until only grew since the
+		 * hold, so busy_until - idle_margin_ns > now still.
+		 */
+		if (held) {
+			if (s->busy_until[p] - s->cfg.idle_margin_ns < held_wake)
+				held_wake = s->busy_until[p] - s->cfg.idle_margin_ns;
+			if (held_wake < wake)
+				wake = held_wake;
+		}
 	}
+	/* max == 0: wake is now, nothing is cached */
+	s->quiet = nb == 0 && wake > now;
+	s->quiet_wake = wake;
 	if (wake_ns)
 		*wake_ns = wake;
 	return nb;
 }
 
-int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns)
+int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now)
 {
 	uint32_t nf = s->cfg.partitions * s->cfg.max_inflight;
 
@@ -415,6 +643,7 @@ int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns)
 
 		if (!f->used || f->token != token)
 			continue;
+		s->quiet = false;
 		for (uint32_t k = 0; k < f->n; k++) {
 			struct queue *q = &s->queues[f->queues[k]];
 
@@ -423,7 +652,8 @@ int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns)
 				q->fenced = false;
 		}
 		f->used = false;
-		s->inflight[f->partition]--;
+		if (--s->inflight[f->partition] == 0)
+			s->busy_until[f->partition] = now;
 		return 0;
 	}
 	return -ENOENT;

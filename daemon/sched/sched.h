@@ -5,19 +5,39 @@
  * The window is the head launch of every queue. Each launch has a deadline
  * and belongs to a partition (a stream of bundles: bundles of one partition
  * run in the order they are dispatched) and to a fusion class (launches that
- * one fused kernel can run together; 0 = not fusible). sched_poll picks, per
- * partition, the ready launch with the earliest deadline and packs the other
- * ready launches of its class in deadline order up to the class's capacity in
- * blocks, then dispatches the bundle when it is full, when the earliest
- * member's slack (deadline - now - predicted time) is below the margin, or
- * when the partition has nothing in flight (work-conserving: holding work
- * back never leaves a partition idle while work is ready). Launches of a
- * class that is not compiled yet, or not fusible, go alone.
+ * one fused kernel can run together; 0 = not fusible). sched_poll takes, per
+ * partition, the window's launches that are not blocked or fenced in
+ * (deadline, queue id) order. The earliest one leads a bundle: if its class
+ * is compiled, the other window launches of its class are packed in deadline
+ * order up to the leader's capacity in blocks (one that does not fit is
+ * passed over, and makes the bundle full), and the bundle is dispatched when
+ * it is full, when the leader's slack (deadline - now - predicted time) is
+ * not above the slack margin, or when the partition is idle or predicted to
+ * be within idle_margin_ns; otherwise it is held. A held class's launches are
+ * all passed over for the rest of that poll, and the next launch in deadline
+ * order (of another class, or not fusible) leads the next bundle, as long as
+ * the partition has an in-flight slot. Launches of a class that is not
+ * compiled yet, or not fusible, go alone, at once.
+ *
+ * Work-conserving: a partition with nothing in flight never holds, so while
+ * it has a launch that is neither blocked nor fenced, sched_poll dispatches.
+ * Pipelining: each partition has a predicted busy_until (the end of its work
+ * in flight, from the cost model), so the next bundle can be queued on the
+ * stream just before the GPU would go idle, not after.
  *
  * Order within a queue is kept: only a queue's head is in the window, and a
  * queue's next launch enters it only once the head has been dispatched (into
- * a bundle of the same partition, so the stream keeps their order). A queue
- * can be blocked (an event wait the caller tracks) and unblocked.
+ * a bundle of the same partition, so the stream keeps their order; one poll
+ * dispatches one launch of a queue at most). A queue can be blocked (an event
+ * wait the caller tracks) and unblocked.
+ *
+ * Cost: sched_poll visits only the queues with a launch waiting (kept in an
+ * active list, O(1) to update on submit, dispatch and drop), then sorts the
+ * candidates (O(n log n) in the number n of such queues, not in max_queues).
+ * A poll that dispatched nothing is remembered: until its wake time, and
+ * while nothing changes (a submit, block, move, class change, drop or
+ * completion), the next poll returns the same answer at once. Nothing
+ * allocates after sched_new.
  *
  * Not built into oood yet: the executor will feed it (issue 7).
  */
@@ -36,9 +56,10 @@ struct sched_cfg {
 	uint32_t max_items;        /* launches waiting in all queues together */
 	uint32_t partitions;       /* 1 .. SCHED_MAX_PARTITIONS */
 	uint32_t max_inflight;     /* bundles in flight per partition (>= 1) */
-	uint64_t slack_margin_ns;  /* dispatch when the earliest member's slack falls below this */
+	uint64_t slack_margin_ns;  /* dispatch when the earliest member's slack is no longer above this */
 	uint64_t default_cost_ns;  /* predicted duration of a launch never seen */
 	uint32_t ewma_shift;       /* cost model: new = old + (sample - old) >> shift */
+	uint64_t idle_margin_ns;   /* a partial bundle goes once its partition is predicted idle within this (0 allowed) */
 };
 
 struct sched_launch {
@@ -63,9 +84,21 @@ struct sched_bundle {
 
 struct sched_stats {
 	uint64_t bundles, fused_bundles, launches, fused_launches;
+	/*
+	 * Why a bundle of a compiled class went: full; idle (nothing in flight, or
+	 * the partition is predicted idle within idle_margin_ns while the leader
+	 * still had slack); slack (the leader's slack ran out while the partition
+	 * was busy). Alone: a launch not fusible or of a class not compiled.
+	 */
 	uint64_t dispatch_full, dispatch_slack, dispatch_idle, dispatch_alone;
 	uint32_t max_members;
-	uint64_t deadline_misses; /* members dispatched too late to finish by their deadline (as predicted) */
+	/*
+	 * Members dispatched too late to finish by their deadline, as predicted:
+	 * deadline < now + the bundle's predicted_ns (the wait behind the
+	 * partition's work in flight is not counted).
+	 */
+	uint64_t deadline_misses;
+	uint64_t part_bundles[SCHED_MAX_PARTITIONS]; /* bundles dispatched on each partition */
 };
 
 struct sched;
@@ -79,6 +112,21 @@ int sched_submit(struct sched *s, const struct sched_launch *l);
 
 /* A queue waits for something outside the scheduler (an event): its head leaves the window until unblocked. */
 int sched_block(struct sched *s, uint32_t queue, bool blocked);
+
+/* Launches of the queue waiting (submitted, not dispatched); 0 for a queue id out of range. */
+uint32_t sched_queue_waiting(const struct sched *s, uint32_t queue);
+
+/*
+ * The queue is gone (destroyed, or its session): removes all its waiting
+ * launches, writes their ids to ids in queue order and returns how many
+ * (ids may be NULL when max is 0 and none waits), and unblocks it.
+ * -ENOSPC, removing nothing, when more than max are waiting (see
+ * sched_queue_waiting); -EINVAL for a queue id out of range. Its launches in
+ * flight are not affected: their bundles complete through sched_complete.
+ * The queue id may be used again at once (a later launch of it on another
+ * partition still waits for those in flight, as after sched_move_queue).
+ */
+int sched_drop_queue(struct sched *s, uint32_t queue, uint64_t *ids, size_t max);
 
 /*
  * Launches of a queue run on another partition from now on (a resize or a
@@ -95,13 +143,29 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
 /*
  * Decide what to dispatch at `now`. Writes at most `max` bundles to out and
  * returns how many; *wake_ns (when not NULL) gets the latest time the
- * caller should poll again if nothing else happens (UINT64_MAX: no deadline
- * pending).
+ * caller should poll again if nothing else happens (no submit, unblock,
+ * class ready or completion): the earliest, over the held bundles, of
+ * min(deadline - predicted - slack_margin_ns, busy_until - idle_margin_ns);
+ * `now` when out filled up while launches that may go were left (poll
+ * again at once); UINT64_MAX when nothing is held. A partition without a
+ * free in-flight slot holds nothing: its next completion is the event.
+ *
+ * A non-full bundle of a compiled class is held only if its partition has
+ * a bundle in flight, and now + idle_margin_ns < busy_until, and now +
+ * predicted + slack_margin_ns < the leader's deadline, where predicted is
+ * the bundle's predicted_ns (its longest member's prediction). Dispatching
+ * a bundle sets its partition's busy_until = max(busy_until, now) +
+ * predicted_ns.
  */
 size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_t max, uint64_t *wake_ns);
 
-/* A dispatched bundle finished after elapsed_ns: frees its in-flight slot and teaches the cost model. -ENOENT for an unknown token. */
-int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns);
+/*
+ * A dispatched bundle finished after elapsed_ns (seen at `now`): frees its
+ * in-flight slot and teaches the cost model (every member's cost key learns
+ * elapsed_ns); when it was its partition's last bundle in flight, the
+ * partition's busy_until becomes `now`. -ENOENT for an unknown token.
+ */
+int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now);
 
 /* Predicted duration of a launch with this cost key. */
 uint64_t sched_predict(const struct sched *s, uint64_t cost_key);
