@@ -22,6 +22,17 @@ static bool resolve(get_proc_fn get_proc, const char *name, int version, void **
 	return true;
 }
 
+/*
+ * The CUDA_FUNCS_NEWER functions the executor cannot do without: the
+ * datapath reads every kernel's parameter layout with cuFuncGetParamInfo
+ * (CUDA 12.4). The others (green contexts: daemon/exec/partition.c) are
+ * optional, NULL on an older driver.
+ */
+static bool newer_required(const char *name)
+{
+	return strcmp(name, "cuFuncGetParamInfo") == 0;
+}
+
 int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap)
 {
 	get_proc_fn get_proc;
@@ -74,10 +85,18 @@ int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap)
 		missing = #name;
 	CUDA_FUNCS(CUDA_RESOLVE)
 #undef CUDA_RESOLVE
-	/* newer functions: the driver must be at least as new as the function */
+	/*
+	 * Newer functions, each asked for at the version it appeared in: a
+	 * driver older than that (or one without it) leaves the pointer NULL,
+	 * and its callers check before calling. Only the ones newer_required()
+	 * names are refused as missing (-ENOEXEC), as before.
+	 */
 #define CUDA_RESOLVE_V(name, ver)                                                                          \
-	if (!missing && !resolve(get_proc, #name, ver, (void **)&api->p_##name))                           \
-		missing = #name;
+	if (!missing && !resolve(get_proc, #name, ver, (void **)&api->p_##name)) {                         \
+		api->p_##name = NULL;                                                                      \
+		if (newer_required(#name))                                                                 \
+			missing = #name;                                                                   \
+	}
 	CUDA_FUNCS_NEWER(CUDA_RESOLVE_V)
 #undef CUDA_RESOLVE_V
 	if (missing) {
