@@ -544,15 +544,28 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 {
 	struct coalescer *co = dp->co;
 	struct dp_cmd *cmd;
-	uint32_t slot;
+	uint32_t slot, seq = 0, ev = 0;
+	bool force = false;
 	int shape = -1;
 
 	*full = false;
 	if (!co)
 		return false;
-	if (!q->bl_len && !holdable(dp, s, e, &shape)) {
+	/*
+	 * Events keep their program order across queues: a record waits for the
+	 * event's earlier records, a wait for the records taken before it, even
+	 * when those are held behind launches in other queues' backlogs.
+	 */
+	if (e->opcode == OOO_OP_EVENT_RECORD || e->opcode == OOO_OP_EVENT_WAIT) {
+		ev = e->event.event;
+		seq = e->opcode == OOO_OP_EVENT_RECORD ? s->ev_rec[ev] + 1 : s->ev_rec[ev];
+		force = e->opcode == OOO_OP_EVENT_RECORD ? s->ev_iss[ev] != seq - 1 : s->ev_iss[ev] < seq;
+	}
+	if (!q->bl_len && !force && !holdable(dp, s, e, &shape)) {
 		if (e->opcode == OOO_OP_LAUNCH)
 			co->st.direct_launches++;
+		if (e->opcode == OOO_OP_EVENT_RECORD)
+			s->ev_rec[ev] = s->ev_iss[ev] = seq; /* the caller issues it now */
 		return false;
 	}
 	if (q->bl_len == DP_BACKLOG || (e->opcode == OOO_OP_LAUNCH && e->launch.param_len > DP_HOLD_PARAMS)) {
@@ -567,14 +580,19 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 			free(q->blparams);
 			q->bl = NULL;
 			q->blparams = NULL;
-			return false; /* the backlog is empty here: issue it now */
+			if (e->opcode == OOO_OP_EVENT_RECORD)
+				s->ev_rec[ev] = s->ev_iss[ev] = seq;
+			return false; /* the backlog is empty here: issue it now (an event's order may slip: no memory) */
 		}
 	}
+	if (e->opcode == OOO_OP_EVENT_RECORD)
+		s->ev_rec[ev] = seq;
 	slot = (q->bl_head + q->bl_len) % DP_BACKLOG;
 	cmd = &q->bl[slot];
 	cmd->e = *e;
 	cmd->arrival_ns = now;
 	cmd->deadline_ns = now + (uint64_t)(q->slo_us ? q->slo_us : CO_DEFAULT_SLO_US) * 1000u;
+	cmd->ev_seq = seq;
 	if (e->opcode == OOO_OP_LAUNCH && e->launch.param_len)
 		memcpy(bl_params(q, slot), (unsigned char *)s->base + s->h.staging_off + e->launch.param_off,
 		       e->launch.param_len);
@@ -596,8 +614,20 @@ static void issue_held(struct datapath *dp, struct dp_queue *q, struct dp_cmd *c
 {
 	int r = dp_issue(dp, q->s, &cmd->e, bl_params(q, slot));
 
+	if (cmd->e.opcode == OOO_OP_EVENT_RECORD && cmd->ev_seq > q->s->ev_iss[cmd->e.event.event])
+		q->s->ev_iss[cmd->e.event.event] = cmd->ev_seq;
 	if (r < 0)
 		member_error(dp, q, cmd, r);
+}
+
+/* May a held event command go now? */
+static bool event_ready(const struct dp_session *s, const struct dp_cmd *cmd)
+{
+	if (cmd->e.opcode == OOO_OP_EVENT_RECORD)
+		return s->ev_iss[cmd->e.event.event] == cmd->ev_seq - 1;
+	if (cmd->e.opcode == OOO_OP_EVENT_WAIT)
+		return s->ev_iss[cmd->e.event.event] >= cmd->ev_seq;
+	return true;
 }
 
 /* Move q's backlog forward: issue what goes to its own stream, hand its next launch to the scheduler. */
@@ -612,6 +642,8 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 
 		if ((cmd->e.flags & OOO_SQE_NOTIFY) && q->len == DP_QUEUE_DEPTH)
 			break; /* its completion needs a slot: after the next reap */
+		if (!event_ready(q->s, cmd))
+			break; /* an earlier record of the event is still held in another queue */
 		if (holdable(dp, q->s, &cmd->e, &shape)) {
 			struct co_class *c = q->s->kfuse[cmd->e.launch.kernel];
 			struct sched_launch l;

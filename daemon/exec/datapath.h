@@ -43,6 +43,7 @@ struct dp_cmd {
 	struct ooo_sqe e;
 	uint64_t arrival_ns;
 	uint64_t deadline_ns;
+	uint32_t ev_seq; /* EVENT_RECORD: its number among the event's records; EVENT_WAIT: the records it must follow */
 };
 
 struct dp_pending {
@@ -97,6 +98,8 @@ struct dp_session {
 	uint16_t kmodule[DP_MAX_KERNELS]; /* module index + 1 of each kernel, 0: free */
 	struct vkernel kernels[DP_MAX_KERNELS];
 	CUevent events[DP_MAX_EVENTS]; /* created on first record */
+	/* with the coalescer: records of each event taken from the ring, and issued (in that order) */
+	uint32_t ev_rec[DP_MAX_EVENTS], ev_iss[DP_MAX_EVENTS];
 	void *host[OOO_HOST_REGIONS];  /* host regions, mapped and registered */
 	uint64_t host_size[OOO_HOST_REGIONS];
 	uint8_t queue_live[DP_MAX_QUEUES];
