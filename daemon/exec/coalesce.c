@@ -768,14 +768,6 @@ static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp
 	return r;
 }
 
-static bool sticky_error(CUresult r)
-{
-	return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
-	       r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC ||
-	       r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ECC_UNCORRECTABLE ||
-	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_UNKNOWN;
-}
-
 static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_t now)
 {
 	struct coalescer *co = dp->co;
@@ -821,7 +813,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		r = launch_fused(dp, b, qs, n);
 		if (r == CUDA_SUCCESS) {
 			b->fused = true;
-		} else if (sticky_error(r)) {
+		} else if (dp_sticky(r)) {
 			dp_set_fatal(dp, r, "launching a fused kernel");
 		} else {
 			if (r != CUDA_ERROR_NOT_READY)
@@ -846,9 +838,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 						      cmd->e.launch.block[1], cmd->e.launch.block[2], cmd->e.launch.shmem,
 						      co->stream, NULL, psize ? extra : NULL);
 			if (r != CUDA_SUCCESS) {
-				if (sticky_error(r))
+				if (dp_sticky(r))
 					dp_set_fatal(dp, r, "enqueue");
-				member_error(dp, q, cmd, sticky_error(r) ? -OOO_EFAULT : -EIO);
+				member_error(dp, q, cmd, dp_sticky(r) ? -OOO_EFAULT : -EIO);
 			}
 		}
 		b->m[b->n++] = (struct co_member){ .arrival = cmd->arrival_ns, .deadline = cmd->deadline_ns, .cls = q->cls };

@@ -531,7 +531,7 @@ bool dp_post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t o
 	return true;
 }
 
-static bool sticky(CUresult r)
+bool dp_sticky(CUresult r)
 {
 	return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
 	       r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_INVALID_ADDRESS_SPACE ||
@@ -643,7 +643,7 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 	}
 failed:
 	if (r != CUDA_SUCCESS) {
-		if (sticky(r)) {
+		if (dp_sticky(r)) {
 			dp_set_fatal(dp, r, "enqueue");
 			return -OOO_EFAULT;
 		}

@@ -152,6 +152,7 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 bool dp_post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t op, int32_t status);
 void dp_set_fatal(struct datapath *dp, CUresult r, const char *what);
 uint64_t dp_now_ns(void); /* CLOCK_MONOTONIC */
+bool dp_sticky(CUresult r); /* the context is lost after this error */
 
 /* Issue what the rings hold and post what completed. Returns true if anything moved. */
 bool dp_progress(struct datapath *dp);
