@@ -402,9 +402,11 @@ void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, u
 
 void co_module_unload(struct datapath *dp, struct dp_session *s, uint32_t module)
 {
-	if (!dp->co || module >= DP_MAX_MODULES || !s->pmods[module])
+	if (!dp->co)
 		return;
-	co_flush_session(dp, s);
+	co_flush_session(dp, s); /* held launches of any module's kernels (CUBIN too) go before it */
+	if (module >= DP_MAX_MODULES || !s->pmods[module])
+		return;
 	for (uint32_t k = 0; k < DP_MAX_KERNELS; k++) {
 		if (s->kmodule[k] == module + 1 && s->kfuse[k]) {
 			class_put(dp, s->kfuse[k]);
@@ -581,9 +583,11 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 			free(q->blparams);
 			q->bl = NULL;
 			q->blparams = NULL;
-			if (e->opcode == OOO_OP_EVENT_RECORD)
-				s->ev_rec[ev] = s->ev_iss[ev] = seq;
-			return false; /* the backlog is empty here: issue it now (an event's order may slip: no memory) */
+			if (force) {
+				*full = true; /* it must wait, and there is no memory to hold it: refused (-EBUSY) */
+				return false;
+			}
+			return false; /* the backlog is empty here: issue it now */
 		}
 	}
 	if (e->opcode == OOO_OP_EVENT_RECORD)
@@ -625,7 +629,7 @@ static void issue_held(struct datapath *dp, struct dp_queue *q, struct dp_cmd *c
 static bool event_ready(const struct dp_session *s, const struct dp_cmd *cmd)
 {
 	if (cmd->e.opcode == OOO_OP_EVENT_RECORD)
-		return s->ev_iss[cmd->e.event.event] == cmd->ev_seq - 1;
+		return s->ev_iss[cmd->e.event.event] >= cmd->ev_seq - 1; /* >=: a flush may have issued later ones */
 	if (cmd->e.opcode == OOO_OP_EVENT_WAIT)
 		return s->ev_iss[cmd->e.event.event] >= cmd->ev_seq;
 	return true;
@@ -827,6 +831,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		struct dp_queue *q = qs[k];
 		struct dp_cmd *cmd = &q->bl[q->bl_head];
 		struct dp_session *s = q->s;
+		int32_t merr = 0;
 
 		if (!b->fused && !dp->fatal) {
 			size_t psize = cmd->e.launch.param_len;
@@ -840,7 +845,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			if (r != CUDA_SUCCESS) {
 				if (dp_sticky(r))
 					dp_set_fatal(dp, r, "enqueue");
-				member_error(dp, q, cmd, dp_sticky(r) ? -OOO_EFAULT : -EIO);
+				merr = dp_sticky(r) ? -OOO_EFAULT : -EIO;
+				if (!(cmd->e.flags & OOO_SQE_NOTIFY))
+					member_error(dp, q, cmd, merr); /* else its completion below carries it */
 			}
 		}
 		b->m[b->n++] = (struct co_member){ .arrival = cmd->arrival_ns, .deadline = cmd->deadline_ns, .cls = q->cls };
@@ -853,7 +860,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			struct dp_pending *p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 
 			*p = (struct dp_pending){ .b = b, .user_data = cmd->e.user_data, .opcode = cmd->e.opcode,
-						  .notify = true };
+						  .status = merr, .notify = true };
 			b->refs++;
 			q->len++;
 			s->inflight++;
@@ -1038,20 +1045,50 @@ void co_queue_destroy(struct datapath *dp, struct dp_queue *q)
 void co_flush_session(struct datapath *dp, struct dp_session *s)
 {
 	struct coalescer *co = dp->co;
-	bool any = false;
+	bool any = false, moved = true;
 
 	if (!co)
 		return;
+	/* issue held heads whose events allow it, round after round, so records and waits keep their order */
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		struct dp_queue *q = s->queues[i];
+
+		if (q && q->in_sched) {
+			uint64_t id;
+
+			sched_drop_queue(co->sched, q->gid, &id, 1);
+			q->in_sched = false;
+		}
+		if (q)
+			q->sw_wait = false;
+	}
+	while (moved) {
+		moved = false;
+		for (int i = 0; i < DP_MAX_QUEUES; i++) {
+			struct dp_queue *q = s->queues[i];
+
+			while (q && q->bl_len && event_ready(s, &q->bl[q->bl_head])) {
+				issue_held(dp, q, &q->bl[q->bl_head], q->bl_head);
+				bl_pop(co, q);
+				moved = true;
+			}
+		}
+	}
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		struct dp_queue *q = s->queues[i];
 
 		if (q && (q->bl_len || q->last)) {
-			queue_flush(dp, q);
+			queue_flush(dp, q); /* what is left (an event whose record never comes): as it is */
 			any = true;
 		}
 	}
-	if (any || co->nflight)
-		dp->api->p_cuStreamSynchronize(co->stream);
+	/* wait for this session's bundles only (the others' ahead of them on the stream, in order) */
+	for (int i = 0; any && i < DP_MAX_QUEUES; i++) {
+		struct dp_queue *q = s->queues[i];
+
+		if (q && q->last && !q->last->done)
+			dp->api->p_cuEventSynchronize(q->last->end);
+	}
 }
 
 /* ---- start, stop, counters ------------------------------------------------------------- */

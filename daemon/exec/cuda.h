@@ -58,6 +58,7 @@
 	X(cuEventDestroy)                                                                                  \
 	X(cuEventRecord)                                                                                   \
 	X(cuEventQuery)                                                                                    \
+	X(cuEventSynchronize)                                                                              \
 	X(cuMemHostRegister)                                                                               \
 	X(cuMemHostUnregister)                                                                             \
 	X(cuMemcpyHtoDAsync)                                                                               \

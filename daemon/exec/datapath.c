@@ -168,6 +168,8 @@ static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 		q->head = (q->head + 1) % DP_QUEUE_DEPTH;
 		q->len--;
 		dp->inflight--;
+		if (q->s)
+			q->s->inflight--;
 	}
 	dp->api->p_cuStreamDestroy(q->stream);
 	free(q);
@@ -188,7 +190,6 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 	if (!create) {
 		if (!s->queues[queue])
 			return -ENOENT;
-		s->inflight -= s->queues[queue]->len;
 		queue_destroy(dp, s->queues[queue]);
 		s->queues[queue] = NULL;
 		s->queue_live[queue] = 0;
