@@ -120,14 +120,6 @@ struct coalescer {
 	struct sched_bundle out[CO_POLL_MAX];
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- parsed modules and classes ---------------------------------------------------- */
 
 static void pmod_put(struct co_pmod *pm)
@@ -209,7 +201,7 @@ static void compile_one(const struct cuda_api *api, struct co_job *j)
 	char log[2048] = "";
 	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
 	void *val[2] = { log, (void *)(uintptr_t)sizeof(log) };
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = dp_now_ns();
 	CUresult r;
 
 	j->rc = jit_fuse(&b, 1, &f, j->why, sizeof(j->why));
@@ -229,7 +221,7 @@ static void compile_one(const struct cuda_api *api, struct co_job *j)
 		}
 	}
 	jit_fused_free(f);
-	j->ns = mono_ns() - t0;
+	j->ns = dp_now_ns() - t0;
 }
 
 static void *compile_main(void *arg)
@@ -1000,11 +992,9 @@ void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass
 		co->st.classes[i].slo_us = q->slo_us;
 }
 
-/* Issue q's held commands now, in order, unfused, on its own stream. */
-static void queue_flush(struct datapath *dp, struct dp_queue *q)
+/* Take q's head launch back from the scheduler: it will be issued unfused. */
+static void queue_unsched(struct coalescer *co, struct dp_queue *q)
 {
-	struct coalescer *co = dp->co;
-
 	if (q->in_sched) {
 		uint64_t id;
 
@@ -1012,6 +1002,14 @@ static void queue_flush(struct datapath *dp, struct dp_queue *q)
 		q->in_sched = false;
 	}
 	q->sw_wait = false;
+}
+
+/* Issue q's held commands now, in order, unfused, on its own stream. */
+static void queue_flush(struct datapath *dp, struct dp_queue *q)
+{
+	struct coalescer *co = dp->co;
+
+	queue_unsched(co, q);
 	while (q->bl_len) {
 		issue_held(dp, q, &q->bl[q->bl_head], q->bl_head);
 		bl_pop(co, q);
@@ -1051,16 +1049,8 @@ void co_flush_session(struct datapath *dp, struct dp_session *s)
 		return;
 	/* issue held heads whose events allow it, round after round, so records and waits keep their order */
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
-		struct dp_queue *q = s->queues[i];
-
-		if (q && q->in_sched) {
-			uint64_t id;
-
-			sched_drop_queue(co->sched, q->gid, &id, 1);
-			q->in_sched = false;
-		}
-		if (q)
-			q->sw_wait = false;
+		if (s->queues[i])
+			queue_unsched(co, s->queues[i]);
 	}
 	while (moved) {
 		moved = false;
@@ -1165,7 +1155,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	}
 	co->thr_started = true;
 	co->ncls = 0;
-	co->start_ns = mono_ns();
+	co->start_ns = dp_now_ns();
 	return 0;
 fail:
 	co_stop(dp);
