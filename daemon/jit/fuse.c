@@ -8,7 +8,8 @@
  *     and one dynamic `ooo_dsmem` when any body uses dynamic shared memory;
  *   - per body k: copies of its read-only initialized data and of the
  *     .funcs it reaches, renamed m<k>_NAME;
- *   - the entry ooo_fused_<key>: a prologue that finds the block's member
+ *   - the entry ooo_fused_<key> (and ooo_fusedp_<key>, the same reading the
+ *     table from its parameter): a prologue that finds the block's member
  *     by binary search over the descriptor, computes its virtual %ctaid,
  *     %nctaid and parameter base, and branches to the member's body. Each
  *     body is the member kernel's own statements in a { } scope with its
@@ -38,6 +39,7 @@ struct gen {
 	bool entry;
 	bool ldparam; /* the statement being printed is `ld.param` of a kernel parameter */
 	bool volatile_ld;
+	bool ptab;   /* the entry that takes the table as its parameter: parameters stay in .param space */
 	uint32_t op; /* opcode token of that statement */
 	struct fscope sc;
 };
@@ -118,7 +120,11 @@ static uint32_t sub_tok(void *ctx, const struct ptx_module *m, uint32_t t, uint3
 		return 0;
 	}
 	if (k->kind == T_IDENT && g->ldparam && t == g->op) {
-		/* the opcode of a rewritten ld.param: .param[::entry] -> .global[.nc] */
+		/*
+		 * The opcode of a rewritten ld.param: .param[::entry] -> .global[.nc]
+		 * (the table in device memory), or .param (the table as the entry's
+		 * parameter, read through an address in a register).
+		 */
 		const char *p = memmem(s, k->len, ".param", 6);
 
 		if (p) {
@@ -126,6 +132,19 @@ static uint32_t sub_tok(void *ctx, const struct ptx_module *m, uint32_t t, uint3
 
 			if (pre + 13 <= k->len && memcmp(p + 6, "::entry", 7) == 0)
 				plen += 7;
+			if (g->ptab) {
+				const char *vol = memmem(s, pre, ".volatile", 9); /* no volatile .param loads */
+
+				if (vol) {
+					buf_put(b, s, (size_t)(vol - s));
+					buf_put(b, vol + 9, pre - (size_t)(vol - s) - 9);
+				} else {
+					buf_put(b, s, pre);
+				}
+				buf_puts(b, ".param");
+				buf_put(b, p + plen, k->len - pre - plen);
+				return 1;
+			}
 			buf_put(b, s, pre);
 			buf_puts(b, g->volatile_ld ? ".global" : ".global.nc");
 			buf_put(b, p + plen, k->len - pre - plen);
@@ -308,16 +327,28 @@ void jit_fused_free(struct jit_fused *f)
 	free(f);
 }
 
-static const char prologue[] =
+static const char prologue_regs[] =
 	"\t.reg .pred %ooo_p0;\n"
 	"\t.reg .b32 %ooo_r<11>;\n"
 	"\t.reg .b64 %ooo_rd<3>;\n"
 	"\t.reg .b32 %ooo_vx, %ooo_vy, %ooo_vz, %ooo_gx, %ooo_gy, %ooo_gz;\n"
-	"\t.reg .b64 %ooo_pbase;\n"
+	"\t.reg .b64 %ooo_pbase;\n";
+
+/* the table in device memory, at the address of the first parameter */
+static const char prologue_global[] =
 	"\tld.param.u64 %ooo_rd0, [ooo_desc];\n"
 	"\tld.param.u32 %ooo_r1, [ooo_n];\n"
 	"\tld.param.u32 %ooo_r2, [ooo_uniform];\n"
-	"\tcvta.to.global.u64 %ooo_rd0, %ooo_rd0;\n"
+	"\tcvta.to.global.u64 %ooo_rd0, %ooo_rd0;\n";
+
+/* the table is the parameter: its .param address in a register, read with ld.param [reg] */
+static const char prologue_param[] =
+	"\tmov.u64 %ooo_rd0, ooo_table;\n"
+	"\tld.param.u32 %ooo_r1, [%ooo_rd0];\n"
+	"\tld.param.u32 %ooo_r2, [%ooo_rd0+12];\n";
+
+/* finding the member; "@LD" is the table's load (ld.global.nc or ld.param) */
+static const char prologue[] =
 	"\tmov.u32 %ooo_r0, %ctaid.x;\n"
 	/* every member the same size: one division finds it */
 	"\tsetp.eq.u32 %ooo_p0, %ooo_r2, 0;\n"
@@ -338,7 +369,7 @@ static const char prologue[] =
 	"\tshr.u32 %ooo_r5, %ooo_r5, 1;\n"
 	"\tmul.wide.u32 %ooo_rd1, %ooo_r5, 32;\n"
 	"\tadd.u64 %ooo_rd1, %ooo_rd0, %ooo_rd1;\n"
-	"\tld.global.nc.u32 %ooo_r6, [%ooo_rd1+16];\n"
+	"\t@LD.u32 %ooo_r6, [%ooo_rd1+16];\n"
 	"\tsetp.le.u32 %ooo_p0, %ooo_r6, %ooo_r0;\n"
 	"\tselp.b32 %ooo_r3, %ooo_r5, %ooo_r3, %ooo_p0;\n"
 	"\tselp.b32 %ooo_r4, %ooo_r4, %ooo_r5, %ooo_p0;\n"
@@ -346,8 +377,8 @@ static const char prologue[] =
 	"$ooo_found:\n"
 	"\tmul.wide.u32 %ooo_rd1, %ooo_r3, 32;\n"
 	"\tadd.u64 %ooo_rd1, %ooo_rd0, %ooo_rd1;\n"
-	"\tld.global.nc.v4.u32 {%ooo_r6, %ooo_r7, %ooo_gx, %ooo_gy}, [%ooo_rd1+16];\n"
-	"\tld.global.nc.v2.u32 {%ooo_gz, %ooo_r8}, [%ooo_rd1+32];\n"
+	"\t@LD.v4.u32 {%ooo_r6, %ooo_r7, %ooo_gx, %ooo_gy}, [%ooo_rd1+16];\n"
+	"\t@LD.v2.u32 {%ooo_gz, %ooo_r8}, [%ooo_rd1+32];\n"
 	"\tsub.u32 %ooo_r9, %ooo_r0, %ooo_r6;\n"
 	/* a block past the member's grid (a table that does not match the launch) does nothing */
 	"\tmul.lo.u32 %ooo_r10, %ooo_gx, %ooo_gy;\n"
@@ -449,6 +480,7 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	snprintf(fz->entry, sizeof(fz->entry), "ooo_fused_");
 	for (int i = 0; i < 8; i++)
 		snprintf(fz->entry + 10 + 2 * i, 3, "%02x", fz->key[i]);
+	snprintf(fz->entry_param, sizeof(fz->entry_param), "ooo_fusedp_%s", fz->entry + 10);
 
 	buf_printf(&b, "//\n// ooo fused kernel %s: %zu bod%s\n//\n", fz->entry, nbodies, nbodies == 1 ? "y" : "ies");
 	for (size_t i = 0; i < nbodies; i++)
@@ -563,8 +595,14 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	}
 	if (rc)
 		goto out;
-	/* the entry */
-	buf_printf(&b, "\n.visible .entry %s(\n\t.param .u64 ooo_desc,\n\t.param .u32 ooo_n,\n\t.param .u32 ooo_uniform\n)\n", fz->entry);
+	/* the entries: the same code, reading the table from device memory or from the parameter */
+	for (int pt = 0; pt < 2 && !rc; pt++) {
+	if (pt)
+		buf_printf(&b, "\n.visible .entry %s(\n\t.param .align 16 .b8 ooo_table[%u]\n)\n", fz->entry_param,
+			   JIT_PTABLE_BYTES);
+	else
+		buf_printf(&b, "\n.visible .entry %s(\n\t.param .u64 ooo_desc,\n\t.param .u32 ooo_n,\n\t.param .u32 ooo_uniform\n)\n",
+			   fz->entry);
 	if (reqntid[0])
 		buf_printf(&b, ".reqntid %u, %u, %u\n", reqntid[0], reqntid[1], reqntid[2]);
 	else if (maxntid[0])
@@ -574,7 +612,16 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	if (maxnreg)
 		buf_printf(&b, ".maxnreg %u\n", maxnreg);
 	buf_puts(&b, "{\n");
-	buf_puts(&b, prologue);
+	buf_puts(&b, prologue_regs);
+	buf_puts(&b, pt ? prologue_param : prologue_global);
+	for (const char *q = prologue, *at; *q; q = at + 3) {
+		if (!(at = strstr(q, "@LD"))) {
+			buf_puts(&b, q);
+			break;
+		}
+		buf_put(&b, q, (size_t)(at - q));
+		buf_puts(&b, pt ? "ld.param" : "ld.global.nc");
+	}
 	if (nbodies > 1) {
 		for (size_t i = 0; i < nbodies; i++)
 			buf_printf(&b, "\tsetp.eq.u32 %%ooo_p0, %%ooo_r7, %zu;\n\t@%%ooo_p0 bra $ooo_body%zu;\n", i, i);
@@ -583,7 +630,8 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	for (size_t i = 0; i < nbodies && !rc; i++) {
 		const struct ptx_module *m = bodies[i].mod;
 		const struct kinfo *ki = kinfo_of(m, ks[i]);
-		struct gen g = { .m = m, .ki = ki, .k = (uint32_t)i, .f = &m->funcs[ki->func], .entry = true };
+		struct gen g = { .m = m, .ki = ki, .k = (uint32_t)i, .f = &m->funcs[ki->func], .entry = true,
+				 .ptab = pt == 1 };
 
 		if ((rc = fscope_build(m, ki->func, &g.sc)) < 0)
 			break;
@@ -593,6 +641,7 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 		fscope_free(&g.sc);
 	}
 	buf_puts(&b, "$ooo_out:\n\tret;\n}\n");
+	}
 	if (!rc)
 		rc = b.err;
 out:

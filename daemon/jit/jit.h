@@ -25,6 +25,7 @@
 #define JIT_MAX_BODIES 64u       /* distinct kernels in one fused kernel */
 #define JIT_NAME_MAX 1024u       /* identifier length */
 #define JIT_REASON_MAX 256u
+#define JIT_PTABLE_BYTES OOO_JIT_PTABLE_BYTES
 
 struct jit_buf { /* a growable output buffer; free with jit_buf_free */
 	char *data;
@@ -87,7 +88,8 @@ struct jit_body {
 struct jit_fused {
 	char *ptx;             /* NUL-terminated fused module */
 	size_t ptx_len;
-	char entry[64];        /* name of the fused .entry */
+	char entry[64];        /* name of the fused .entry (ABI: struct ooo_jit_args, the table in device memory) */
+	char entry_param[64];  /* the same kernel taking the table itself as its parameter (JIT_PTABLE_BYTES) */
 	uint32_t nbodies;
 	uint32_t static_smem;  /* pooled: the largest body's, not the sum */
 	bool dynamic_smem;     /* some body uses dynamic shared memory */

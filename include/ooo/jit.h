@@ -25,6 +25,12 @@
  * virtual %nctaid = the member's grid. `body` selects which member kernel
  * (of the fused kernel's bodies, numbered as the JIT was given them) runs.
  * The table is read-only while the kernel runs. All fields little-endian.
+ *
+ * Every fused module has a second entry, the same kernel taking the table
+ * itself as its only parameter (OOO_JIT_PTABLE_BYTES bytes, 16-byte
+ * aligned, the table at its start, the rest unread): a bundle whose table
+ * fits is launched without copying the table to the device first (the
+ * launch carries it, as it carries any kernel's parameters).
  */
 #ifndef OOO_JIT_H
 #define OOO_JIT_H
@@ -33,6 +39,7 @@
 
 #define OOO_JIT_DESC_VERSION 2u
 #define OOO_JIT_DESC_ALIGN 16u   /* of the table and of each parameter block */
+#define OOO_JIT_PTABLE_BYTES 4096u /* the parameter of the entry that takes the table by value */
 
 struct ooo_jit_desc_hdr {
 	uint32_t n_members;    /* >= 1 */
