@@ -647,7 +647,8 @@ int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_
 		for (uint32_t k = 0; k < f->n; k++) {
 			struct queue *q = &s->queues[f->queues[k]];
 
-			cost_learn(s, f->keys[k], elapsed_ns);
+			if (elapsed_ns)
+				cost_learn(s, f->keys[k], elapsed_ns);
 			if (--q->inflight == 0)
 				q->fenced = false;
 		}

@@ -162,8 +162,9 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 /*
  * A dispatched bundle finished after elapsed_ns (seen at `now`): frees its
  * in-flight slot and teaches the cost model (every member's cost key learns
- * elapsed_ns); when it was its partition's last bundle in flight, the
- * partition's busy_until becomes `now`. -ENOENT for an unknown token.
+ * elapsed_ns; 0: the bundle was not timed, nothing is learnt); when it was
+ * its partition's last bundle in flight, the partition's busy_until becomes
+ * `now`. -ENOENT for an unknown token.
  */
 int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now);
 

@@ -231,6 +231,13 @@ static void test_cost_model(void **state)
 		assert_int_equal(sched_complete(s, out[0].token, 200 * US, 0), 0);
 	}
 	assert_int_equal(sched_predict(s, K), 200 * US);
+	/* an untimed bundle (elapsed 0) frees its slot and teaches nothing */
+	for (int i = 0; i < 8; i++) {
+		sub(s, (uint64_t)(100 + i), 3, K, 2, 100000 * US);
+		assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
+		assert_int_equal(sched_complete(s, out[0].token, 0, 0), 0);
+	}
+	assert_int_equal(sched_predict(s, K), 200 * US);
 	/* busy until 200 us; one member: held while now + 200 us + margin < deadline */
 	sub(s, 900, 1, K, 2, 100000 * US);
 	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
@@ -242,7 +249,7 @@ static void test_cost_model(void **state)
 	assert_int_equal(out[0].ids[0], 901);
 	sched_get_stats(s, &st);
 	assert_int_equal(st.dispatch_slack, 1);
-	assert_int_equal(st.dispatch_idle, 41);
+	assert_int_equal(st.dispatch_idle, 49);
 	assert_int_equal(st.deadline_misses, 0);
 	sched_free(s);
 }
