@@ -29,6 +29,7 @@
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
+#define CO_TIME_EVERY 8u       /* fused bundles timed with a start event: one in this many (the cost model's samples) */
 
 struct co_pmod {
 	uint32_t refs;
@@ -53,7 +54,7 @@ struct co_class {
 	uint32_t static_smem;
 	int state;
 	CUmodule mod;
-	CUfunction fn;
+	CUfunction fn, fnp; /* the fused entry reading the table from device memory, and from its parameter */
 	struct co_shape shapes[CO_SHAPES];
 	uint32_t nshapes;
 };
@@ -62,7 +63,7 @@ struct co_job {
 	struct co_job *next;
 	struct co_class *c;
 	CUmodule mod;
-	CUfunction fn;
+	CUfunction fn, fnp;
 	int rc;
 	uint64_t ns;
 	char why[256];
@@ -78,8 +79,8 @@ struct dp_bundle {
 	uint32_t refs;
 	bool done, fused;
 	int32_t status;
-	CUevent start, end;
-	uint64_t token, dispatch_ns;
+	CUevent start, end; /* start: only on the fused bundles that are timed */
+	uint64_t token, dispatch_ns, predicted_ns;
 	int slot;
 	uint32_t n;
 	struct co_member m[SCHED_MAX_BUNDLE];
@@ -118,6 +119,9 @@ struct coalescer {
 	uint64_t start_ns;
 	struct jit_desc_launch dl[SCHED_MAX_BUNDLE];
 	struct sched_bundle out[CO_POLL_MAX];
+	uint64_t nfused;    /* fused dispatches, for sampling their timing */
+	size_t ptab_len;    /* bytes of ptab the last bundle used (the rest is zero) */
+	_Alignas(16) unsigned char ptab[JIT_PTABLE_BYTES]; /* the table of a bundle launched with it as its parameter */
 };
 
 /* ---- parsed modules and classes ---------------------------------------------------- */
@@ -218,6 +222,8 @@ static void compile_one(const struct cuda_api *api, struct co_job *j)
 			api->p_cuModuleUnload(j->mod);
 			j->mod = NULL;
 			j->rc = -EINVAL;
+		} else if (api->p_cuModuleGetFunction(&j->fnp, j->mod, f->entry_param) != CUDA_SUCCESS) {
+			j->fnp = NULL; /* every bundle copies its table to the device first */
 		}
 	}
 	jit_fused_free(f);
@@ -267,6 +273,15 @@ static void shape_capacity(struct datapath *dp, struct co_class *c, uint32_t i)
 		    CUDA_SUCCESS &&
 	    nb > 0)
 		sh->capacity = (uint32_t)nb * co->sms;
+	if (c->fnp) {
+		/* a bundle may run as either entry: the capacity of the one with fewer blocks resident */
+		int np = 0;
+
+		if (dp->api->p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&np, c->fnp, (int)threads, sh->shmem) ==
+			    CUDA_SUCCESS &&
+		    np > 0 && (uint32_t)np * co->sms < sh->capacity)
+			sh->capacity = (uint32_t)np * co->sms;
+	}
 	sched_class_ready(co->sched, sched_class(c, i), true);
 }
 
@@ -313,6 +328,7 @@ static void drain_compiles(struct datapath *dp)
 			co->st.jit_compiles++;
 			c->mod = j->mod;
 			c->fn = j->fn;
+			c->fnp = j->fnp;
 			c->state = CLS_READY;
 			for (uint32_t i = 0; i < c->nshapes; i++)
 				shape_capacity(dp, c, i);
@@ -736,7 +752,7 @@ static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp
 	CUresult r;
 	void *args[3];
 
-	if (!c || c->state != CLS_READY || (b->slot = slot_take(co)) < 0)
+	if (!c || c->state != CLS_READY)
 		return CUDA_ERROR_NOT_READY;
 	for (uint32_t k = 0; k < n; k++) {
 		struct dp_queue *q = qs[k];
@@ -749,6 +765,18 @@ static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp
 						      .params = bl_params(q, q->bl_head),
 						      .param_size = e->launch.param_len };
 	}
+	/* a table that fits goes as the launch's parameter: no copy to the device before the kernel */
+	if (c->fnp && (len = jit_desc_build(co->dl, n, co->ptab, sizeof(co->ptab), &total, NULL)) > 0) {
+		if ((size_t)len < co->ptab_len)
+			memset(co->ptab + len, 0, co->ptab_len - (size_t)len); /* no earlier bundle's parameters */
+		co->ptab_len = (size_t)len;
+		args[0] = co->ptab;
+		co->st.param_bundles++;
+		return dp->api->p_cuLaunchKernel(c->fnp, total, 1, 1, e0->launch.block[0], e0->launch.block[1],
+						 e0->launch.block[2], e0->launch.shmem, co->stream, args, NULL);
+	}
+	if ((b->slot = slot_take(co)) < 0)
+		return CUDA_ERROR_NOT_READY;
 	host = co->host + (size_t)b->slot * CO_SLOT_BYTES;
 	len = jit_desc_build(co->dl, n, host, CO_SLOT_BYTES, &total, NULL);
 	if (len < 0)
@@ -779,11 +807,11 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			qs[n++] = q;
 	}
 	/*
-	 * A fused bundle is timed by CUDA events around it; a launch alone only
-	 * gets its end event (one driver call less on the latency path) and its
-	 * duration from the completion times seen here.
+	 * One fused bundle in CO_TIME_EVERY is timed by CUDA events around it
+	 * (the cost model's samples); the others, and a launch alone, only get
+	 * their end event (a driver call less on the latency path).
 	 */
-	bool timed = sb->fused && n > 1;
+	bool fuse = sb->fused && n > 1, timed = fuse && co->nfused++ % CO_TIME_EVERY == 0;
 
 	if (!b || (timed && tev_get(dp, &b->start) < 0) || tev_get(dp, &b->end) < 0 ||
 	    (timed && dp->api->p_cuEventRecord(b->start, co->stream) != CUDA_SUCCESS)) {
@@ -799,13 +827,14 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			b->start = b->end = NULL;
 			co_bundle_put(dp, b);
 		}
-		sched_complete(co->sched, sb->token, sb->predicted_ns, now); /* nothing ran: teach it nothing new */
+		sched_complete(co->sched, sb->token, 0, now); /* nothing ran: teach it nothing */
 		return;
 	}
 	b->token = sb->token;
 	b->dispatch_ns = now;
+	b->predicted_ns = sb->predicted_ns;
 	b->fused = false;
-	if (timed) {
+	if (fuse) {
 		r = launch_fused(dp, b, qs, n);
 		if (r == CUDA_SUCCESS) {
 			b->fused = true;
@@ -898,15 +927,17 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 		if (r != CUDA_SUCCESS) {
 			dp_set_fatal(dp, r, "a bundle on the GPU");
 			b->status = -OOO_EFAULT;
-		} else if (b->start && dp->api->p_cuEventElapsedTime(&ms, b->start, b->end) == CUDA_SUCCESS && ms > 0) {
-			ns = (uint64_t)((double)ms * 1e6);
-		} else if (!b->start) {
+		} else if (b->start) {
+			if (dp->api->p_cuEventElapsedTime(&ms, b->start, b->end) == CUDA_SUCCESS && ms > 0)
+				ns = (uint64_t)((double)ms * 1e6);
+		} else if (!b->fused) {
 			/* bundles end in order: this one ran since the later of its dispatch and the last end seen */
 			ns = now - (b->dispatch_ns > co->last_end_ns ? b->dispatch_ns : co->last_end_ns);
 		}
 		co->last_end_ns = now;
-		sched_complete(co->sched, b->token, ns ? ns : now - b->dispatch_ns, now);
-		co->st.parts[0].busy_ns += ns;
+		/* an untimed fused bundle teaches nothing; its GPU time is the model's prediction */
+		sched_complete(co->sched, b->token, ns, now);
+		co->st.parts[0].busy_ns += ns ? ns : b->fused ? b->predicted_ns : 0;
 		for (uint32_t k = 0; k < b->n; k++) {
 			struct ooo_sched_class_stats *cs = &co->st.classes[b->m[k].cls];
 			uint64_t lat = now - b->m[k].arrival;
@@ -951,7 +982,8 @@ bool co_progress(struct datapath *dp, uint64_t now)
 		for (size_t i = 0; i < nb && !dp->fatal; i++)
 			dispatch(dp, &co->out[i], now);
 		moved |= nb > 0;
-	} while (nb == CO_POLL_MAX && !dp->fatal);
+		/* a dispatch moved its members' next launches into the window: poll again (in-flight slots bound it) */
+	} while (nb > 0 && !dp->fatal);
 	return moved;
 }
 
@@ -1230,9 +1262,19 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	out->snapshot_ns = now;
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
 		out->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	out->loops = dp->loops;
+	out->work_ns = dp->work_ns;
+	out->commands = dp->commands;
+	out->take_ns = dp->take_ns;
+	out->dispatch_ns = dp->dispatch_ns;
 	if (!co)
 		return;
 	*out = co->st;
+	out->loops = dp->loops;
+	out->work_ns = dp->work_ns;
+	out->commands = dp->commands;
+	out->take_ns = dp->take_ns;
+	out->dispatch_ns = dp->dispatch_ns;
 	out->snapshot_ns = now;
 	out->up_ns = now - co->start_ns;
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
