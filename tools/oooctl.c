@@ -1073,6 +1073,12 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(jit_failures);
 	SCHED_D(jit_compile_ns);
 	SCHED_D(cpu_ns);
+	SCHED_D(loops);
+	SCHED_D(work_ns);
+	SCHED_D(commands);
+	SCHED_D(param_bundles);
+	SCHED_D(take_ns);
+	SCHED_D(dispatch_ns);
 #undef SCHED_D
 	d->jit_compile_max_ns = b->jit_compile_max_ns;
 	d->max_members = b->max_members;
@@ -1123,6 +1129,11 @@ struct sched_fig {
 	double jit_hit_share; /* hits / (hits + misses) */
 	double jit_compile_mean_ns;
 	double cpu_pct;      /* of one core */
+	double loops_s;      /* serving loop passes */
+	double work_pct;     /* of one core: passes that moved something */
+	double commands_s;
+	double ns_per_command; /* work_ns / commands: the executor's CPU cost of one command */
+	double take_share, disp_share; /* of work_ns */
 	uint32_t nclasses, nparts;
 	struct sched_class_fig classes[OOO_SCHED_CLASSES];
 	struct sched_part_fig parts[OOO_SCHED_PARTITIONS];
@@ -1147,6 +1158,12 @@ static void sched_figures(const struct ooo_sched_counters *c, uint64_t span_ns, 
 	f->jit_hit_share = sched_share(c->jit_hits, c->jit_hits + c->jit_misses);
 	f->jit_compile_mean_ns = sched_share(c->jit_compile_ns, c->jit_compiles);
 	f->cpu_pct = sched_share(c->cpu_ns, span_ns) * 100.0;
+	f->loops_s = sched_per_s(c->loops, span_ns);
+	f->work_pct = sched_share(c->work_ns, span_ns) * 100.0;
+	f->commands_s = sched_per_s(c->commands, span_ns);
+	f->ns_per_command = sched_share(c->work_ns, c->commands);
+	f->take_share = sched_share(c->take_ns, c->work_ns);
+	f->disp_share = sched_share(c->dispatch_ns, c->work_ns);
 	f->nclasses = sched_nclasses(c);
 	f->nparts = sched_nparts(c);
 	for (uint32_t i = 0; i < f->nclasses; i++) {
@@ -1281,6 +1298,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 		j_u64(sched_reason_names[i], why[i]);
 	j_obj_end();
 	j_u64("retried", c->retried);
+	j_u64("param_bundles", c->param_bundles);
 	j_obj("jit");
 	j_u64("hits", c->jit_hits);
 	j_u64("misses", c->jit_misses);
@@ -1292,6 +1310,17 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_obj_end();
 	j_u64("cpu_ns", c->cpu_ns);
 	j_num("cpu_pct", f->cpu_pct, 2);
+	j_u64("loops", c->loops);
+	j_num("loops_per_s", f->loops_s, 1);
+	j_u64("work_ns", c->work_ns);
+	j_num("work_pct", f->work_pct, 2);
+	j_u64("commands", c->commands);
+	j_num("commands_per_s", f->commands_s, 1);
+	j_num("ns_per_command", f->ns_per_command, 1);
+	j_u64("take_ns", c->take_ns);
+	j_num("take_share", f->take_share, 4);
+	j_u64("dispatch_ns", c->dispatch_ns);
+	j_num("dispatch_share", f->disp_share, 4);
 	j_arr("classes");
 	for (uint32_t i = 0; i < f->nclasses; i++) {
 		const struct ooo_sched_class_stats *k = &c->classes[i];
@@ -1393,6 +1422,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 			  fmt_count_share(b, sizeof(b), wc[i], fc->dispatch_share[i]));
 	}
 	ROW_COUNT("retried", retried);
+	ROW_COUNT("table as parameter", param_bundles);
 	ROW_COUNT("jit hits", jit_hits);
 	ROW_COUNT("jit misses", jit_misses);
 	ROW_COUNT("jit compiles", jit_compiles);
@@ -1403,6 +1433,16 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 		  c->jit_compiles ? fmt_dur(b, sizeof(b), c->jit_compile_max_ns) : "-");
 	sched_row(&t, iv, "executor cpu", iv ? fmt_share(a, sizeof(a), fd->cpu_pct / 100.0) : "",
 		  fmt_share(b, sizeof(b), fc->cpu_pct / 100.0));
+	sched_row(&t, iv, "executor busy", iv ? fmt_share(a, sizeof(a), fd->work_pct / 100.0) : "",
+		  fmt_share(b, sizeof(b), fc->work_pct / 100.0));
+	ROW_RATE("loop passes/s", loops_s);
+	ROW_RATE("commands/s", commands_s);
+	sched_row(&t, iv, "busy ns/command", iv ? fmt_fig(a, sizeof(a), fd->ns_per_command, 0) : "",
+		  fmt_fig(b, sizeof(b), fc->ns_per_command, 0));
+	sched_row(&t, iv, "busy: taking", iv ? fmt_share(a, sizeof(a), fd->take_share) : "",
+		  fmt_share(b, sizeof(b), fc->take_share));
+	sched_row(&t, iv, "busy: dispatching", iv ? fmt_share(a, sizeof(a), fd->disp_share) : "",
+		  fmt_share(b, sizeof(b), fc->disp_share));
 #undef ROW_RATE
 #undef ROW_COUNT
 	table_print(&t);

@@ -193,6 +193,11 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 		queue_destroy(dp, s->queues[queue]);
 		s->queues[queue] = NULL;
 		s->queue_live[queue] = 0;
+		for (uint32_t j = 0; j < s->nq; j++)
+			if (s->qlist[j] == queue) {
+				s->qlist[j] = s->qlist[--s->nq];
+				break;
+			}
 		return 0;
 	}
 	if (s->queues[queue]) {
@@ -224,6 +229,7 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 	co_queue_created(dp, q, klass);
 	s->queues[queue] = q;
 	s->queue_live[queue] = 1;
+	s->qlist[s->nq++] = (uint16_t)queue;
 	return 0;
 }
 
@@ -237,6 +243,7 @@ static void session_free(struct datapath *dp, struct dp_session *s)
 			s->queues[i] = NULL;
 		}
 	}
+	s->nq = 0;
 	for (int i = 0; i < DP_MAX_MODULES; i++) {
 		co_module_unload(dp, s, (uint32_t)i);
 		if (s->modules[i])
@@ -724,6 +731,7 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 		if (r == 0)
 			break;
 		moved = true;
+		dp->commands++;
 		r = validate_sqe(&e, &vs, &why);
 		if (r == 0) {
 			bool full;
@@ -745,7 +753,8 @@ static bool reap(struct datapath *dp, struct dp_session *s)
 {
 	bool moved = false;
 
-	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+	for (uint32_t j = 0; j < s->nq; j++) {
+		uint16_t i = s->qlist[j];
 		struct dp_queue *q = s->queues[i];
 
 		while (q && q->len) {
@@ -797,6 +806,7 @@ bool dp_progress(struct datapath *dp)
 		return false;
 	now = dp_now_ns();
 	dp->blocked = 0;
+	dp->pass_take_ns = dp->pass_dispatch_ns = 0;
 	moved = co_reap(dp, now);
 	for (struct dp_session *s = dp->sessions; s; s = s->next) {
 		bool m;
@@ -804,8 +814,12 @@ bool dp_progress(struct datapath *dp)
 		if (!s->base)
 			continue;
 		m = s->inflight ? reap(dp, s) : false;
-		if (!s->broken)
+		if (!s->broken) {
+			uint64_t t = dp_now_ns();
+
 			m |= take_submissions(dp, s, now);
+			dp->pass_take_ns += dp_now_ns() - t;
+		}
 		if (m) {
 			ring_publish(&s->cq);
 			s->cq_dirty = false;
@@ -814,7 +828,10 @@ bool dp_progress(struct datapath *dp)
 		dp->blocked += s->blocked;
 	}
 	if (dp->co) {
+		uint64_t t = dp_now_ns();
+
 		moved |= co_progress(dp, now);
+		dp->pass_dispatch_ns = dp_now_ns() - t;
 		for (struct dp_session *s = dp->sessions; s; s = s->next)
 			if (s->cq_dirty && s->base) {
 				ring_publish(&s->cq);

@@ -104,6 +104,8 @@ struct dp_session {
 	uint64_t host_size[OOO_HOST_REGIONS];
 	uint8_t queue_live[DP_MAX_QUEUES];
 	struct dp_queue *queues[DP_MAX_QUEUES];
+	uint16_t qlist[DP_MAX_QUEUES]; /* indices of the queues that exist, in no order: what a pass visits */
+	uint32_t nq;
 	uint32_t inflight;
 };
 
@@ -120,6 +122,9 @@ struct datapath {
 	bool co_failed;
 	bool fatal;        /* a sticky CUDA error: the context is gone */
 	char fatal_why[160];
+	/* the serving loop's own cost (executor.c counts the passes, take_submissions the commands) */
+	uint64_t loops, work_ns, commands, take_ns, dispatch_ns;
+	uint64_t pass_take_ns, pass_dispatch_ns; /* of the last dp_progress */
 };
 
 void dp_init(struct datapath *dp, struct cuda_api *api);

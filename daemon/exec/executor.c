@@ -434,9 +434,17 @@ static int serve(int fd, struct memory *mem, struct datapath *dp)
 	uint64_t last = 0, stats_at = 0;
 
 	for (;;) {
+		uint64_t t0 = mono_ns();
 		bool moved = dp_progress(dp);
 		int r = ctl_message(fd, mem, dp), n;
 		bool busy = dp->inflight || co_busy(dp);
+
+		dp->loops++;
+		if (moved || r > 0) {
+			dp->work_ns += mono_ns() - t0;
+			dp->take_ns += dp->pass_take_ns;
+			dp->dispatch_ns += dp->pass_dispatch_ns;
+		}
 
 		if (dp->co) {
 			uint64_t now = mono_ns();

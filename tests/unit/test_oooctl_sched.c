@@ -54,6 +54,9 @@ static void mk(struct ooo_sched_counters *c, uint64_t start_ns, uint64_t snap_ns
 	c->jit_compile_ns = 2 * k * 30 * MS;
 	c->jit_compile_max_ns = 40 * MS + k; /* a maximum: not a difference */
 	c->cpu_ns = k * 250 * MS;
+	c->loops = 1000 * k;
+	c->work_ns = k * 100 * MS;
+	c->commands = 500 * k;
 	c->max_members = 8 + (uint32_t)k;
 	c->nclasses = 2;
 	strcpy(c->classes[0].name, "interactive");
@@ -117,6 +120,9 @@ static void test_delta_one_run(void **state)
 	assert_int_equal(d.retried, 2);
 	assert_int_equal(d.jit_compiles, 4);
 	assert_int_equal(d.cpu_ns, 500 * MS);
+	assert_int_equal(d.loops, 2000);
+	assert_int_equal(d.work_ns, 200 * MS);
+	assert_int_equal(d.commands, 1000);
 	/* maxima are the later snapshot's, not differences */
 	assert_int_equal(d.max_members, 11);
 	assert_int_equal(d.jit_compile_max_ns, 40 * MS + 3);
@@ -143,6 +149,10 @@ static void test_delta_one_run(void **state)
 	assert_near(f.jit_hit_share, 0.9);
 	assert_near(f.jit_compile_mean_ns, 30.0 * MS);
 	assert_near(f.cpu_pct, 25.0); /* 0.5 s of CPU in 2 s */
+	assert_near(f.loops_s, 1000.0);
+	assert_near(f.work_pct, 10.0);
+	assert_near(f.commands_s, 500.0);
+	assert_near(f.ns_per_command, 200000.0); /* 200 ms of work over 1000 commands */
 	assert_int_equal(f.nclasses, 2);
 	assert_near(f.classes[0].launches_s, 300.0);
 	assert_near(f.classes[0].miss_share, 0.01);
