@@ -1,0 +1,67 @@
+#!/bin/sh
+# bench/profile.sh OUTDIR WORKLOAD T [ooo-bench args]: one ooo point of
+# WORKLOAD with T tenants, profiled while it runs. Writes OUTDIR/profile.txt:
+# the bench's table, the scheduler's counters over the middle of the measured
+# window (oooctl sched --json, rates from the executor's own timestamps), and
+# the CPU time of the executor, oood and the tenants over the same interval
+# (from /proc, in cores). BUILD (default build) holds ooo-bench, oood, oooctl.
+# Default args: --duration 6 --warmup 1.
+set -eu
+out=${1:?usage: bench/profile.sh OUTDIR WORKLOAD T [ooo-bench args]}
+wl=${2:?workload}
+t=${3:?tenants}
+shift 3
+build=${BUILD:-build}
+[ $# -eq 0 ] && set -- --duration 6 --warmup 1
+libcuda=libcuda.so.1
+[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && libcuda=/usr/local/nvidia/lib64/libcuda.so.1
+mkdir -p "$out"
+rd=$(mktemp -d /tmp/ooo-prof-XXXXXX)
+f=$out/profile.txt
+hz=$(getconf CLK_TCK)
+
+# utime+stime (ticks) of every process whose command line matches the pattern $1
+ticks() {
+	pat=$1 sum=0
+	for p in /proc/[0-9]*; do
+		c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+		case $c in
+		$pat) s=$(sed 's/^.*) //' "$p/stat" 2>/dev/null) || continue
+			# fields after the command: state is 1, utime 12, stime 13
+			sum=$((sum + $(echo "$s" | awk '{print $12 + $13}'))) ;;
+		esac
+	done
+	echo "$sum"
+}
+
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "commit: ${OOO_COMMIT:-unknown}"
+	echo "host: $(uname -n), kernel $(uname -r), $(nproc) cpus"
+	echo "command: $build/ooo-bench $wl --mode ooo --tenants $t --libcuda $libcuda --rundir $rd $*"
+	echo
+} >"$f"
+"$build/ooo-bench" "$wl" --mode ooo --tenants "$t" --libcuda "$libcuda" --rundir "$rd" -q "$@" >"$out/bench.txt" 2>&1 &
+bp=$!
+# into the measured window: set-up, warm-up, then a second
+i=0
+while [ ! -S "$rd/admin.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 4
+e0=$(ticks '*--executor*') o0=$(ticks '*oood -f*') b0=$(ticks '*ooo-bench*--tenant*')
+t0=$(date +%s.%N)
+"$build/oooctl" --rundir "$rd" --json sched --interval 2000 >"$out/sched.json" 2>&1 || true
+t1=$(date +%s.%N)
+e1=$(ticks '*--executor*') o1=$(ticks '*oood -f*') b1=$(ticks '*ooo-bench*--tenant*')
+wait $bp || true
+{
+	cat "$out/bench.txt"
+	echo
+	awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "cpu over %.2f s (cores):\n", t1 - t0 }'
+	awk -v e=$((e1 - e0)) -v o=$((o1 - o0)) -v b=$((b1 - b0)) -v hz="$hz" -v t0="$t0" -v t1="$t1" \
+		'BEGIN { d = t1 - t0; printf "  executor %.2f  oood %.2f  tenants %.2f\n", e / hz / d, o / hz / d, b / hz / d }'
+	echo
+	echo "oooctl sched --json --interval 2000:"
+	cat "$out/sched.json"
+} >>"$f"
+rm -rf "$rd"
+cat "$f"
