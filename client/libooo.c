@@ -1350,6 +1350,13 @@ int ooo_kernel_info(const ooo_kernel *k, struct ooo_kernel_info *info)
 int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
 	       const void *params, size_t len)
 {
+	return ooo_launch_ex(q, k, grid, block, shmem, params, len, NULL);
+}
+
+int ooo_launch_ex(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
+		  const void *params, size_t len, const struct ooo_launch_opts *opts)
+{
+	struct ooo_launch_opts o = { .sz = sizeof(o) };
 	struct ooo_sqe e = { .opcode = OOO_OP_LAUNCH };
 	struct dpath *d;
 	uint64_t off = UINT64_MAX;
@@ -1357,8 +1364,15 @@ int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const 
 
 	if ((r = queue_check(q, &d)))
 		return r;
-	if (!k || !grid || !block || (len && !params) || k->m->s != q->s)
+	if (!k || !grid || !block || (len && !params) || k->m->s != q->s || (opts && opts->sz < sizeof(size_t)))
 		return -EINVAL;
+	if (opts)
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (o.flags) {
+		set_last_error("unknown launch option flags");
+		return -EINVAL;
+	}
+	e.launch.deadline_us = o.deadline_us;
 	/* checked here for a clear error at once; the executor checks it again */
 	if (len != k->k.param_size) {
 		set_last_error("parameter bytes do not match the kernel's parameter layout");

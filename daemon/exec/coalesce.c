@@ -604,7 +604,14 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 	cmd = &q->bl[slot];
 	cmd->e = *e;
 	cmd->arrival_ns = now;
-	cmd->deadline_ns = now + (uint64_t)(q->slo_us ? q->slo_us : CO_DEFAULT_SLO_US) * 1000u;
+	{
+		/* a launch's own deadline may be looser than its queue's SLO, never tighter (the class bounds the queue's) */
+		uint32_t us = q->slo_us ? q->slo_us : CO_DEFAULT_SLO_US;
+
+		if (e->opcode == OOO_OP_LAUNCH && e->launch.deadline_us > us)
+			us = e->launch.deadline_us;
+		cmd->deadline_ns = now + (uint64_t)us * 1000u;
+	}
 	cmd->ev_seq = seq;
 	if (e->opcode == OOO_OP_LAUNCH && e->launch.param_len)
 		memcpy(bl_params(q, slot), (unsigned char *)s->base + s->h.staging_off + e->launch.param_off,

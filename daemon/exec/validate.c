@@ -125,8 +125,6 @@ static int check_launch(const struct ooo_sqe *e, const struct vsession *vs, cons
 		BAD(-E2BIG, "more dynamic shared memory than the kernel allows");
 	if (e->launch.param_len != k->param_size)
 		BAD(-EINVAL, "parameter bytes do not match the kernel's parameter layout");
-	if (e->launch.pad)
-		BAD(-EINVAL, "reserved launch field is not zero");
 	if (k->param_size && (e->launch.param_off % 8 || !in_staging(vs, e->launch.param_off, e->launch.param_len)))
 		BAD(-EFAULT, "parameters outside the staging area or misaligned");
 	return 0;

@@ -267,6 +267,23 @@ int ooo_kernel_info(const ooo_kernel *k, struct ooo_kernel_info *info);
 int ooo_launch(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
 	       const void *params, size_t len);
 
+struct ooo_launch_opts {
+	size_t sz;            /* sizeof(struct ooo_launch_opts) */
+	/*
+	 * The launch should complete within this many microseconds of the call:
+	 * the scheduler orders the window by deadline (earliest first) and holds
+	 * a launch for a fuller bundle only while its slack lasts. 0: the
+	 * queue's SLO (ooo_queue_slo_us). A deadline tighter than the queue's
+	 * SLO is raised to it: the class's SLO bounds what a tenant may ask for.
+	 */
+	uint32_t deadline_us;
+	uint32_t flags;       /* must be 0 */
+};
+
+/* ooo_launch with options (NULL: the defaults). Errors as ooo_launch, and -EINVAL for unknown flags. */
+int ooo_launch_ex(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], const uint32_t block[3], uint32_t shmem,
+		  const void *params, size_t len, const struct ooo_launch_opts *opts);
+
 /* ---- zero-copy host memory ---------------------------------------------------------- */
 
 /*

@@ -107,7 +107,7 @@ struct ooo_sqe {
 			uint32_t grid[3];
 			uint32_t block[3];
 			uint32_t param_len; /* bytes at param_off; must equal the kernel's */
-			uint32_t pad;
+			uint32_t deadline_us; /* 0: the queue's SLO; else within this long of submission, never tighter than the queue's SLO */
 			uint64_t param_off; /* staging offset, 8-byte aligned */
 		} launch;
 		struct {

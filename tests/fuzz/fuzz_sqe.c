@@ -168,7 +168,7 @@ static bool reference_ok(const struct ooo_sqe *e, const struct vsession *vs, con
 			return false;
 		if (threads > k->max_threads || e->launch.shmem > k->max_dyn_shmem)
 			return false;
-		if (e->launch.param_len != k->param_size || e->launch.pad)
+		if (e->launch.param_len != k->param_size)
 			return false;
 		if (k->param_size &&
 		    (e->launch.param_off % 8 || !staging_holds(vs->staging_size, e->launch.param_off, k->param_size)))

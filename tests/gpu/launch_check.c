@@ -102,6 +102,21 @@ static int vadd_one(ooo_session *s, ooo_queue *q, int kind, const char *what, co
 		CHECK(ooo_launch(q, k, grid, block, 0, &p, 20) == -EINVAL, "%s: short parameters refused", what);
 		CHECK((r = ooo_launch(q, k, grid, block, 0, &p, sizeof(p))) == 0, "%s: launch %d", what, r);
 		CHECK((r = ooo_queue_sync(q, 10000)) == 0, "%s: sync %d", what, r);
+		{
+			/* a launch's own deadline: tighter (raised to the queue's SLO), looser, and a bad option */
+			struct ooo_launch_opts lo = { .sz = sizeof(lo), .deadline_us = 1 };
+
+			CHECK((r = ooo_launch_ex(q, k, grid, block, 0, &p, sizeof(p), &lo)) == 0, "%s: launch_ex %d", what, r);
+			lo.deadline_us = 60000000;
+			CHECK((r = ooo_launch_ex(q, k, grid, block, 0, &p, sizeof(p), &lo)) == 0, "%s: launch_ex %d", what, r);
+			CHECK((r = ooo_queue_sync(q, 10000)) == 0, "%s: sync after launch_ex %d", what, r);
+			lo.flags = 1;
+			CHECK(ooo_launch_ex(q, k, grid, block, 0, &p, sizeof(p), &lo) == -EINVAL, "%s: unknown launch flags",
+			      what);
+			lo = (struct ooo_launch_opts){ .sz = 1 };
+			CHECK(ooo_launch_ex(q, k, grid, block, 0, &p, sizeof(p), &lo) == -EINVAL, "%s: opts.sz too small",
+			      what);
+		}
 		block[0] = 2048;
 		CHECK(ooo_launch(q, k, grid, block, 0, &p, sizeof(p)) == 0, "submit");
 		CHECK((r = ooo_queue_sync(q, 10000)) == -E2BIG, "%s: 2048 threads: %d", what, r);
