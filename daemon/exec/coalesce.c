@@ -1265,7 +1265,10 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	struct sched_stats ss;
 	struct timespec ts;
 
-	memset(out, 0, sizeof(*out));
+	if (co)
+		*out = co->st;
+	else
+		memset(out, 0, sizeof(*out));
 	out->snapshot_ns = now;
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
 		out->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -1276,16 +1279,7 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	out->dispatch_ns = dp->dispatch_ns;
 	if (!co)
 		return;
-	*out = co->st;
-	out->loops = dp->loops;
-	out->work_ns = dp->work_ns;
-	out->commands = dp->commands;
-	out->take_ns = dp->take_ns;
-	out->dispatch_ns = dp->dispatch_ns;
-	out->snapshot_ns = now;
 	out->up_ns = now - co->start_ns;
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
-		out->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	sched_get_stats(co->sched, &ss);
 	out->dispatch_full = ss.dispatch_full;
 	out->dispatch_slack = ss.dispatch_slack;
