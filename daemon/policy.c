@@ -35,7 +35,7 @@
 #define NSS_BUF_MAX (1u << 20)
 
 enum line_kind { L_NONE, L_BLANK, L_CONT, L_SECTION, L_PAIR };
-enum sec_kind { SEC_NONE, SEC_DAEMON, SEC_CLASS };
+enum sec_kind { SEC_NONE, SEC_DAEMON, SEC_CLASS, SEC_TELEMETRY };
 
 enum key_type {
 	T_U32,      /* number in [lo, hi] */
@@ -48,6 +48,8 @@ enum key_type {
 	T_USERS,    /* list of user names */
 	T_GROUPS,   /* list of group names */
 	T_STR,      /* one word: no spaces or control characters */
+	T_PATH,     /* an absolute path: no spaces or control characters */
+	T_LAUNCH,   /* all, tracked or off */
 };
 
 enum key_field {
@@ -55,6 +57,8 @@ enum key_field {
 	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
+	F_TRACE_LAUNCHES,
+	F_TM_ENABLED, F_TM_ALL, F_TM_LAUNCH, F_TM_LIBCUDA, F_TM_SLOW, F_TM_MAXPROCS, F_TM_MAXTRACKED, F_TM_RINGBUF,
 };
 
 struct key_def {
@@ -92,6 +96,18 @@ static const struct key_def class_keys[] = {
 	{ "max_buffers", F_BUFFERS, T_U32, 0, 1048576 },
 	{ "max_modules", F_MODULES, T_U32, 0, 65536 },
 	{ "max_inflight", F_INFLIGHT, T_U32, 0, 1048576 },
+	{ "trace_launches", F_TRACE_LAUNCHES, T_BOOL, 0, 0 },
+};
+
+static const struct key_def telemetry_keys[] = {
+	{ "enabled", F_TM_ENABLED, T_BOOL, 0, 0 },
+	{ "all_processes", F_TM_ALL, T_BOOL, 0, 0 },
+	{ "launch_probes", F_TM_LAUNCH, T_LAUNCH, 0, 0 },
+	{ "libcuda", F_TM_LIBCUDA, T_PATH, 2, OOO_PATH_MAX - 1 },
+	{ "slow_sync_us", F_TM_SLOW, T_U32, 1, 60000000 },
+	{ "max_processes", F_TM_MAXPROCS, T_U32, 16, 1048576 },
+	{ "max_tracked", F_TM_MAXTRACKED, T_U32, 1, 65536 },
+	{ "ringbuf_kb", F_TM_RINGBUF, T_U32, 4, 65536 },
 };
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
@@ -116,6 +132,7 @@ struct parse_ctx {
 	size_t list_items;            /* items given so far for `last` */
 	bool list_star;               /* `last` was '*' */
 	int daemon_line;
+	int telemetry_line;
 	int *class_lines;             /* header line of each class */
 
 	struct policy *p;
@@ -201,6 +218,8 @@ static const char *sec_desc(struct parse_ctx *c, char *buf, size_t size)
 {
 	if (c->sec == SEC_DAEMON)
 		snprintf(buf, size, "[daemon]");
+	else if (c->sec == SEC_TELEMETRY)
+		snprintf(buf, size, "[telemetry]");
 	else
 		snprintf(buf, size, "[class %s]", cur_class(c)->name);
 	return buf;
@@ -538,9 +557,40 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			p->executor = b;
 		else if (k->field == F_FUSE)
 			p->fuse = b;
+		else if (k->field == F_TM_ENABLED)
+			p->telemetry.enabled = b;
+		else if (k->field == F_TM_ALL)
+			p->telemetry.all_processes = b;
+		else if (k->field == F_TRACE_LAUNCHES)
+			cls->trace_launches = b;
 		else
 			cls->admit = b;
 		return 1;
+	case T_LAUNCH:
+		if (!strcmp(v, "tracked"))
+			p->telemetry.launch_probes = POLICY_LAUNCH_TRACKED;
+		else if (!strcmp(v, "all"))
+			p->telemetry.launch_probes = POLICY_LAUNCH_ALL;
+		else if (!strcmp(v, "off"))
+			p->telemetry.launch_probes = POLICY_LAUNCH_OFF;
+		else
+			return fail(c, c->lineno, -EINVAL, "%s must be tracked, all or off, got '%.*s'", k->name,
+				    VAL_MAX, v);
+		return 1;
+	case T_PATH: {
+		size_t len = strlen(v);
+
+		if (v[0] != '/' || len < k->lo || len > k->hi)
+			return fail(c, c->lineno, -EINVAL, "%s must be an absolute path of at most %llu characters, got '%.*s'",
+				    k->name, (unsigned long long)k->hi, VAL_MAX, v);
+		for (size_t i = 0; i < len; i++) {
+			if ((unsigned char)v[i] <= ' ' || v[i] == 0x7f)
+				return fail(c, c->lineno, -EINVAL,
+					    "%s must not contain spaces or control characters", k->name);
+		}
+		copy_str(p->telemetry.libcuda, sizeof(p->telemetry.libcuda), v);
+		return 1;
+	}
 	case T_STR: {
 		size_t len = strlen(v);
 
@@ -597,6 +647,10 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	case F_BUFFERS: cls->limit[OOO_RES_BUFFERS] = n; break;
 	case F_MODULES: cls->limit[OOO_RES_MODULES] = n; break;
 	case F_INFLIGHT: cls->limit[OOO_RES_INFLIGHT] = n; break;
+	case F_TM_SLOW: p->telemetry.slow_sync_us = (uint32_t)n; break;
+	case F_TM_MAXPROCS: p->telemetry.max_processes = (uint32_t)n; break;
+	case F_TM_MAXTRACKED: p->telemetry.max_tracked = (uint32_t)n; break;
+	case F_TM_RINGBUF: p->telemetry.ringbuf_kb = (uint32_t)n; break;
 	default: break; /* handled above */
 	}
 	return 1;
@@ -685,10 +739,18 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!name[0])
 		return fail(c, c->lineno, -EINVAL, "missing key name before '='");
 	if (c->sec == SEC_NONE)
-		return fail(c, c->lineno, -EINVAL, "key '%.*s' before any [daemon] or [class NAME] section",
+		return fail(c, c->lineno, -EINVAL, "key '%.*s' before any [daemon], [telemetry] or [class NAME] section",
 			    VAL_MAX, name);
-	keys = c->sec == SEC_DAEMON ? daemon_keys : class_keys;
-	nkeys = c->sec == SEC_DAEMON ? NKEYS(daemon_keys) : NKEYS(class_keys);
+	if (c->sec == SEC_DAEMON) {
+		keys = daemon_keys;
+		nkeys = NKEYS(daemon_keys);
+	} else if (c->sec == SEC_TELEMETRY) {
+		keys = telemetry_keys;
+		nkeys = NKEYS(telemetry_keys);
+	} else {
+		keys = class_keys;
+		nkeys = NKEYS(class_keys);
+	}
 	for (i = 0; i < nkeys; i++) {
 		if (!strcmp(keys[i].name, name)) {
 			k = &keys[i];
@@ -833,6 +895,14 @@ static int parse_section(struct parse_ctx *c, const char *s)
 		c->sec = SEC_DAEMON;
 		return 1;
 	}
+	if (n == 9 && !memcmp(name, "telemetry", 9)) {
+		if (c->telemetry_line)
+			return fail(c, c->lineno, -EINVAL, "duplicate section [telemetry] (first on line %d)",
+				    c->telemetry_line);
+		c->telemetry_line = c->lineno;
+		c->sec = SEC_TELEMETRY;
+		return 1;
+	}
 	if (n >= 5 && !memcmp(name, "class", 5) && (n == 5 || isspace((unsigned char)name[5]))) {
 		name += 5;
 		n -= 5;
@@ -935,6 +1005,12 @@ static void policy_defaults(struct policy *p)
 	p->log_level = POLICY_LOG_INFO;
 	p->executor = true;
 	p->fuse = true;
+	p->telemetry.enabled = true;
+	p->telemetry.launch_probes = POLICY_LAUNCH_TRACKED;
+	p->telemetry.slow_sync_us = 10000;
+	p->telemetry.max_processes = 4096;
+	p->telemetry.max_tracked = 1024;
+	p->telemetry.ringbuf_kb = 256;
 	copy_str(p->executor_user, sizeof(p->executor_user), "nobody");
 	copy_str(p->libcuda, sizeof(p->libcuda), "libcuda.so.1");
 }

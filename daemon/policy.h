@@ -36,6 +36,25 @@ struct ooo_class {
 	uint32_t slo_us;  /* 1..60000000; default 10000 */
 	uint32_t sm_share; /* 1..100 percent; default 100 */
 	uint64_t limit[OOO_RES_COUNT]; /* per tenant, indexed by enum ooo_res */
+	bool trace_launches; /* telemetry: uprobe its sessions' cuLaunchKernel calls (default no) */
+};
+
+enum policy_launch_probes {
+	POLICY_LAUNCH_TRACKED = 0, /* per process, for tracked pids that ask for it (default) */
+	POLICY_LAUNCH_ALL,         /* every process that maps libcuda */
+	POLICY_LAUNCH_OFF,
+};
+
+/* [telemetry]: the eBPF probes of daemon/telemetry.c */
+struct policy_telemetry {
+	bool enabled;              /* load the probes when privileged (default yes) */
+	bool all_processes;        /* every process on the host, not only tracked ones */
+	int launch_probes;         /* enum policy_launch_probes */
+	char libcuda[OOO_PATH_MAX]; /* absolute path; "" = search */
+	uint32_t slow_sync_us;     /* a sync slower than this is an event */
+	uint32_t max_processes;    /* per-process records in the maps */
+	uint32_t max_tracked;      /* pids in the filter set */
+	uint32_t ringbuf_kb;       /* ring buffer of slow-sync events */
 };
 
 struct policy {
@@ -53,6 +72,7 @@ struct policy {
 	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
 	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */
 	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
+	struct policy_telemetry telemetry;
 	/* [class NAME] sections, in file order: first match wins */
 	struct ooo_class *classes;
 	size_t nclasses;

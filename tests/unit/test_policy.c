@@ -611,7 +611,7 @@ static void test_err_sections(void **state)
 	check_err("[daemon ;]\n", 1, "missing ']'");
 	check_err("[daemon] max_sessions = 5\n", 1, "unexpected text after [daemon]");
 	check_err("max_sessions = 5\n[daemon]\n", 1,
-		  "key 'max_sessions' before any [daemon] or [class NAME] section");
+		  "key 'max_sessions' before any [daemon], [telemetry] or [class NAME] section");
 }
 
 static void test_err_class_no_match(void **state)
@@ -821,6 +821,49 @@ static void test_executor_keys(void **state)
 		  "must be 1..63 characters");
 }
 
+static void test_telemetry_keys(void **state)
+{
+	struct policy *p = parse_ok("");
+
+	assert_true(p->telemetry.enabled);
+	assert_false(p->telemetry.all_processes);
+	assert_int_equal(p->telemetry.launch_probes, POLICY_LAUNCH_TRACKED);
+	assert_string_equal(p->telemetry.libcuda, "");
+	assert_int_equal(p->telemetry.slow_sync_us, 10000);
+	assert_int_equal(p->telemetry.max_processes, 4096);
+	assert_int_equal(p->telemetry.max_tracked, 1024);
+	assert_int_equal(p->telemetry.ringbuf_kb, 256);
+	policy_free(p);
+	p = parse_ok("[telemetry]\nenabled = no\nall_processes = yes\nlaunch_probes = all\n"
+		     "libcuda = /opt/cuda/libcuda.so.1\nslow_sync_us = 500\nmax_processes = 100\n"
+		     "max_tracked = 7\nringbuf_kb = 64\n[class a]\nmatch_uid = 1\ntrace_launches = yes\n");
+	assert_false(p->telemetry.enabled);
+	assert_true(p->telemetry.all_processes);
+	assert_int_equal(p->telemetry.launch_probes, POLICY_LAUNCH_ALL);
+	assert_string_equal(p->telemetry.libcuda, "/opt/cuda/libcuda.so.1");
+	assert_int_equal(p->telemetry.slow_sync_us, 500);
+	assert_int_equal(p->telemetry.max_processes, 100);
+	assert_int_equal(p->telemetry.max_tracked, 7);
+	assert_int_equal(p->telemetry.ringbuf_kb, 64);
+	assert_int_equal(p->nclasses, 1);
+	assert_true(p->classes[0].trace_launches);
+	policy_free(p);
+	p = parse_ok("[telemetry]\nlaunch_probes = off\n[class a]\nmatch_uid = 1\n");
+	assert_int_equal(p->telemetry.launch_probes, POLICY_LAUNCH_OFF);
+	assert_false(p->classes[0].trace_launches);
+	policy_free(p);
+	check_err("[telemetry]\nlaunch_probes = some\n", 2, "launch_probes must be tracked, all or off");
+	check_err("[telemetry]\nlibcuda = libcuda.so.1\n", 2, "libcuda must be an absolute path");
+	check_err("[telemetry]\nslow_sync_us = 0\n", 2, "slow_sync_us must be 1..60000000");
+	check_err("[telemetry]\nmax_processes = 15\n", 2, "max_processes must be 16..1048576");
+	check_err("[telemetry]\nringbuf_kb = 3\n", 2, "ringbuf_kb must be 4..65536");
+	check_err("[telemetry]\nenabled = 2\n", 2, "enabled must be yes or no");
+	check_err("[telemetry]\npriority = 2\n", 2, "unknown key 'priority' in [telemetry]");
+	check_err("[telemetry]\n[telemetry]\n", 2, "duplicate section [telemetry] (first on line 1)");
+	check_err("[daemon]\nslow_sync_us = 5\n", 2, "unknown key 'slow_sync_us' in [daemon]");
+	check_err("[class a]\nmatch_uid = 1\ntrace_launches = sometimes\n", 3, "trace_launches must be yes or no");
+}
+
 static void test_load_file(void **state)
 {
 	struct policy_error err = { 0 };
@@ -908,6 +951,7 @@ int main(void)
 		cmocka_unit_test(test_err_first_only),
 		cmocka_unit_test(test_err_args),
 		cmocka_unit_test(test_executor_keys),
+		cmocka_unit_test(test_telemetry_keys),
 		cmocka_unit_test(test_load_file),
 	};
 
