@@ -47,11 +47,13 @@ ALL_LDFLAGS = $(SAN_LDFLAGS) $(LDFLAGS) -Wl,-z,relro,-z,now
 # Debian libraries linked statically so the binaries run on machines that
 # do not have them installed (the GPU machine).
 STATIC_LIBS = -Wl,-Bstatic -luring -linih -lnettle -Wl,-Bdynamic
+# libbpf and what it needs, for oood (the eBPF telemetry)
+BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
-               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c \
+               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c \
                daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/sched/sched.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c
@@ -117,7 +119,41 @@ $(OBJ)/gen/default_conf.o: $(BUILD)/gen/default_conf.c
 # ---- link ------------------------------------------------------------------
 $(BUILD)/oood: $(DAEMON_OBJS) $(BUILD)/libjit.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) $(BPF_LIBS) -ldl -lpthread
+
+# ---- BPF -------------------------------------------------------------------
+# bpf/*.bpf.c -> clang -target bpf -> llvm-strip -g -> bpftool gen skeleton
+# -> $(BUILD)/bpf/*.skel.h, included by daemon/telemetry.c (the objects are
+# embedded in oood). vmlinux.h comes from this kernel's BTF when it has one,
+# else from bpf/vmlinux_min.h (CO-RE relocates either at load time).
+BPF_CLANG  ?= clang
+BPF_STRIP  ?= llvm-strip
+BPFTOOL    ?= bpftool
+BPF_ARCH   := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
+BPF_PROGS  := cuda sched
+BPF_SKELS  := $(BPF_PROGS:%=$(BUILD)/bpf/%.skel.h)
+BTF_VMLINUX ?= /sys/kernel/btf/vmlinux
+
+$(BUILD)/bpf/vmlinux.h: bpf/vmlinux_min.h
+	$(call msg,GEN,$@)
+	@mkdir -p $(dir $@)
+	$(Q)if [ -r $(BTF_VMLINUX) ] && $(BPFTOOL) btf dump file $(BTF_VMLINUX) format c > $@.tmp 2>/dev/null; then \
+		mv $@.tmp $@; else rm -f $@.tmp; echo "  note: no kernel BTF: using bpf/vmlinux_min.h" >&2; cp $< $@; fi
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/telemetry.h $(BUILD)/bpf/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
+		-I$(BUILD)/bpf -Ibpf $(if $(MULTIARCH),-idirafter /usr/include/$(MULTIARCH)) -c $< -o $@.full
+	$(Q)$(BPF_STRIP) -g $@.full -o $@
+	@rm -f $@.full
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+$(OBJ)/daemon/telemetry.o: $(BPF_SKELS)
+$(OBJ)/daemon/telemetry.o: ALL_CFLAGS += -I$(BUILD)/bpf
 
 $(BUILD)/libooo.a: $(CLIENT_OBJS)
 	$(call msg,AR,$@)

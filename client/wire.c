@@ -61,6 +61,9 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_RELOAD: return "reload";
 	case OOO_MSG_DEVICES: return "devices";
 	case OOO_MSG_SCHED: return "sched";
+	case OOO_MSG_TELEMETRY: return "telemetry";
+	case OOO_MSG_PROCS: return "procs";
+	case OOO_MSG_TRACE: return "trace";
 	default: return "unknown";
 	}
 }
@@ -169,9 +172,19 @@ static int check_request(const struct wire_msg *m, const char **why)
 			return -OOO_EPROTO;
 		}
 		return 0;
+	case OOO_MSG_TRACE: {
+		const struct ooo_msg_trace *t = p;
+		if (n != sizeof(*t) || (t->op != OOO_TRACE_ADD && t->op != OOO_TRACE_REMOVE) || !t->pid ||
+		    t->pid > 0x7fffffffu) {
+			*why = "trace: bad size, op or pid";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_BYE:
 	case OOO_MSG_STATUS:
 	case OOO_MSG_RELOAD:
+	case OOO_MSG_TELEMETRY:
 		if (n != 0) {
 			*why = "unexpected payload";
 			return -OOO_EPROTO;
@@ -180,7 +193,8 @@ static int check_request(const struct wire_msg *m, const char **why)
 	case OOO_MSG_TENANTS:
 	case OOO_MSG_SESSIONS:
 	case OOO_MSG_DEVICES:
-	case OOO_MSG_SCHED: {
+	case OOO_MSG_SCHED:
+	case OOO_MSG_PROCS: {
 		const struct ooo_msg_list_req *r = p;
 		if (n != sizeof(*r) || r->reserved) {
 			*why = "list request payload has the wrong size";
@@ -222,6 +236,11 @@ static int check_list(const struct wire_msg *m, size_t rec_size, const char **wh
 			struct ooo_device_rec d;
 			memcpy(&d, rec, sizeof(d));
 			if (!FIELD_OK(&d, name) || !FIELD_OK(&d, reason))
+				goto bad;
+		} else if (rec_size == sizeof(struct ooo_proc_rec)) {
+			struct ooo_proc_rec pr;
+			memcpy(&pr, rec, sizeof(pr));
+			if (!FIELD_OK(&pr, comm))
 				goto bad;
 		} else if (rec_size == sizeof(struct ooo_tenant_rec)) {
 			struct ooo_tenant_rec t;
@@ -348,6 +367,33 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return check_list(m, sizeof(struct ooo_device_rec), why);
 	case OOO_MSG_SCHED:
 		return check_list(m, sizeof(struct ooo_sched_rec), why);
+	case OOO_MSG_PROCS:
+		return check_list(m, sizeof(struct ooo_proc_rec), why);
+	case OOO_MSG_TELEMETRY: {
+		const struct ooo_msg_telemetry *t = p;
+		EXACT(*t);
+		if (!FIELD_OK(t, reason) || t->nlibs > OOO_TM_LIBS || t->nrecent > OOO_TM_RECENT)
+			goto bad_telemetry;
+		for (uint32_t i = 0; i < OOO_TM_LIBS; i++)
+			if (!FIELD_OK(&t->libs[i], path))
+				goto bad_telemetry;
+		for (uint32_t i = 0; i < OOO_TM_RECENT; i++)
+			if (!FIELD_OK(&t->recent[i], comm))
+				goto bad_telemetry;
+		return 0;
+	bad_telemetry:
+		*why = "telemetry reply: a string is not NUL-terminated or a count is too large";
+		return -OOO_EPROTO;
+	}
+	case OOO_MSG_TRACE: {
+		const struct ooo_msg_trace_reply *r = p;
+		EXACT(*r);
+		if (!FIELD_OK(r, msg)) {
+			*why = "trace reply text is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_RELOAD: {
 		const struct ooo_msg_reload_reply *r = p;
 		EXACT(*r);

@@ -20,6 +20,7 @@
 #include "dpath.h"
 #include "log.h"
 #include "server.h"
+#include "telemetry.h"
 
 static int pidfd_open_(pid_t pid)
 {
@@ -142,6 +143,11 @@ static void spawn(struct server *srv, struct gpu *g)
 		return;
 	}
 	log_info("gpu%u: executor pid %d started", g->idx, (int)pid);
+	{
+		char tmsg[OOO_ERRMSG_MAX];
+
+		g->tm_tracked = telemetry_track(srv, pid, OOO_TRACK_EXECUTOR, false, tmsg, sizeof(tmsg)) == 0;
+	}
 	arm_exit(srv, g);
 	arm_recv(srv, g);
 }
@@ -181,6 +187,9 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 	close(g->pidfd);
 	close(g->ctl);
 	g->pidfd = g->ctl = -1;
+	if (g->tm_tracked)
+		telemetry_untrack(srv, g->pid, OOO_TRACK_EXECUTOR, false);
+	g->tm_tracked = false;
 	g->pid = 0;
 	g->have_stats = false;
 	buffers_gpu_lost(srv, g->idx);

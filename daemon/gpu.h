@@ -35,6 +35,7 @@ struct gpu {
 	uint32_t idx;
 	uint32_t state; /* enum ooo_device_state */
 	pid_t pid;      /* 0 when no executor runs */
+	bool tm_tracked; /* pid is in the telemetry set */
 	int pidfd, ctl;
 	unsigned inflight; /* io_uring operations on pidfd/ctl */
 	bool exited;

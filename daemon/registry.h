@@ -46,6 +46,7 @@ struct class_terms {
 	int32_t priority;
 	uint32_t slo_us;
 	uint32_t sm_share;
+	bool trace_launches; /* telemetry probes its sessions' cuLaunchKernel calls */
 	uint64_t limit[OOO_RES_COUNT];
 };
 

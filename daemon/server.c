@@ -33,6 +33,7 @@
 #include "dpath.h"
 #include "log.h"
 #include "notify.h"
+#include "telemetry.h"
 
 #define TICK_NS 250000000ull
 #define SLOT_NONE UINT32_MAX
@@ -57,6 +58,7 @@ struct conn {
 	bool admin;
 	enum conn_state state;
 	bool recv_armed, send_armed, close_after_send, admitted_admin, reaping;
+	bool tm_tracked, tm_launches; /* its session's pid is in the telemetry set (launch probes too) */
 	const char *close_reason; /* static text, for the log once closed */
 	int rx_fd; /* descriptor passed with the message being handled, -1 if none */
 	unsigned inflight;
@@ -453,6 +455,9 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 			 c->cred.pid, why);
 		registry_close(&srv->reg, c->sess);
 		c->sess = NULL;
+		if (c->tm_tracked)
+			telemetry_untrack(srv, (pid_t)c->cred.pid, OOO_TRACK_SESSION, c->tm_launches);
+		c->tm_tracked = false;
 	} else {
 		log_debug("%s connection of pid %u closed: %s", c->admin ? "admin" : "tenant", c->cred.pid, why);
 	}
@@ -605,6 +610,16 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 	memcpy(rep.limit, s->tenant->terms.limit, sizeof(rep.limit));
 	log_peer("session %llu: pid %u uid %u gid %u class '%s' name '%s'", (unsigned long long)s->id, c->cred.pid,
 		 c->cred.uid, c->cred.gid, rep.class_name, s->name);
+	{
+		char tmsg[OOO_ERRMSG_MAX];
+		bool launches = s->tenant->terms.trace_launches;
+
+		/* telemetry is best effort: a full pid set does not refuse the session */
+		if (telemetry_track(srv, (pid_t)c->cred.pid, OOO_TRACK_SESSION, launches, tmsg, sizeof(tmsg)) == 0) {
+			c->tm_tracked = true;
+			c->tm_launches = launches;
+		}
+	}
 	conn_reply(srv, c, OOO_MSG_HELLO, m->hdr.seq, &rep, sizeof(rep));
 }
 
@@ -665,6 +680,18 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
 		return;
 	}
+	if (type == OOO_MSG_TRACE) {
+		struct ooo_msg_trace_reply rep;
+		int r = telemetry_admin_trace(srv, m->payload, &rep);
+
+		if (r < 0) {
+			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", rep.msg);
+			return;
+		}
+		log_info("oooctl (pid %u uid %u): %s", c->cred.pid, c->cred.uid, rep.msg);
+		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
+		return;
+	}
 	buf = malloc(OOO_MSG_MAX);
 	if (!buf) {
 		conn_reply_error(srv, c, type, m->hdr.seq, -ENOMEM, "out of memory");
@@ -673,6 +700,10 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 	/* Build the payload right after the header so the reply needs no copy. */
 	if (type == OOO_MSG_STATUS)
 		n = admin_status(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	else if (type == OOO_MSG_TELEMETRY)
+		n = telemetry_admin_status(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	else if (type == OOO_MSG_PROCS)
+		n = telemetry_admin_procs(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	else
 		n = admin_list(srv, type, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	if (n < 0) {
@@ -792,6 +823,9 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_RELOAD:
 	case OOO_MSG_DEVICES:
 	case OOO_MSG_SCHED:
+	case OOO_MSG_TELEMETRY:
+	case OOO_MSG_PROCS:
+	case OOO_MSG_TRACE:
 		if (!c->admin) {
 			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
 					 wire_type_name(type), srv->sock_path[1]);
@@ -1045,6 +1079,7 @@ static void on_tick(struct server *srv)
 			arm_accept(srv, i);
 	}
 	gpu_tick(srv, now);
+	telemetry_tick(srv, now);
 	if (srv->stopping && now >= srv->stop_deadline_ns) {
 		list_for_each_safe(n, tmp, &srv->conns) {
 			struct conn *c = list_entry(n, struct conn, node);
@@ -1119,6 +1154,9 @@ static void handle_cqe(struct server *srv, struct io_uring_cqe *cqe)
 		return;
 	case OP_GPU_RECV:
 		gpu_on_recv(srv, slot, cqe->res);
+		return;
+	case OP_TELEM:
+		telemetry_on_poll(srv, ud_gen(ud), cqe->res, cqe->flags);
 		return;
 	case OP_RECV:
 	case OP_SEND:
@@ -1212,6 +1250,7 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	srv->policy = np;
 	revoked = registry_apply_policy(&srv->reg, np);
 	close_revoked(srv);
+	telemetry_reload(srv, &old->telemetry);
 	policy_free(old);
 	srv->policy_generation++;
 	srv->policy_loaded_ns = realtime_ns();
@@ -1363,6 +1402,9 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	list_init(&srv->conns);
 	list_init(&srv->pending);
 	list_init(&srv->reap);
+	r = telemetry_new(&srv->tm);
+	if (r < 0)
+		return r;
 	buffers_init(srv);
 	dpath_init(srv);
 	registry_init(&srv->reg);
@@ -1398,6 +1440,7 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	if (r < 0)
 		return r;
 	sync_admin_socket(srv);
+	telemetry_start(srv);
 	return gpu_start(srv);
 }
 
@@ -1464,6 +1507,9 @@ void server_fini(struct server *srv)
 	}
 	if (srv->ring_ok)
 		io_uring_queue_exit(&srv->ring);
+	/* after the ring: no poll refers to its ring buffer any more */
+	telemetry_free(srv->tm);
+	srv->tm = NULL;
 	gpu_fini(srv);
 	buffers_fini(srv);
 	dpath_fini(srv);

@@ -41,6 +41,7 @@ enum op {
 	OP_CANCEL,
 	OP_GPU_EXIT, /* pidfd of an executor became readable; slot = GPU index */
 	OP_GPU_RECV, /* datagram from an executor; slot = GPU index */
+	OP_TELEM,    /* the telemetry ring buffer is readable; gen = its poll generation */
 };
 
 static inline uint64_t ud_make(enum op op, uint32_t slot, uint32_t gen)
@@ -118,6 +119,7 @@ struct server {
 	struct list_node buffers; /* every struct buffer (buffers.c) */
 	struct list_node dpaths;  /* every struct sdpath (dpath.c) */
 	struct list_node xreqs;   /* requests forwarded to executors (dpath.c) */
+	struct telemetry *tm;     /* eBPF probes (telemetry.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);

@@ -2,7 +2,7 @@
 # deps.sh: install the Debian packages ooo needs to build and test, if missing.
 # Runs apt-get as root (or through sudo). Exits non-zero if it cannot.
 set -eu
-PKGS="make gcc pkg-config liburing-dev libcmocka-dev libinih-dev nettle-dev clang libclang-rt-14-dev"
+PKGS="make gcc pkg-config liburing-dev libcmocka-dev libinih-dev nettle-dev clang libclang-rt-14-dev llvm libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -59,6 +59,9 @@ enum ooo_msg_type {
 	OOO_MSG_RELOAD = 35,   /* admin: no payload -> struct ooo_msg_reload_reply */
 	OOO_MSG_DEVICES = 36,  /* admin: ooo_msg_list_req -> ooo_msg_list + device recs */
 	OOO_MSG_SCHED = 37,    /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_sched_rec, one per GPU */
+	OOO_MSG_TELEMETRY = 38, /* admin: no payload -> struct ooo_msg_telemetry */
+	OOO_MSG_PROCS = 39,     /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_proc_rec, by pid */
+	OOO_MSG_TRACE = 40,     /* admin: struct ooo_msg_trace -> struct ooo_msg_trace_reply */
 };
 
 #define OOO_MSG_REPLY 0x8000u /* set in the type of every reply */
@@ -373,6 +376,113 @@ struct ooo_sched_rec {
 struct ooo_msg_reload_reply {
 	uint64_t policy_generation;
 	char msg[OOO_ERRMSG_MAX]; /* what changed, for the operator */
+};
+
+/* ---- telemetry (eBPF probes in oood, see docs/telemetry.md) ---- */
+
+#define OOO_TM_BUCKETS 32 /* log2 microsecond histograms: bucket 0 < 1 us, b in [2^(b-1), 2^b) us */
+#define OOO_TM_LIBS 8     /* libcuda files (distinct inodes) probed at once */
+#define OOO_TM_RECENT 16  /* slow syncs kept for oooctl telemetry */
+#define OOO_TM_COMM 16
+
+enum ooo_tm_state {
+	OOO_TM_DISABLED = 1, /* [telemetry] enabled = no */
+	OOO_TM_UNAVAILABLE,  /* no privilege, no BTF, load failed: reason says */
+	OOO_TM_RUNNING,
+};
+
+/* Why a pid is in the filter set (bits of ooo_proc_rec.track). */
+#define OOO_TRACK_SESSION 1u  /* it has a tenant session */
+#define OOO_TRACK_EXECUTOR 2u /* an executor of oood */
+#define OOO_TRACK_OPERATOR 4u /* oooctl trace add */
+#define OOO_TRACK_LAUNCHES 8u /* its cuLaunchKernel calls are probed */
+
+struct ooo_tm_lib_rec {
+	char path[OOO_PATH_MAX]; /* as opened (may be under /proc/PID/root) */
+	uint64_t dev;
+	uint64_t ino;
+	uint32_t probes;  /* uprobes attached for every process */
+	uint32_t missing; /* probed symbols the library does not export */
+};
+
+struct ooo_tm_slow_rec {
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t fn; /* 0 cuStreamSynchronize, 1 cuCtxSynchronize, 2 cuEventSynchronize */
+	uint32_t reserved;
+	uint64_t dur_ns;
+	uint64_t age_ns; /* since it returned */
+	char comm[OOO_TM_COMM];
+};
+
+struct ooo_msg_telemetry {
+	uint32_t state;         /* enum ooo_tm_state */
+	uint32_t cuda;          /* 1: the libcuda programs are loaded */
+	uint32_t sched;         /* 1: the run-queue programs are loaded and attached */
+	uint32_t all_processes; /* 1: not filtered by pid */
+	uint32_t launch_probes; /* 0 tracked, 1 all, 2 off (the [telemetry] key) */
+	uint32_t nlibs;
+	uint32_t tracked;       /* pids in the filter set */
+	uint32_t max_tracked;
+	uint32_t procs;         /* processes with cuda records */
+	uint32_t rq_procs;      /* processes with run-queue records */
+	uint32_t max_procs;
+	uint32_t nrecent;
+	uint64_t slow_sync_ns;
+	uint64_t events;        /* slow-sync events read from the ring buffer */
+	uint64_t ring_full;     /* ... lost because it was full */
+	uint64_t procs_full;    /* records not made because a map was full */
+	uint64_t inflight_lost; /* returns without their entry */
+	uint64_t aged_out;      /* records of exited processes removed */
+	uint64_t launch_links;  /* per-process launch uprobes attached now */
+	char reason[OOO_ERRMSG_MAX]; /* why it is not running, or what is missing */
+	struct ooo_tm_lib_rec libs[OOO_TM_LIBS];
+	struct ooo_tm_slow_rec recent[OOO_TM_RECENT]; /* newest first */
+};
+
+struct ooo_proc_rec {
+	uint32_t pid;
+	uint32_t uid;   /* owner of /proc/PID; UINT32_MAX if gone */
+	uint32_t track; /* OOO_TRACK_* (0: seen through all_processes only) */
+	uint32_t have;  /* 1: cuda record, 2: run-queue record (bits) */
+	char comm[OOO_TM_COMM];
+	uint64_t launches;
+	uint64_t graph_launches;
+	uint64_t syncs[3]; /* by ooo_tm_slow_rec.fn */
+	uint64_t sync_ns;
+	uint64_t slow_syncs;
+	uint64_t allocs;
+	uint64_t alloc_failed;
+	uint64_t alloc_bytes;
+	uint64_t frees;
+	uint64_t copies;
+	uint64_t copy_bytes;
+	uint64_t age_ns;  /* since its first probed call */
+	uint64_t idle_ns; /* since its last probed call */
+	uint64_t gap_hist[OOO_TM_BUCKETS];  /* launch inter-arrival */
+	uint64_t sync_hist[OOO_TM_BUCKETS]; /* time in sync calls */
+	uint64_t rq_samples;
+	uint64_t rq_total_ns;
+	uint64_t rq_max_ns;
+	uint64_t rq_hist[OOO_TM_BUCKETS];   /* run-queue delay */
+};
+
+enum ooo_trace_op {
+	OOO_TRACE_ADD = 1,    /* count its libcuda calls (launches too) and its run-queue delay */
+	OOO_TRACE_REMOVE = 2,
+};
+
+struct ooo_msg_trace {
+	uint32_t pid;
+	uint32_t op; /* enum ooo_trace_op */
+};
+
+struct ooo_msg_trace_reply {
+	uint32_t pid;
+	uint32_t track; /* OOO_TRACK_* now */
+	uint32_t libs;  /* libcuda files its launches are probed in */
+	uint32_t reserved;
+	char msg[OOO_ERRMSG_MAX];
 };
 
 #ifdef __cplusplus
