@@ -72,9 +72,13 @@ BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUIL
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check \
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check
 GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check
+# helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
+CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
+TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
+                $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
-all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK)
+all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -246,6 +250,21 @@ $(GPU_JIT_CHECK): $(OBJ)/tests/gpu/jit_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl -lm
+
+# cuda_calls finds libcuda.so.1 next to itself in stubs/ (the toolkit names its stub libcuda.so)
+$(BUILD)/tests/telemetry/cuda_calls: $(OBJ)/tests/telemetry/cuda_calls.o
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)/stubs
+	$(Q)ln -sf $(abspath $(CUDA_STUBS))/libcuda.so $(dir $@)/stubs/libcuda.so.1
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -L$(CUDA_STUBS) -lcuda -Wl,-rpath,'$$ORIGIN/stubs'
+$(BUILD)/tests/telemetry/pingpong: $(OBJ)/tests/telemetry/pingpong.o
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
+$(BUILD)/tests/tools/prom_lint: $(OBJ)/tests/tools/prom_lint.o
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -410,10 +410,16 @@ static int lib_add(struct telemetry *tm, const char *path, bool untrusted)
 		return -ENOEXEC;
 	}
 	for (li = 0; li < tm->nlibs; li++) {
-		if (tm->libs[li].dev == st.st_dev && tm->libs[li].ino == st.st_ino) {
-			close(fd);
-			return (int)li;
-		}
+		struct tm_lib *l = &tm->libs[li];
+		struct stat cur;
+
+		if (l->dev != st.st_dev || l->ino != st.st_ino)
+			continue;
+		close(fd);
+		/* a path through /proc/PID/root dies with PID: later attaches use a live one */
+		if (strcmp(l->path, path) && (stat(l->path, &cur) || cur.st_dev != l->dev || cur.st_ino != l->ino))
+			snprintf(l->path, sizeof(l->path), "%s", path);
+		return (int)li;
 	}
 	if (untrusted && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
 		close(fd);
@@ -477,6 +483,8 @@ static int lib_add(struct telemetry *tm, const char *path, bool untrusted)
 		lib->links[lib->nlinks++] = l;
 	}
 	li = tm->nlibs++;
+	if (!strncmp(tm->reason, "no libcuda", 10))
+		tm->reason[0] = '\0';
 	log_info("telemetry: probing %s (%u uprobes, %u symbols absent)", path, lib->nlinks, lib->missing);
 	for (uint32_t i = 0; i < tm->npids; i++) {
 		if (launches_per_pid(tm) && tm->pids[i].launch_refs)
@@ -553,6 +561,13 @@ static void libs_scan_pid(struct telemetry *tm, pid_t pid)
 		last_ino = ino;
 		if ((size_t)snprintf(lib, sizeof(lib), "/proc/%d/root%s", (int)pid, file) >= OOO_PATH_MAX)
 			continue;
+		{
+			/* the same file in our mount namespace: probe it by the path that outlives pid */
+			struct stat a, b;
+
+			if (stat(lib, &a) == 0 && stat(file, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+				snprintf(lib, sizeof(lib), "%s", file);
+		}
 		lib_add(tm, lib, true);
 	}
 	fclose(f);
@@ -1195,7 +1210,7 @@ int telemetry_admin_trace(struct server *srv, const struct ooo_msg_trace *req, s
 		p = pid_find(tm, (pid_t)req->pid);
 		if (!p || !p->operator_) {
 			snprintf(rep->msg, sizeof(rep->msg), "pid %u is not traced by an operator", req->pid);
-			return -ENOENT;
+			return -ESRCH;
 		}
 		telemetry_untrack(srv, (pid_t)req->pid, OOO_TRACK_OPERATOR, true);
 	}

@@ -15,6 +15,7 @@
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -565,6 +566,7 @@ static int cmd_getopt(int argc, char **argv, const char *shortopts)
 		{ "count", required_argument, NULL, 'c' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "metric", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char so[32];
@@ -587,10 +589,10 @@ static int cmd_getopt(int argc, char **argv, const char *shortopts)
 				exit(usage_error("unknown option '-%c'", optopt));
 			exit(usage_error("unknown option '%s'", argv[optind - 1]));
 		default:
-			/* --count belongs to ping only, --device and --interval to sched */
-			if ((c == 'c' || c == 'd' || c == 'i') && !strchr(shortopts, c))
+			/* --count belongs to ping and top, --device to sched, --interval to sched and top, --metric to hist */
+			if ((c == 'c' || c == 'd' || c == 'i' || c == 'm') && !strchr(shortopts, c))
 				exit(usage_error("unknown option '--%s'",
-						 c == 'c' ? "count" : c == 'd' ? "device" : "interval"));
+						 c == 'c' ? "count" : c == 'd' ? "device" : c == 'i' ? "interval" : "metric"));
 			return c;
 		}
 	}
@@ -1974,6 +1976,739 @@ static int do_version(int argc, char **argv)
 	return RC_OK;
 }
 
+/* ---- telemetry: telemetry, top, hist, trace, metrics ------------------------------ */
+
+static const char *const tm_fn_names[3] = { "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize" };
+
+static const char *tm_state_name(uint32_t s)
+{
+	switch (s) {
+	case OOO_TM_DISABLED: return "disabled";
+	case OOO_TM_UNAVAILABLE: return "unavailable";
+	case OOO_TM_RUNNING: return "running";
+	default: return "unknown";
+	}
+}
+
+static const char *tm_launch_mode(uint32_t m)
+{
+	return m == 1 ? "all" : m == 2 ? "off" : "tracked";
+}
+
+static int get_telemetry(ooo_session *s, struct ooo_msg_telemetry *t)
+{
+	int r = call(s, OOO_MSG_TELEMETRY, NULL, 0, t, sizeof(*t));
+
+	if (r >= 0 && (size_t)r != sizeof(*t)) {
+		snprintf(reason, sizeof(reason), "telemetry reply of %d bytes, expected %zu", r, sizeof(*t));
+		return -OOO_EPROTO;
+	}
+	return r < 0 ? r : 0;
+}
+
+static const char *fmt_track(char *buf, size_t cap, uint32_t t)
+{
+	snprintf(buf, cap, "%s%s%s%s%s", t & OOO_TRACK_SESSION ? "s" : "", t & OOO_TRACK_EXECUTOR ? "x" : "",
+		 t & OOO_TRACK_OPERATOR ? "o" : "", t & OOO_TRACK_LAUNCHES ? "L" : "", t ? "" : "-");
+	return buf;
+}
+
+static void j_track(const char *key, uint32_t t)
+{
+	j_arr(key);
+	if (t & OOO_TRACK_SESSION)
+		j_str(NULL, "session");
+	if (t & OOO_TRACK_EXECUTOR)
+		j_str(NULL, "executor");
+	if (t & OOO_TRACK_OPERATOR)
+		j_str(NULL, "operator");
+	if (t & OOO_TRACK_LAUNCHES)
+		j_str(NULL, "launches");
+	j_arr_end();
+}
+
+static int do_telemetry(int argc, char **argv)
+{
+	struct ooo_msg_telemetry t;
+	ooo_session *s;
+	char b1[64], b2[64];
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = get_telemetry(s, &t);
+	ooo_close(s);
+	if (r < 0)
+		return report("telemetry", r);
+	if (opt_json) {
+		j_obj(NULL);
+		j_str("state", tm_state_name(t.state));
+		j_str("reason", t.reason[0] ? t.reason : NULL);
+		j_bool("cuda_probes", t.cuda);
+		j_bool("runqueue_probes", t.sched);
+		j_bool("all_processes", t.all_processes);
+		j_str("launch_probes", tm_launch_mode(t.launch_probes));
+		j_u64("slow_sync_ns", t.slow_sync_ns);
+		j_u64("tracked", t.tracked);
+		j_u64("max_tracked", t.max_tracked);
+		j_u64("procs", t.procs);
+		j_u64("runqueue_procs", t.rq_procs);
+		j_u64("max_procs", t.max_procs);
+		j_u64("events", t.events);
+		j_u64("ring_full", t.ring_full);
+		j_u64("procs_full", t.procs_full);
+		j_u64("inflight_lost", t.inflight_lost);
+		j_u64("aged_out", t.aged_out);
+		j_u64("launch_links", t.launch_links);
+		j_arr("libraries");
+		for (uint32_t i = 0; i < t.nlibs; i++) {
+			j_obj(NULL);
+			j_str("path", t.libs[i].path);
+			j_u64("dev", t.libs[i].dev);
+			j_u64("ino", t.libs[i].ino);
+			j_u64("probes", t.libs[i].probes);
+			j_u64("missing_symbols", t.libs[i].missing);
+			j_obj_end();
+		}
+		j_arr_end();
+		j_arr("slow_syncs");
+		for (uint32_t i = 0; i < t.nrecent; i++) {
+			j_obj(NULL);
+			j_u64("pid", t.recent[i].pid);
+			j_u64("tid", t.recent[i].tid);
+			j_str("comm", t.recent[i].comm);
+			j_str("function", t.recent[i].fn < 3 ? tm_fn_names[t.recent[i].fn] : "?");
+			j_u64("dur_ns", t.recent[i].dur_ns);
+			j_u64("age_ns", t.recent[i].age_ns);
+			j_obj_end();
+		}
+		j_arr_end();
+		j_obj_end();
+		return RC_OK;
+	}
+	kv("telemetry", "%s%s%s", tm_state_name(t.state), t.reason[0] ? ": " : "", t.reason);
+	if (t.state != OOO_TM_RUNNING)
+		return RC_OK;
+	kv("probes", "libcuda %s, run queue %s; %s; launch probes %s", t.cuda ? "on" : "off", t.sched ? "on" : "off",
+	   t.all_processes ? "all processes" : "tracked processes only", tm_launch_mode(t.launch_probes));
+	kv("slow sync", "over %s", fmt_dur(b1, sizeof(b1), t.slow_sync_ns));
+	kv("tracked", "%" PRIu32 " / %" PRIu32 " pids (%" PRIu64 " per-process launch probes)", t.tracked, t.max_tracked,
+	   t.launch_links);
+	kv("records", "%" PRIu32 " libcuda, %" PRIu32 " run queue, of %" PRIu32 " each", t.procs, t.rq_procs, t.max_procs);
+	kv("events", "%" PRIu64 " slow syncs read, %" PRIu64 " lost (ring full)", t.events, t.ring_full);
+	kv("not recorded", "%" PRIu64 " (maps full), %" PRIu64 " returns without entry", t.procs_full, t.inflight_lost);
+	kv("aged out", "%" PRIu64 " records of exited processes", t.aged_out);
+	if (!t.nlibs)
+		kv("libcuda", "none found yet");
+	for (uint32_t i = 0; i < t.nlibs; i++)
+		kv(i ? "" : "libcuda", "%s (%" PRIu32 " uprobes, %" PRIu32 " symbols absent)", t.libs[i].path,
+		   t.libs[i].probes, t.libs[i].missing);
+	for (uint32_t i = 0; i < t.nrecent; i++)
+		kv(i ? "" : "recent slow syncs", "pid %" PRIu32 " (%s) tid %" PRIu32 ": %s %s, %s ago", t.recent[i].pid,
+		   t.recent[i].comm, t.recent[i].tid, t.recent[i].fn < 3 ? tm_fn_names[t.recent[i].fn] : "?",
+		   fmt_dur(b1, sizeof(b1), t.recent[i].dur_ns), fmt_dur(b2, sizeof(b2), t.recent[i].age_ns));
+	return RC_OK;
+}
+
+/* Upper bound in ns of the bucket holding quantile q of a log2 us histogram; NAN when empty. */
+static double tm_quantile(const uint64_t *h, double q)
+{
+	uint64_t total = 0, acc = 0;
+
+	for (int b = 0; b < OOO_TM_BUCKETS; b++)
+		total += h[b];
+	if (!total)
+		return NAN;
+	for (int b = 0; b < OOO_TM_BUCKETS; b++) {
+		acc += h[b];
+		if ((double)acc >= q * (double)total)
+			return 1000.0 * (double)(1ull << b);
+	}
+	return 1000.0 * (double)(1ull << (OOO_TM_BUCKETS - 1));
+}
+
+static uint64_t tm_sum(const uint64_t *h)
+{
+	uint64_t t = 0;
+
+	for (int b = 0; b < OOO_TM_BUCKETS; b++)
+		t += h[b];
+	return t;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct ooo_proc_rec *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int procs_snapshot(struct ooo_proc_rec **out, size_t *n)
+{
+	ooo_session *s;
+	int rc, r;
+
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = fetch_list(s, OOO_MSG_PROCS, sizeof(**out), (void **)out, n);
+	ooo_close(s);
+	if (r < 0)
+		return report("procs", r);
+	if (*n)
+		qsort(*out, *n, sizeof(**out), cmp_proc);
+	return RC_OK;
+}
+
+static const struct ooo_proc_rec *proc_find(const struct ooo_proc_rec *v, size_t n, uint32_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].pid == pid)
+			return &v[i];
+	return NULL;
+}
+
+static uint64_t proc_syncs(const struct ooo_proc_rec *p)
+{
+	return p->syncs[0] + p->syncs[1] + p->syncs[2];
+}
+
+static void print_top(const struct ooo_proc_rec *a, size_t na, const struct ooo_proc_rec *b, size_t nb, double secs)
+{
+	static const char *const cols[] = { ">PID", "COMM", ">UID", "TRACK", ">LAUNCH/S", ">SYNC/S", ">SYNC_P50",
+					    ">SYNC_P99", ">RQ_P99", ">RQ_MAX", ">ALLOCATED", ">LAUNCHES" };
+	struct table tab;
+
+	if (opt_json) {
+		j_obj(NULL);
+		j_num("interval_s", secs, 3);
+		j_arr("procs");
+	} else {
+		table_init(&tab, 12, cols);
+	}
+	for (size_t i = 0; i < nb; i++) {
+		const struct ooo_proc_rec *p = &b[i], *o = a ? proc_find(a, na, p->pid) : NULL;
+		double lps = NAN, sps = NAN;
+		uint64_t dh[OOO_TM_BUCKETS], rh[OOO_TM_BUCKETS];
+		char c1[32], c2[32], c3[32], c4[32], c5[32], tr[8];
+
+		/* the interval's histograms where there is an earlier snapshot, else since the start */
+		for (int k = 0; k < OOO_TM_BUCKETS; k++) {
+			dh[k] = p->sync_hist[k] - (o && o->sync_hist[k] <= p->sync_hist[k] ? o->sync_hist[k] : 0);
+			rh[k] = p->rq_hist[k] - (o && o->rq_hist[k] <= p->rq_hist[k] ? o->rq_hist[k] : 0);
+		}
+		if (o && secs > 0) {
+			lps = (double)(p->launches - (o->launches <= p->launches ? o->launches : p->launches)) / secs;
+			sps = (double)(proc_syncs(p) - (proc_syncs(o) <= proc_syncs(p) ? proc_syncs(o) : proc_syncs(p))) /
+			      secs;
+		}
+		if (opt_json) {
+			j_obj(NULL);
+			j_u64("pid", p->pid);
+			j_str("comm", p->comm);
+			if (p->uid == UINT32_MAX)
+				j_null("uid");
+			else
+				j_u64("uid", p->uid);
+			j_track("track", p->track);
+			j_num("launches_per_s", lps, 1);
+			j_num("syncs_per_s", sps, 1);
+			j_num("sync_p50_ns", tm_quantile(dh, 0.5), 0);
+			j_num("sync_p99_ns", tm_quantile(dh, 0.99), 0);
+			j_num("runqueue_p99_ns", tm_quantile(rh, 0.99), 0);
+			j_u64("runqueue_max_ns", p->rq_max_ns);
+			j_u64("launches", p->launches);
+			j_u64("graph_launches", p->graph_launches);
+			j_u64("syncs", proc_syncs(p));
+			j_u64("alloc_bytes", p->alloc_bytes);
+			j_obj_end();
+			continue;
+		}
+		table_cell(&tab, "%" PRIu32, p->pid);
+		table_cell(&tab, "%s", p->comm[0] ? p->comm : "-");
+		if (p->uid == UINT32_MAX)
+			table_cell(&tab, "-");
+		else
+			table_cell(&tab, "%" PRIu32, p->uid);
+		table_cell(&tab, "%s", fmt_track(tr, sizeof(tr), p->track));
+		table_cell(&tab, "%s", isnan(lps) ? "-" : (snprintf(c1, sizeof(c1), "%.0f", lps), c1));
+		table_cell(&tab, "%s", isnan(sps) ? "-" : (snprintf(c2, sizeof(c2), "%.0f", sps), c2));
+		table_cell(&tab, "%s", tm_sum(dh) ? fmt_dur(c3, sizeof(c3), (uint64_t)tm_quantile(dh, 0.5)) : "-");
+		table_cell(&tab, "%s", tm_sum(dh) ? fmt_dur(c4, sizeof(c4), (uint64_t)tm_quantile(dh, 0.99)) : "-");
+		table_cell(&tab, "%s", tm_sum(rh) ? fmt_dur(c5, sizeof(c5), (uint64_t)tm_quantile(rh, 0.99)) : "-");
+		table_cell(&tab, "%s", p->rq_samples ? fmt_dur(c1, sizeof(c1), p->rq_max_ns) : "-");
+		table_cell(&tab, "%s", fmt_size(c2, sizeof(c2), p->alloc_bytes));
+		table_cell(&tab, "%" PRIu64, p->launches);
+	}
+	if (opt_json) {
+		j_arr_end();
+		j_obj_end();
+		putchar('\n');
+	} else if (!nb) {
+		printf("no processes tracked or seen (see oooctl telemetry)\n");
+	} else {
+		table_print(&tab);
+	}
+	fflush(stdout);
+}
+
+static int do_top(int argc, char **argv)
+{
+	unsigned long interval = 1000, count = 0;
+	struct ooo_proc_rec *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	bool tty = isatty(STDOUT_FILENO);
+	int c, rc;
+
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "c:i:")) != -1) {
+		if (c == 'c' && !parse_uint(optarg, 1, 1000000, &count))
+			return usage_error("--count wants 1 to 1000000 refreshes, not '%s'", optarg);
+		if (c == 'i' && !parse_uint(optarg, 100, 3600000, &interval))
+			return usage_error("--interval wants milliseconds from 100 to 3600000, not '%s'", optarg);
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (!count && !tty)
+		count = 1; /* not a terminal: one refresh unless asked for more */
+	if ((rc = procs_snapshot(&a, &na)))
+		return rc;
+	for (unsigned long k = 0; !count || k < count; k++) {
+		int64_t t0 = mono_ns(), t1;
+
+		sleep_ns((uint64_t)interval * 1000000ull);
+		if ((rc = procs_snapshot(&b, &nb))) {
+			free(a);
+			return rc;
+		}
+		t1 = mono_ns();
+		if (tty && !opt_json)
+			fputs("\033[H\033[2J", stdout);
+		if (!opt_json)
+			printf("oooctl top: every %.1f s (TRACK: s session, x executor, o operator, L launches probed)\n",
+			       (double)interval / 1000.0);
+		print_top(a, na, b, nb, (double)(t1 - t0) / 1e9);
+		free(a);
+		a = b;
+		na = nb;
+		b = NULL;
+	}
+	free(a);
+	return RC_OK;
+}
+
+static void print_hist(const char *title, const uint64_t *h)
+{
+	uint64_t max = 0, total = tm_sum(h);
+	int last = -1;
+
+	for (int b = 0; b < OOO_TM_BUCKETS; b++) {
+		if (h[b] > max)
+			max = h[b];
+		if (h[b])
+			last = b;
+	}
+	printf("%s: %" PRIu64 " samples\n", title, total);
+	if (!total)
+		return;
+	printf("%20s : %-10s |%-40s|\n", "usecs", "count", "distribution");
+	for (int b = 0; b <= last; b++) {
+		char range[48];
+		int stars = max ? (int)((h[b] * 40 + max - 1) / max) : 0;
+
+		if (b == 0)
+			snprintf(range, sizeof(range), "0 -> 1");
+		else
+			snprintf(range, sizeof(range), "%llu -> %llu", 1ull << (b - 1), b == OOO_TM_BUCKETS - 1 ? 0ull : 1ull << b);
+		if (b == OOO_TM_BUCKETS - 1)
+			snprintf(range, sizeof(range), "%llu -> inf", 1ull << (b - 1));
+		printf("%20s : %-10" PRIu64 " |%-*.*s%*s|\n", range, h[b], stars, stars,
+		       "****************************************", 40 - stars, "");
+	}
+}
+
+static int do_hist(int argc, char **argv)
+{
+	static const char *const metrics[] = { "sync", "gap", "rq" };
+	static const char *const titles[] = { "time in sync calls", "launch inter-arrival time", "run-queue delay" };
+	struct ooo_proc_rec *v = NULL;
+	uint64_t h[3][OOO_TM_BUCKETS];
+	unsigned long id;
+	bool by_uid = false;
+	int metric = -1, c, rc;
+	size_t n = 0, matched = 0;
+	const char *who;
+
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "m:")) != -1) {
+		if (c != 'm')
+			continue;
+		for (int k = 0; k < 3; k++)
+			if (!strcmp(optarg, metrics[k]))
+				metric = k;
+		if (metric < 0)
+			return usage_error("--metric wants sync, gap or rq, not '%s'", optarg);
+	}
+	if (optind + 1 != argc)
+		return usage_error(optind < argc ? "one PID or uid:N, not more" : "which process? PID or uid:N");
+	who = argv[optind];
+	if (!strncmp(who, "uid:", 4)) {
+		by_uid = true;
+		if (!parse_uint(who + 4, 0, UINT32_MAX - 1, &id))
+			return usage_error("bad uid in '%s'", who);
+	} else if (!parse_uint(who, 1, 0x7fffffff, &id)) {
+		return usage_error("'%s' is not a PID or uid:N", who);
+	}
+	if ((rc = procs_snapshot(&v, &n)))
+		return rc;
+	memset(h, 0, sizeof(h));
+	for (size_t i = 0; i < n; i++) {
+		if (by_uid ? v[i].uid != id : v[i].pid != id)
+			continue;
+		matched++;
+		for (int k = 0; k < OOO_TM_BUCKETS; k++) {
+			h[0][k] += v[i].sync_hist[k];
+			h[1][k] += v[i].gap_hist[k];
+			h[2][k] += v[i].rq_hist[k];
+		}
+	}
+	free(v);
+	if (!matched) {
+		err_msg("no telemetry for %s %lu (oooctl top lists what oood sees)", by_uid ? "uid" : "pid", id);
+		return RC_FAIL;
+	}
+	if (opt_json) {
+		j_obj(NULL);
+		j_str("scope", by_uid ? "uid" : "pid");
+		j_u64("id", id);
+		j_u64("processes", matched);
+		for (int m = 0; m < 3; m++) {
+			if (metric >= 0 && m != metric)
+				continue;
+			j_arr(metrics[m]);
+			for (int k = 0; k < OOO_TM_BUCKETS; k++) {
+				if (!h[m][k])
+					continue;
+				j_obj(NULL);
+				j_u64("lo_us", k ? 1ull << (k - 1) : 0);
+				if (k == OOO_TM_BUCKETS - 1)
+					j_null("hi_us");
+				else
+					j_u64("hi_us", 1ull << k);
+				j_u64("count", h[m][k]);
+				j_obj_end();
+			}
+			j_arr_end();
+		}
+		j_obj_end();
+		return RC_OK;
+	}
+	printf("%s %lu (%zu process%s)\n", by_uid ? "uid" : "pid", id, matched, matched == 1 ? "" : "es");
+	for (int m = 0; m < 3; m++) {
+		if (metric >= 0 && m != metric)
+			continue;
+		putchar('\n');
+		print_hist(titles[m], h[m]);
+	}
+	return RC_OK;
+}
+
+static int do_trace(int argc, char **argv)
+{
+	struct ooo_msg_trace req = { 0 };
+	struct ooo_msg_trace_reply rep;
+	unsigned long pid;
+	ooo_session *s;
+	int rc, r;
+
+	optind = 0;
+	if (cmd_getopt(argc, argv, "") != -1)
+		return RC_USAGE;
+	if (argc - optind != 2)
+		return usage_error("usage: oooctl trace add|remove PID");
+	if (!strcmp(argv[optind], "add"))
+		req.op = OOO_TRACE_ADD;
+	else if (!strcmp(argv[optind], "remove"))
+		req.op = OOO_TRACE_REMOVE;
+	else
+		return usage_error("'%s': add or remove", argv[optind]);
+	if (!parse_uint(argv[optind + 1], 1, 0x7fffffff, &pid))
+		return usage_error("'%s' is not a PID", argv[optind + 1]);
+	req.pid = (uint32_t)pid;
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = call(s, OOO_MSG_TRACE, &req, sizeof(req), &rep, sizeof(rep));
+	ooo_close(s);
+	if (r >= 0 && (size_t)r != sizeof(rep)) {
+		snprintf(reason, sizeof(reason), "trace reply of %d bytes, expected %zu", r, sizeof(rep));
+		r = -OOO_EPROTO;
+	}
+	if (r < 0)
+		return report("trace", r);
+	if (opt_json) {
+		j_obj(NULL);
+		j_u64("pid", rep.pid);
+		j_track("track", rep.track);
+		j_u64("libraries", rep.libs);
+		j_str("message", rep.msg);
+		j_obj_end();
+		return RC_OK;
+	}
+	sanitize(rep.msg);
+	printf("%s\n", rep.msg);
+	return RC_OK;
+}
+
+/* ---- metrics: Prometheus text exposition format 0.0.4 ------------------------------ */
+
+static void prom_family(const char *name, const char *type, const char *help)
+{
+	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with \, " and newline escaped. */
+static void prom_escape(char *out, size_t cap, const char *s)
+{
+	size_t k = 0;
+
+	for (; *s && k + 3 < cap; s++) {
+		if (*s == '\\' || *s == '"') {
+			out[k++] = '\\';
+			out[k++] = *s;
+		} else if (*s == '\n') {
+			out[k++] = '\\';
+			out[k++] = 'n';
+		} else {
+			out[k++] = *s;
+		}
+	}
+	out[k] = '\0';
+}
+
+static void prom_hist(const char *name, const char *labels, const uint64_t *h, bool have_sum, double sum_s)
+{
+	uint64_t acc = 0;
+
+	for (int b = 0; b < OOO_TM_BUCKETS - 1; b++) {
+		acc += h[b];
+		printf("%s_bucket{%s,le=\"%.6g\"} %" PRIu64 "\n", name, labels, (double)(1ull << b) * 1e-6, acc);
+	}
+	acc += h[OOO_TM_BUCKETS - 1];
+	printf("%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, acc);
+	if (have_sum)
+		printf("%s_sum{%s} %.9f\n", name, labels, sum_s);
+	printf("%s_count{%s} %" PRIu64 "\n", name, labels, acc);
+}
+
+static int do_metrics(int argc, char **argv)
+{
+	struct ooo_msg_status st;
+	struct ooo_msg_telemetry t;
+	struct ooo_tenant_rec *tn = NULL;
+	struct ooo_sched_rec *sr = NULL;
+	struct ooo_proc_rec *pr = NULL;
+	size_t ntn = 0, nsr = 0, npr = 0;
+	bool have_tm;
+	ooo_session *s;
+	int rc, r;
+
+	if ((rc = no_args(argc, argv)))
+		return rc;
+	if (opt_json)
+		return usage_error("metrics prints the Prometheus text format only");
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = get_status(s, &st);
+	if (r >= 0)
+		r = fetch_list(s, OOO_MSG_TENANTS, sizeof(*tn), (void **)&tn, &ntn);
+	if (r >= 0)
+		r = fetch_list(s, OOO_MSG_SCHED, sizeof(*sr), (void **)&sr, &nsr);
+	have_tm = r >= 0 && get_telemetry(s, &t) == 0;
+	if (r >= 0 && have_tm && t.state == OOO_TM_RUNNING)
+		r = fetch_list(s, OOO_MSG_PROCS, sizeof(*pr), (void **)&pr, &npr);
+	ooo_close(s);
+	if (r < 0) {
+		free(tn);
+		free(sr);
+		free(pr);
+		return report("metrics", r);
+	}
+	prom_family("ooo_up", "gauge", "1 while oood answers");
+	printf("ooo_up 1\n");
+	prom_family("ooo_uptime_seconds", "gauge", "Time since oood started");
+	printf("ooo_uptime_seconds %.3f\n", (double)st.uptime_ns / 1e9);
+	prom_family("ooo_policy_generation", "gauge", "Policies loaded so far (1 at start)");
+	printf("ooo_policy_generation %" PRIu64 "\n", st.policy_generation);
+	prom_family("ooo_sessions", "gauge", "Open tenant sessions");
+	printf("ooo_sessions %" PRIu32 "\n", st.sessions);
+	prom_family("ooo_sessions_max", "gauge", "Tenant sessions allowed at once");
+	printf("ooo_sessions_max %" PRIu32 "\n", st.max_sessions);
+	prom_family("ooo_tenants", "gauge", "Tenants with at least one session");
+	printf("ooo_tenants %" PRIu32 "\n", st.tenants);
+	prom_family("ooo_sessions_admitted_total", "counter", "Tenant sessions admitted");
+	printf("ooo_sessions_admitted_total %" PRIu64 "\n", st.sessions_total);
+	prom_family("ooo_sessions_refused_total", "counter", "Tenant connections refused");
+	printf("ooo_sessions_refused_total %" PRIu64 "\n", st.sessions_refused);
+	prom_family("ooo_messages_total", "counter", "Control messages");
+	printf("ooo_messages_total{direction=\"in\"} %" PRIu64 "\n", st.msgs_in);
+	printf("ooo_messages_total{direction=\"out\"} %" PRIu64 "\n", st.msgs_out);
+	prom_family("ooo_protocol_errors_total", "counter", "Malformed messages from peers");
+	printf("ooo_protocol_errors_total %" PRIu64 "\n", st.proto_errors);
+	prom_family("ooo_reloads_failed_total", "counter", "Configuration reloads refused");
+	printf("ooo_reloads_failed_total %" PRIu64 "\n", st.reloads_failed);
+	prom_family("ooo_gpus", "gauge", "GPUs by executor state");
+	printf("ooo_gpus{state=\"ready\"} %" PRIu32 "\n", st.gpus_ready);
+	printf("ooo_gpus{state=\"other\"} %" PRIu32 "\n", st.gpus - st.gpus_ready);
+
+	prom_family("ooo_tenant_used", "gauge", "A tenant's use of a resource");
+	for (size_t i = 0; i < ntn; i++) {
+		char cls[2 * OOO_NAME_MAX];
+
+		prom_escape(cls, sizeof(cls), tn[i].class_name);
+		for (int k = 0; k < OOO_RES_COUNT; k++)
+			printf("ooo_tenant_used{tenant=\"%" PRIu32 "\",class=\"%s\",resource=\"%s\"} %" PRIu64 "\n", tn[i].uid,
+			       cls, res_names[k], tn[i].used[k]);
+	}
+	prom_family("ooo_tenant_limit", "gauge", "A tenant's limit on a resource (0: none)");
+	for (size_t i = 0; i < ntn; i++) {
+		char cls[2 * OOO_NAME_MAX];
+
+		prom_escape(cls, sizeof(cls), tn[i].class_name);
+		for (int k = 0; k < OOO_RES_COUNT; k++)
+			printf("ooo_tenant_limit{tenant=\"%" PRIu32 "\",class=\"%s\",resource=\"%s\"} %" PRIu64 "\n", tn[i].uid,
+			       cls, res_names[k], tn[i].limit[k]);
+	}
+
+	{
+		static const struct { const char *name, *help; size_t off; } sc[] = {
+#define SC(f, h) { "ooo_sched_" #f "_total", h, offsetof(struct ooo_sched_counters, f) }
+			SC(bundles, "Dispatches: fused launches plus launches that went alone"),
+			SC(fused_bundles, "Fused launches"),
+			SC(launches, "Tenant launches through the scheduler"),
+			SC(fused_launches, "Tenant launches run inside a fused launch"),
+			SC(direct_launches, "Tenant launches that could not be fused"),
+			SC(retried, "Fused launches that failed to start and ran unfused"),
+			SC(jit_hits, "Fusion classes found compiled"),
+			SC(jit_misses, "Fusion classes not found compiled"),
+			SC(jit_compiles, "Fused kernels compiled"),
+			SC(jit_failures, "Fusion classes the JIT or the driver refused"),
+			SC(loops, "Passes of the executor's serving loop"),
+			SC(commands, "Commands taken from the tenants' submission rings"),
+			SC(param_bundles, "Fused bundles whose table went as the launch's parameter"),
+#undef SC
+		};
+		static const char *const why[4] = { "full", "slack", "idle", "alone" };
+
+		for (size_t k = 0; k < sizeof(sc) / sizeof(sc[0]); k++) {
+			prom_family(sc[k].name, "counter", sc[k].help);
+			for (size_t i = 0; i < nsr; i++) {
+				uint64_t v;
+
+				if (!sr[i].have)
+					continue;
+				memcpy(&v, (const char *)&sr[i].c + sc[k].off, sizeof(v));
+				printf("%s{gpu=\"%" PRIu32 "\"} %" PRIu64 "\n", sc[k].name, sr[i].index, v);
+			}
+		}
+		prom_family("ooo_sched_dispatches_total", "counter", "Dispatch decisions by reason");
+		for (size_t i = 0; i < nsr; i++) {
+			const uint64_t v[4] = { sr[i].c.dispatch_full, sr[i].c.dispatch_slack, sr[i].c.dispatch_idle,
+						sr[i].c.dispatch_alone };
+
+			if (!sr[i].have)
+				continue;
+			for (int k = 0; k < 4; k++)
+				printf("ooo_sched_dispatches_total{gpu=\"%" PRIu32 "\",reason=\"%s\"} %" PRIu64 "\n",
+				       sr[i].index, why[k], v[k]);
+		}
+		prom_family("ooo_sched_executor_cpu_seconds_total", "counter", "CPU time of the executor (all threads)");
+		for (size_t i = 0; i < nsr; i++)
+			if (sr[i].have)
+				printf("ooo_sched_executor_cpu_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
+				       (double)sr[i].c.cpu_ns / 1e9);
+		prom_family("ooo_sched_jit_compile_seconds_total", "counter", "Time the JIT spent compiling");
+		for (size_t i = 0; i < nsr; i++)
+			if (sr[i].have)
+				printf("ooo_sched_jit_compile_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
+				       (double)sr[i].c.jit_compile_ns / 1e9);
+	}
+
+	prom_family("ooo_telemetry_running", "gauge", "1 when the eBPF probes run");
+	printf("ooo_telemetry_running %d\n", have_tm && t.state == OOO_TM_RUNNING);
+	if (have_tm && t.state == OOO_TM_RUNNING) {
+		prom_family("ooo_telemetry_tracked_processes", "gauge", "Pids in the probes' filter set");
+		printf("ooo_telemetry_tracked_processes %" PRIu32 "\n", t.tracked);
+		prom_family("ooo_telemetry_libraries", "gauge", "libcuda files probed");
+		printf("ooo_telemetry_libraries %" PRIu32 "\n", t.nlibs);
+		prom_family("ooo_telemetry_slow_syncs_total", "counter", "Slow-sync events read from the ring buffer");
+		printf("ooo_telemetry_slow_syncs_total %" PRIu64 "\n", t.events);
+		prom_family("ooo_telemetry_lost_total", "counter", "What the probes could not record, by cause");
+		printf("ooo_telemetry_lost_total{cause=\"ring_full\"} %" PRIu64 "\n", t.ring_full);
+		printf("ooo_telemetry_lost_total{cause=\"maps_full\"} %" PRIu64 "\n", t.procs_full);
+		printf("ooo_telemetry_lost_total{cause=\"no_entry\"} %" PRIu64 "\n", t.inflight_lost);
+	}
+	{
+		static const struct { const char *name, *help; size_t off; } pc[] = {
+#define PC(f, n, h) { "ooo_process_cuda_" n "_total", h, offsetof(struct ooo_proc_rec, f) }
+			PC(launches, "launches", "cuLaunchKernel and cuLaunchKernelEx calls"),
+			PC(graph_launches, "graph_launches", "cuGraphLaunch calls"),
+			PC(allocs, "allocs", "cuMemAlloc_v2 calls that succeeded"),
+			PC(alloc_failed, "alloc_failures", "cuMemAlloc_v2 calls that failed"),
+			PC(alloc_bytes, "alloc_bytes", "Bytes of the successful cuMemAlloc_v2 calls"),
+			PC(frees, "frees", "cuMemFree_v2 calls"),
+			PC(copies, "copies", "cuMemcpy calls (all probed forms)"),
+			PC(copy_bytes, "copy_bytes", "Bytes of the probed cuMemcpy calls"),
+			PC(slow_syncs, "slow_syncs", "Sync calls slower than slow_sync_us"),
+#undef PC
+		};
+		char (*lab)[96] = npr ? xrealloc(NULL, npr * sizeof(*lab)) : NULL;
+
+		for (size_t i = 0; i < npr; i++) {
+			char comm[2 * OOO_TM_COMM + 1];
+
+			prom_escape(comm, sizeof(comm), pr[i].comm);
+			snprintf(lab[i], sizeof(lab[i]), "pid=\"%" PRIu32 "\",comm=\"%s\"", pr[i].pid, comm);
+		}
+		for (size_t k = 0; k < sizeof(pc) / sizeof(pc[0]); k++) {
+			prom_family(pc[k].name, "counter", pc[k].help);
+			for (size_t i = 0; i < npr; i++) {
+				uint64_t v;
+
+				if (!(pr[i].have & 1))
+					continue;
+				memcpy(&v, (const char *)&pr[i] + pc[k].off, sizeof(v));
+				printf("%s{%s} %" PRIu64 "\n", pc[k].name, lab[i], v);
+			}
+		}
+		prom_family("ooo_process_cuda_syncs_total", "counter", "Sync calls that returned, by function");
+		for (size_t i = 0; i < npr; i++)
+			for (int f = 0; f < 3 && (pr[i].have & 1); f++)
+				printf("ooo_process_cuda_syncs_total{%s,function=\"%s\"} %" PRIu64 "\n", lab[i], tm_fn_names[f],
+				       pr[i].syncs[f]);
+		prom_family("ooo_process_cuda_sync_seconds", "histogram", "Time in sync calls");
+		for (size_t i = 0; i < npr; i++)
+			if (pr[i].have & 1)
+				prom_hist("ooo_process_cuda_sync_seconds", lab[i], pr[i].sync_hist, true,
+					  (double)pr[i].sync_ns / 1e9);
+		prom_family("ooo_process_cuda_launch_interval_seconds", "histogram", "Time between a process's launches");
+		for (size_t i = 0; i < npr; i++)
+			if (pr[i].have & 1)
+				prom_hist("ooo_process_cuda_launch_interval_seconds", lab[i], pr[i].gap_hist, false, 0);
+		prom_family("ooo_process_runqueue_delay_seconds", "histogram",
+			    "Time from wakeup or preemption to running, for tracked processes");
+		for (size_t i = 0; i < npr; i++)
+			if (pr[i].have & 2)
+				prom_hist("ooo_process_runqueue_delay_seconds", lab[i], pr[i].rq_hist, true,
+					  (double)pr[i].rq_total_ns / 1e9);
+		free(lab);
+	}
+	free(tn);
+	free(sr);
+	free(pr);
+	return RC_OK;
+}
+
 /* ---- help and main -------------------------------------------------------------- */
 
 static int do_help(int argc, char **argv);
@@ -1992,6 +2727,30 @@ static const struct cmd cmds[] = {
 	  "Rates come from the executors' own timestamps: the interval is at least the\n"
 	  "time between two of their reports (about a second). When an executor restarted\n"
 	  "between the snapshots, only its new run's cumulative figures are shown.\n" },
+	{ "telemetry", do_telemetry, "Show the state of the eBPF probes: libraries, tracked pids, losses, slow syncs",
+	  "", NULL },
+	{ "top", do_top, "Live view of GPU processes: launches/s, sync p50/p99, run-queue p99",
+	  "[-i|--interval MS] [-c|--count N]",
+	  "  -i, --interval MS  refresh every MS milliseconds (default 1000, at least 100)\n"
+	  "  -c, --count N      N refreshes, then exit (default: until interrupted on a\n"
+	  "                     terminal, 1 otherwise); --json prints one object per refresh\n"
+	  "\n"
+	  "Percentiles are the upper bounds of log2 buckets of microseconds, over the\n"
+	  "refresh interval. TRACK says why oood watches the pid: s session, x executor,\n"
+	  "o operator (oooctl trace), L its launches are probed.\n" },
+	{ "hist", do_hist, "Histograms of one process or one uid: sync time, launch gaps, run-queue delay",
+	  "[-m|--metric sync|gap|rq] PID|uid:N",
+	  "  -m, --metric M  only M: sync (time in cuStreamSynchronize, cuCtxSynchronize,\n"
+	  "                  cuEventSynchronize), gap (time between launches), rq (run-queue\n"
+	  "                  delay); default all three\n"
+	  "  uid:N           the sum over every process of uid N\n" },
+	{ "trace", do_trace, "Add a process to the telemetry pid set (launches included), or remove it",
+	  "add|remove PID",
+	  "The libraries the process has mapped are probed at once. A traced pid leaves the\n"
+	  "set when it exits.\n" },
+	{ "metrics", do_metrics, "Print every counter and histogram in the Prometheus text format", "",
+	  "Per-process series carry pid and comm labels, per-tenant ones a tenant label\n"
+	  "(the uid). Histogram buckets are in seconds (log2 of microseconds).\n" },
 	{ "reload", do_reload, "Ask oood to reload its configuration file", "",
 	  "oood keeps its current policy if the new file does not parse; the\n"
 	  "reason (FILE:LINE: MESSAGE) is printed and the exit status is 1.\n" },
