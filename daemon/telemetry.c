@@ -48,6 +48,7 @@
 #define TM_NLAUNCH 4                  /* launch symbols probed per library */
 #define TM_MAX_GLOBAL 48              /* global links per library */
 #define TM_MAPS_LINE 4096
+#define TM_SCANS_PER_TICK 64          /* /proc/PID/maps read per scan, at most */
 
 _Static_assert(OOO_TM_HIST == OOO_TM_BUCKETS, "histogram sizes of bpf/telemetry.h and proto.h differ");
 _Static_assert(OOO_TM_COMM == 16, "comm size");
@@ -104,6 +105,7 @@ struct tm_pid {
 	bool operator_launches; /* the operator's reference holds one of launch_refs */
 	uint32_t launch_refs;
 	bool scanned; /* its maps were looked at for libraries */
+	bool found;   /* ... and had a libcuda mapping: not looked at again */
 	struct bpf_link *launch[OOO_TM_LIBS][TM_NLAUNCH];
 };
 
@@ -122,6 +124,7 @@ struct telemetry {
 	struct tm_pid *pids;
 	uint32_t npids, cap_pids;
 	uint64_t next_scan_ns;
+	uint32_t scan_cursor;
 	uint64_t events, aged_out, launch_links;
 	struct ooo_tm_slow_rec recent[OOO_TM_RECENT];
 	uint64_t recent_end_ns[OOO_TM_RECENT];
@@ -532,19 +535,23 @@ static void libs_discover(struct telemetry *tm)
 	}
 }
 
-/* Libraries named libcuda.so* mapped by pid, opened through its root (other mount namespaces). */
-static void libs_scan_pid(struct telemetry *tm, pid_t pid)
+/*
+ * Libraries named libcuda.so* mapped by pid, opened through its root (other
+ * mount namespaces). Returns true if pid maps one (probed or refused).
+ */
+static bool libs_scan_pid(struct telemetry *tm, pid_t pid)
 {
 	char path[64], line[TM_MAPS_LINE], lib[OOO_PATH_MAX + 32];
 	unsigned long last_ino = 0;
+	bool seen = false;
 	FILE *f;
 
 	if (!tm->cuda)
-		return;
+		return false;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return;
+		return false;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long ino;
 		char *file, *base;
@@ -559,6 +566,7 @@ static void libs_scan_pid(struct telemetry *tm, pid_t pid)
 		if (file[0] != '/' || !base || strncmp(base + 1, "libcuda.so", 10) || strstr(file, " (deleted)"))
 			continue;
 		last_ino = ino;
+		seen = true;
 		if ((size_t)snprintf(lib, sizeof(lib), "/proc/%d/root%s", (int)pid, file) >= OOO_PATH_MAX)
 			continue;
 		{
@@ -571,6 +579,7 @@ static void libs_scan_pid(struct telemetry *tm, pid_t pid)
 		lib_add(tm, lib, true);
 	}
 	fclose(f);
+	return seen;
 }
 
 /* ---- ring buffer ------------------------------------------------------------ */
@@ -761,7 +770,7 @@ void telemetry_start(struct server *srv)
 	}
 	libs_discover(tm);
 	for (uint32_t i = 0; i < tm->npids; i++) {
-		libs_scan_pid(tm, tm->pids[i].pid);
+		tm->pids[i].found = libs_scan_pid(tm, tm->pids[i].pid);
 		tm->pids[i].scanned = true;
 		pid_attach_all(tm, &tm->pids[i]);
 	}
@@ -880,8 +889,8 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 	if (launches)
 		p->launch_refs++;
 	filter_update(tm, p);
-	if (fresh || !p->scanned) {
-		libs_scan_pid(tm, pid);
+	if (fresh || !p->scanned || (why == OOO_TRACK_OPERATOR && !p->found)) {
+		p->found = libs_scan_pid(tm, pid);
 		p->scanned = tm->cuda != NULL;
 	}
 	pid_attach_all(tm, p);
@@ -980,12 +989,18 @@ void telemetry_tick(struct server *srv, uint64_t now)
 	age_map(tm, tm->sched ? bpf_map__fd(tm->sched->maps.rq) : -1, -1);
 	/* the library may be installed after oood started, or a process may map a new one */
 	libs_discover(tm);
-	for (uint32_t i = 0; i < tm->npids; i++) {
-		if (!tm->pids[i].scanned || tm->pids[i].sessions || tm->pids[i].operator_) {
-			libs_scan_pid(tm, tm->pids[i].pid);
-			tm->pids[i].scanned = true;
-		}
+	/* processes that had no libcuda mapped yet (CUDA initialised lazily): a bounded number per scan */
+	for (uint32_t k = 0, done = 0; k < tm->npids && done < TM_SCANS_PER_TICK; k++) {
+		struct tm_pid *p = &tm->pids[(tm->scan_cursor + k) % tm->npids];
+
+		if (p->found || (p->executors && !p->sessions && !p->operator_))
+			continue;
+		p->found = libs_scan_pid(tm, p->pid);
+		p->scanned = true;
+		done++;
 	}
+	if (tm->npids)
+		tm->scan_cursor = (tm->scan_cursor + TM_SCANS_PER_TICK) % tm->npids;
 	if (tm->nlibs && !strncmp(tm->reason, "no libcuda", 10))
 		tm->reason[0] = '\0';
 }
