@@ -25,7 +25,8 @@ static size_t build(unsigned char *buf, size_t cap, const unsigned char *pre, si
 	uint32_t zero = 0;
 
 	assert_true(npre + strs < cap);
-	memcpy(buf, pre, npre);
+	if (npre)
+		memcpy(buf, pre, npre);
 	memset(h, 0, strs);
 	memcpy(h, "glibc-ld.so.cache1.1", 20);
 	memcpy(h + 20, &n, 4);
