@@ -41,12 +41,19 @@ struct entry {
 	__u32 pad;
 };
 
-/* Calls in progress, by thread. LRU: a thread that dies inside a call
- * leaves an entry that is evicted rather than filling the map. */
+/* Calls in progress, by thread and function (a probed function that calls
+ * another keeps both entries). LRU: a thread that dies inside a call leaves
+ * an entry that is evicted rather than filling the map. */
+struct inflight_key {
+	__u64 id; /* pid_tgid */
+	__u32 fn;
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64); /* pid_tgid */
+	__type(key, struct inflight_key);
 	__type(value, struct entry);
 } inflight SEC(".maps");
 
@@ -177,18 +184,20 @@ int BPF_KPROBE(graph_launch)
 static __always_inline int enter(__u32 fn, __u64 arg)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct inflight_key key = { .id = id, .fn = fn };
 	struct entry e = { .fn = fn, .arg = arg };
 
 	if (!tracked(id >> 32))
 		return 0;
 	e.ts = bpf_ktime_get_ns();
-	bpf_map_update_elem(&inflight, &id, &e, BPF_ANY);
+	bpf_map_update_elem(&inflight, &key, &e, BPF_ANY);
 	return 0;
 }
 
 static __always_inline int leave(__u32 fn, long rc)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct inflight_key key = { .id = id, .fn = fn };
 	__u32 tgid = id >> 32;
 	struct ooo_tm_event *ev;
 	struct ooo_tm_drops *d;
@@ -196,7 +205,7 @@ static __always_inline int leave(__u32 fn, long rc)
 	struct entry *e;
 	__u64 now, dur, arg;
 
-	e = bpf_map_lookup_elem(&inflight, &id);
+	e = bpf_map_lookup_elem(&inflight, &key);
 	if (!e || e->fn != fn) {
 		/* attached in the middle of a call, or evicted: count only if tracked */
 		if (!e && tracked(tgid)) {
@@ -209,7 +218,7 @@ static __always_inline int leave(__u32 fn, long rc)
 	now = bpf_ktime_get_ns();
 	dur = now > e->ts ? now - e->ts : 0;
 	arg = e->arg;
-	bpf_map_delete_elem(&inflight, &id);
+	bpf_map_delete_elem(&inflight, &key);
 	p = proc_get(tgid, now);
 	if (!p)
 		return 0;

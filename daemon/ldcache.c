@@ -8,6 +8,7 @@
 
 #define OLD_MAGIC "ld.so-1.7.0"
 #define NEW_MAGIC "glibc-ld.so.cache1.1"
+#define OLD_HDR 16u   /* char magic[11], padding, uint32 nlibs (struct cache_file) */
 #define OLD_ENTRY 12u /* int32 flags, uint32 key, uint32 value */
 #define NEW_HDR 48u   /* magic[20], nlibs, len_strings, flags[4], extension_offset, unused[3] */
 #define NEW_ENTRY 24u /* int32 flags, uint32 key, value, osversion, uint64 hwcap */
@@ -54,13 +55,14 @@ int ldcache_find(const void *buf, size_t len, const char *name, char (*paths)[25
 	if (!buf || !name || max < 0 || len > LDCACHE_MAX_FILE)
 		return -EINVAL;
 	if (len >= sizeof(OLD_MAGIC) - 1 && !memcmp(b, OLD_MAGIC, sizeof(OLD_MAGIC) - 1)) {
-		/* old block first: its header, then nlibs entries, then the new header aligned to 8 */
-		if (len < sizeof(OLD_MAGIC) - 1 + 4)
+		/* old block first: magic[11], padding to 12, nlibs, then nlibs entries from 16,
+		 * then the new header aligned to 8 */
+		if (len < OLD_HDR)
 			return -EBADMSG;
-		nlibs = rd32(b + sizeof(OLD_MAGIC) - 1);
-		if (nlibs > (len - 15) / OLD_ENTRY)
+		nlibs = rd32(b + 12);
+		if (nlibs > (len - OLD_HDR) / OLD_ENTRY)
 			return -EBADMSG;
-		off = 15 + (size_t)nlibs * OLD_ENTRY;
+		off = OLD_HDR + (size_t)nlibs * OLD_ENTRY;
 		off = (off + 7) & ~(size_t)7;
 		if (off > len)
 			return -EBADMSG;

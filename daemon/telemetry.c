@@ -49,6 +49,9 @@
 #define TM_MAX_GLOBAL 48              /* global links per library */
 #define TM_MAPS_LINE 4096
 #define TM_SCANS_PER_TICK 64          /* /proc/PID/maps read per scan, at most */
+#define TM_MAPS_LINES 20000           /* lines of one maps file read, at most */
+#define TM_MAX_SCANS 30               /* scans of a pid without libcuda before giving up (a minute) */
+#define TM_REFUSED 64                 /* files remembered as not to be probed */
 
 _Static_assert(OOO_TM_HIST == OOO_TM_BUCKETS, "histogram sizes of bpf/telemetry.h and proto.h differ");
 _Static_assert(OOO_TM_COMM == 16, "comm size");
@@ -86,7 +89,9 @@ static const struct probe_def {
 _Static_assert(NGLOBAL + TM_NLAUNCH <= TM_MAX_GLOBAL, "TM_MAX_GLOBAL");
 
 struct tm_lib {
-	char path[OOO_PATH_MAX];
+	char path[OOO_PATH_MAX]; /* where it was found, for the operator (sanitised) */
+	int fd;                  /* the verified file, kept open: probes attach through /proc/self/fd/N */
+	char fdpath[32];
 	dev_t dev;
 	ino_t ino;
 	uint64_t off[NGLOBAL];            /* 0: not exported */
@@ -106,6 +111,7 @@ struct tm_pid {
 	uint32_t launch_refs;
 	bool scanned; /* its maps were looked at for libraries */
 	bool found;   /* ... and had a libcuda mapping: not looked at again */
+	uint8_t nscans; /* scans without finding one; stops at TM_MAX_SCANS */
 	struct bpf_link *launch[OOO_TM_LIBS][TM_NLAUNCH];
 };
 
@@ -125,6 +131,11 @@ struct telemetry {
 	uint32_t npids, cap_pids;
 	uint64_t next_scan_ns;
 	uint32_t scan_cursor;
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} refused[TM_REFUSED];
+	uint32_t nrefused;
 	uint64_t events, aged_out, launch_links;
 	struct ooo_tm_slow_rec recent[OOO_TM_RECENT];
 	uint64_t recent_end_ns[OOO_TM_RECENT];
@@ -187,8 +198,11 @@ static void probes_stop(struct telemetry *tm)
 	for (uint32_t i = 0; i < tm->nlibs; i++) {
 		for (uint32_t k = 0; k < tm->libs[i].nlinks; k++)
 			bpf_link__destroy(tm->libs[i].links[k]);
+		if (tm->libs[i].fd >= 0)
+			close(tm->libs[i].fd);
 	}
 	memset(tm->libs, 0, sizeof(tm->libs));
+	tm->nrefused = 0;
 	tm->nlibs = 0;
 	tm->libs_full_logged = false;
 	ring_buffer__free(tm->rb);
@@ -351,7 +365,7 @@ static int pid_attach_lib(struct telemetry *tm, struct tm_pid *p, uint32_t li)
 	for (int k = 0; k < TM_NLAUNCH; k++) {
 		if (p->launch[li][k] || !lib->launch_off[k])
 			continue;
-		p->launch[li][k] = attach(tm->cuda->progs.launch, p->pid, lib->path, lib->launch_off[k], false);
+		p->launch[li][k] = attach(tm->cuda->progs.launch, p->pid, lib->fdpath, lib->launch_off[k], false);
 		if (!p->launch[li][k]) {
 			failed++;
 			continue;
@@ -392,47 +406,81 @@ static uint32_t pid_libs(const struct telemetry *tm, const struct tm_pid *p)
 	return n;
 }
 
-/*
- * Probe the library at `path` (once per inode). `untrusted`: found in a
- * tenant's address space, so it must be a root-owned file nobody else can
- * write, or a tenant could make root parse and probe a file of its own.
- * Returns the library's index, or -errno.
- */
-static int lib_add(struct telemetry *tm, const char *path, bool untrusted)
+/* A copy of a path for the log and the operator: control bytes and non-ASCII become '?'. */
+static void clean_path(char *dst, size_t cap, const char *src)
 {
+	size_t i;
+
+	for (i = 0; src[i] && i + 1 < cap; i++)
+		dst[i] = (unsigned char)src[i] < 0x20 || (unsigned char)src[i] >= 0x7f ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+static bool refused(const struct telemetry *tm, dev_t dev, ino_t ino)
+{
+	for (uint32_t i = 0; i < tm->nrefused; i++)
+		if (tm->refused[i].dev == dev && tm->refused[i].ino == ino)
+			return true;
+	return false;
+}
+
+static void refuse(struct telemetry *tm, dev_t dev, ino_t ino)
+{
+	if (refused(tm, dev, ino))
+		return;
+	tm->refused[tm->nrefused % TM_REFUSED].dev = dev;
+	tm->refused[tm->nrefused % TM_REFUSED].ino = ino;
+	if (tm->nrefused < TM_REFUSED)
+		tm->nrefused++;
+}
+
+/*
+ * Probe the library at `path` (once per inode). `want_ino`, when not 0, is
+ * the inode a process's maps line names: the file opened must be that one,
+ * or a tenant could swap what the path leads to (another mount over it, a
+ * FIFO that would block the loop, a device). `untrusted`: found in a
+ * tenant's address space, so it must also be a root-owned file nobody else
+ * can write, or a tenant could make root parse and probe a file of its own.
+ * The file stays open and the probes attach through /proc/self/fd/N, so
+ * they always reach the file that was checked. Returns its index, or -errno.
+ */
+static int lib_add(struct telemetry *tm, const char *path, bool untrusted, unsigned long want_ino)
+{
+	char shown[OOO_PATH_MAX];
 	struct tm_lib *lib;
 	struct stat st;
 	uint32_t li;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	clean_path(shown, sizeof(shown), path);
+	/* O_NONBLOCK: a FIFO put at the path must not stall the loop; O_NOCTTY for a tty */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (want_ino && st.st_ino != (ino_t)want_ino)) {
 		close(fd);
 		return -ENOEXEC;
 	}
 	for (li = 0; li < tm->nlibs; li++) {
-		struct tm_lib *l = &tm->libs[li];
-		struct stat cur;
-
-		if (l->dev != st.st_dev || l->ino != st.st_ino)
-			continue;
+		if (tm->libs[li].dev == st.st_dev && tm->libs[li].ino == st.st_ino) {
+			close(fd);
+			return (int)li;
+		}
+	}
+	if (refused(tm, st.st_dev, st.st_ino)) {
 		close(fd);
-		/* a path through /proc/PID/root dies with PID: later attaches use a live one */
-		if (strcmp(l->path, path) && (stat(l->path, &cur) || cur.st_dev != l->dev || cur.st_ino != l->ino))
-			snprintf(l->path, sizeof(l->path), "%s", path);
-		return (int)li;
+		return -EPERM;
 	}
 	if (untrusted && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
 		close(fd);
-		log_peer("telemetry: not probing %s: not a root-owned file that only root can write", path);
+		refuse(tm, st.st_dev, st.st_ino);
+		log_peer("telemetry: not probing %s: not a root-owned file that only root can write", shown);
 		return -EPERM;
 	}
 	if (tm->nlibs == OOO_TM_LIBS) {
 		close(fd);
 		if (!tm->libs_full_logged)
-			log_warn("telemetry: already probing %u libcuda files, not probing %s", OOO_TM_LIBS, path);
+			log_warn("telemetry: already probing %u libcuda files, not probing %s", OOO_TM_LIBS, shown);
 		tm->libs_full_logged = true;
 		return -ENOSPC;
 	}
@@ -447,12 +495,34 @@ static int lib_add(struct telemetry *tm, const char *path, bool untrusted)
 		if (!r)
 			r = elf_offsets(fd, launch_syms, TM_NLAUNCH, lib->launch_off);
 	}
-	close(fd);
+	if (!r) {
+		bool any = false;
+
+		for (size_t i = 0; i < NGLOBAL; i++)
+			any |= lib->off[i] != 0;
+		for (int k = 0; k < TM_NLAUNCH; k++)
+			any |= lib->launch_off[k] != 0;
+		if (!any)
+			r = -ENOEXEC; /* not a libcuda: it must not take a slot */
+	}
 	if (r < 0) {
-		log_warn("telemetry: %s is not an ELF library we can read", path);
+		close(fd);
+		refuse(tm, st.st_dev, st.st_ino);
+		log_peer("telemetry: %s exports none of the probed libcuda functions: not probed", shown);
 		return r;
 	}
-	snprintf(lib->path, sizeof(lib->path), "%s", path);
+	/* two symbols at one address (aliases) would count every call twice: probe it once */
+	for (size_t i = 0; i < NGLOBAL; i++)
+		for (size_t j = 0; j < i; j++)
+			if (lib->off[i] && lib->off[i] == lib->off[j] && global_probes[i].ret == global_probes[j].ret)
+				lib->off[i] = 0;
+	for (int k = 0; k < TM_NLAUNCH; k++)
+		for (int j = 0; j < k; j++)
+			if (lib->launch_off[k] && lib->launch_off[k] == lib->launch_off[j])
+				lib->launch_off[k] = 0;
+	lib->fd = fd;
+	snprintf(lib->fdpath, sizeof(lib->fdpath), "/proc/self/fd/%d", fd);
+	snprintf(lib->path, sizeof(lib->path), "%s", shown);
 	lib->dev = st.st_dev;
 	lib->ino = st.st_ino;
 	for (size_t i = 0; i < NGLOBAL; i++) {
@@ -462,9 +532,9 @@ static int lib_add(struct telemetry *tm, const char *path, bool untrusted)
 			lib->missing++;
 			continue;
 		}
-		l = attach(prog_of(tm, global_probes[i].prog), -1, path, lib->off[i], global_probes[i].ret);
+		l = attach(prog_of(tm, global_probes[i].prog), -1, lib->fdpath, lib->off[i], global_probes[i].ret);
 		if (!l) {
-			log_warn("telemetry: uprobe on %s in %s: %s", global_probes[i].sym, path, strerror(errno));
+			log_warn("telemetry: uprobe on %s in %s: %s", global_probes[i].sym, shown, strerror(errno));
 			continue;
 		}
 		lib->links[lib->nlinks++] = l;
@@ -478,9 +548,9 @@ static int lib_add(struct telemetry *tm, const char *path, bool untrusted)
 		}
 		if (tm->cfg.launch_probes != POLICY_LAUNCH_ALL)
 			continue;
-		l = attach(tm->cuda->progs.launch, -1, path, lib->launch_off[k], false);
+		l = attach(tm->cuda->progs.launch, -1, lib->fdpath, lib->launch_off[k], false);
 		if (!l) {
-			log_warn("telemetry: uprobe on %s in %s: %s", launch_syms[k], path, strerror(errno));
+			log_warn("telemetry: uprobe on %s in %s: %s", launch_syms[k], shown, strerror(errno));
 			continue;
 		}
 		lib->links[lib->nlinks++] = l;
@@ -488,7 +558,7 @@ static int lib_add(struct telemetry *tm, const char *path, bool untrusted)
 	li = tm->nlibs++;
 	if (!strncmp(tm->reason, "no libcuda", 10))
 		tm->reason[0] = '\0';
-	log_info("telemetry: probing %s (%u uprobes, %u symbols absent)", path, lib->nlinks, lib->missing);
+	log_info("telemetry: probing %s (%u uprobes, %u symbols absent)", shown, lib->nlinks, lib->missing);
 	for (uint32_t i = 0; i < tm->npids; i++) {
 		if (launches_per_pid(tm) && tm->pids[i].launch_refs)
 			pid_attach_lib(tm, &tm->pids[i], li);
@@ -509,7 +579,7 @@ static void libs_discover(struct telemetry *tm)
 	if (!tm->cuda)
 		return;
 	if (tm->cfg.libcuda[0]) {
-		lib_add(tm, tm->cfg.libcuda, false);
+		lib_add(tm, tm->cfg.libcuda, false, 0);
 		return;
 	}
 	{
@@ -528,10 +598,10 @@ static void libs_discover(struct telemetry *tm)
 			close(fd);
 	}
 	for (int i = 0; i < n; i++)
-		lib_add(tm, found[i], false);
+		lib_add(tm, found[i], false, 0);
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (access(known[i], R_OK) == 0)
-			lib_add(tm, known[i], false);
+			lib_add(tm, known[i], false, 0);
 	}
 }
 
@@ -552,7 +622,7 @@ static bool libs_scan_pid(struct telemetry *tm, pid_t pid)
 	f = fopen(path, "re");
 	if (!f)
 		return false;
-	while (fgets(line, sizeof(line), f)) {
+	for (uint32_t nl = 0; nl < TM_MAPS_LINES && fgets(line, sizeof(line), f); nl++) {
 		unsigned long ino;
 		char *file, *base;
 		int used = 0;
@@ -569,14 +639,7 @@ static bool libs_scan_pid(struct telemetry *tm, pid_t pid)
 		seen = true;
 		if ((size_t)snprintf(lib, sizeof(lib), "/proc/%d/root%s", (int)pid, file) >= OOO_PATH_MAX)
 			continue;
-		{
-			/* the same file in our mount namespace: probe it by the path that outlives pid */
-			struct stat a, b;
-
-			if (stat(lib, &a) == 0 && stat(file, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-				snprintf(lib, sizeof(lib), "%s", file);
-		}
-		lib_add(tm, lib, true);
+		lib_add(tm, lib, true, ino);
 	}
 	fclose(f);
 	return seen;
@@ -613,7 +676,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	memcpy(comm, ev->comm, sizeof(comm));
 	comm[sizeof(comm) - 1] = '\0';
 	for (char *c = comm; *c; c++) {
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
 			*c = '?';
 	}
 	memcpy(r->comm, comm, sizeof(r->comm));
@@ -845,6 +908,25 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 		return -EINVAL;
 	}
 	p = pid_find(tm, pid);
+	if (p && p->pidfd >= 0) {
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+		if (poll(&pf, 1, 0) == 1) {
+			/* the pid we knew exited and the number was reused: a new process, a new entry */
+			int nfd = pidfd_open_(pid);
+
+			if (nfd < 0) {
+				snprintf(msg, cap, "pid %d: %s", (int)pid, errno == ESRCH ? "no such process" : strerror(errno));
+				return -errno;
+			}
+			pid_unlink(tm, p);
+			close(p->pidfd);
+			p->pidfd = nfd;
+			p->found = p->scanned = false;
+			p->nscans = 0;
+			fresh = true;
+		}
+	}
 	if (!p) {
 		int fd;
 
@@ -952,7 +1034,8 @@ static void age_map(struct telemetry *tm, int fd, int other_fd)
 	while (ndead < 256 && bpf_map_get_next_key(fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if (!pid_find(tm, (pid_t)key) && !pid_alive((pid_t)key))
+		/* exited, or (pid filter on) no longer tracked: a live process must not hold a record forever */
+		if (!pid_find(tm, (pid_t)key) && (!tm->cfg.all_processes || !pid_alive((pid_t)key)))
 			dead[ndead++] = key;
 	}
 	for (uint32_t i = 0; i < ndead; i++) {
@@ -993,14 +1076,18 @@ void telemetry_tick(struct server *srv, uint64_t now)
 	for (uint32_t k = 0, done = 0; k < tm->npids && done < TM_SCANS_PER_TICK; k++) {
 		struct tm_pid *p = &tm->pids[(tm->scan_cursor + k) % tm->npids];
 
-		if (p->found || (p->executors && !p->sessions && !p->operator_))
+		if (p->found || p->nscans >= TM_MAX_SCANS || (p->executors && !p->sessions && !p->operator_))
 			continue;
 		p->found = libs_scan_pid(tm, p->pid);
 		p->scanned = true;
+		p->nscans++;
 		done++;
 	}
 	if (tm->npids)
 		tm->scan_cursor = (tm->scan_cursor + TM_SCANS_PER_TICK) % tm->npids;
+	/* launch probes that could not be attached before (a library found since, a failure) */
+	for (uint32_t i = 0; i < tm->npids; i++)
+		pid_attach_all(tm, &tm->pids[i]);
 	if (tm->nlibs && !strncmp(tm->reason, "no libcuda", 10))
 		tm->reason[0] = '\0';
 }
@@ -1171,8 +1258,9 @@ static void fill_proc(struct telemetry *tm, struct ooo_proc_rec *r, uint32_t pid
 		}
 	}
 	r->comm[sizeof(r->comm) - 1] = '\0';
+	/* ASCII only: a comm is any 15 bytes the process chose, and must not break a scrape */
 	for (char *c = r->comm; *c; c++) {
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
 			*c = '?';
 	}
 }

@@ -2145,6 +2145,22 @@ static int cmp_proc(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* Sort by pid and keep one record per pid: pages are separate snapshots, so a pid can come twice. */
+static void procs_unique(struct ooo_proc_rec *v, size_t *n)
+{
+	size_t u = 0;
+
+	if (!*n)
+		return;
+	qsort(v, *n, sizeof(*v), cmp_proc);
+	for (size_t i = 0; i < *n; i++) {
+		if (u && v[u - 1].pid == v[i].pid)
+			continue;
+		v[u++] = v[i];
+	}
+	*n = u;
+}
+
 static int procs_snapshot(struct ooo_proc_rec **out, size_t *n)
 {
 	ooo_session *s;
@@ -2156,8 +2172,7 @@ static int procs_snapshot(struct ooo_proc_rec **out, size_t *n)
 	ooo_close(s);
 	if (r < 0)
 		return report("procs", r);
-	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_proc);
+	procs_unique(*out, n);
 	return RC_OK;
 }
 
@@ -2467,18 +2482,19 @@ static void prom_family(const char *name, const char *type, const char *help)
 	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A label value with \, " and newline escaped. */
+/* A label value with \, " and newline escaped; non-ASCII bytes become '?' so it is always valid UTF-8. */
 static void prom_escape(char *out, size_t cap, const char *s)
 {
 	size_t k = 0;
 
 	for (; *s && k + 3 < cap; s++) {
-		if (*s == '\\' || *s == '"') {
+		if ((unsigned char)*s >= 0x80 || (unsigned char)*s < 0x20 || *s == 0x7f) {
+			out[k++] = *s == '\n' ? '\\' : '?';
+			if (*s == '\n')
+				out[k++] = 'n';
+		} else if (*s == '\\' || *s == '"') {
 			out[k++] = '\\';
 			out[k++] = *s;
-		} else if (*s == '\n') {
-			out[k++] = '\\';
-			out[k++] = 'n';
 		} else {
 			out[k++] = *s;
 		}
@@ -2528,6 +2544,8 @@ static int do_metrics(int argc, char **argv)
 	if (r >= 0 && have_tm && t.state == OOO_TM_RUNNING)
 		r = fetch_list(s, OOO_MSG_PROCS, sizeof(*pr), (void **)&pr, &npr);
 	ooo_close(s);
+	if (r >= 0)
+		procs_unique(pr, &npr);
 	if (r < 0) {
 		free(tn);
 		free(sr);

@@ -87,6 +87,17 @@ waitdone p || bad "pingpong did not finish"
 v=$(series ooo_process_runqueue_delay_seconds_count "$ppid")
 [ -n "$v" ] && [ "$v" -ge 1000 ] && ok "run-queue samples of the ping-pong: $v" || bad "run-queue samples: '$v', want >= 1000"
 
+# a libcuda.so.1 the tenant could have written is not probed (root would parse and probe its file)
+mkdir -p "$dir/own" && cp "$(readlink -f "$b/tests/telemetry/stubs/libcuda.so.1")" "$dir/own/libcuda.so.1"
+chown nobody "$dir/own/libcuda.so.1" 2>/dev/null || chmod 666 "$dir/own/libcuda.so.1"
+fd=8; start o env LD_LIBRARY_PATH="$dir/own" "$b/tests/telemetry/cuda_calls" 300 0 0; opid=$pid
+grep -q "$dir/own/libcuda.so.1" /proc/"$opid"/maps || bad "the helper did not map its own libcuda"
+"$ctl" trace add "$opid" > /dev/null 2>&1
+echo go >&8; waitdone o || bad "own-libcuda helper did not finish"
+v=$(series ooo_process_cuda_launches_total "$opid")
+[ -z "$v" ] || [ "$v" = 0 ] && ok "a tenant-writable libcuda is not probed" || bad "tenant-writable libcuda probed: $v launches"
+grep -q "not probing .*own/libcuda.so.1: not a root-owned file" "$dir/log" && ok "and oood says why" || bad "no log line for the refused file"
+
 # errors change nothing
 "$ctl" trace add 3000000000 > "$dir/e" 2>&1; rc=$?
 [ $rc -eq 2 ] && ok "bad pid is a usage error" || bad "trace add 3000000000: rc $rc $(cat "$dir/e")"
@@ -97,7 +108,7 @@ v=$(series ooo_process_runqueue_delay_seconds_count "$ppid")
 [ $rc -eq 1 ] && ok "second remove refused: $(cat "$dir/e")" || bad "second trace remove: rc $rc"
 
 # an exited process's records go within a few seconds
-exec 5>&- 6>&- 7>&-
+exec 5>&- 6>&- 7>&- 8>&-
 sleep 0.5
 for i in $(seq 60); do [ -z "$(series ooo_process_cuda_launches_total "$apid")" ] && break; sleep 0.1; done
 [ -z "$(series ooo_process_cuda_launches_total "$apid")" ] && ok "records of the exited process aged out" || bad "records of $apid still there"

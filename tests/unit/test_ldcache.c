@@ -86,14 +86,14 @@ static void test_old_then_new(void **state)
 	(void)state;
 	memset(pre, 0, sizeof(pre));
 	memcpy(pre, "ld.so-1.7.0", 11);
-	memcpy(pre + 11, &one, 4);
-	/* 15 + 12 = 27, aligned to 32 */
+	memcpy(pre + 12, &one, 4); /* struct cache_file: magic[11], padding, nlibs at 12 */
+	/* 16 + 12 = 28, aligned to 32 */
 	len = build(buf, sizeof(buf), pre, 32, ents + 1, 1);
 	assert_int_equal(ldcache_find(buf, len, "libcuda.so.1", paths, 4), 1);
 	assert_string_equal(paths[0], "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
 	/* an old block claiming more entries than the file holds */
 	one = 1000000;
-	memcpy(buf + 11, &one, 4);
+	memcpy(buf + 12, &one, 4);
 	assert_int_equal(ldcache_find(buf, len, "libcuda.so.1", paths, 4), -EBADMSG);
 }
 
