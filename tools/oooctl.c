@@ -970,6 +970,23 @@ static int do_devices(int argc, char **argv)
 
 /* ---- sched --------------------------------------------------------------------- */
 
+/* Upper bound in ns of the bucket holding quantile q of a log2 us histogram; NAN when empty. */
+static double hist_quantile(const uint64_t *h, double q)
+{
+	uint64_t total = 0, acc = 0;
+
+	for (int b = 0; b < OOO_TM_BUCKETS; b++)
+		total += h[b];
+	if (!total)
+		return NAN;
+	for (int b = 0; b < OOO_TM_BUCKETS; b++) {
+		acc += h[b];
+		if ((double)acc >= q * (double)total)
+			return 1000.0 * (double)(1ull << b);
+	}
+	return 1000.0 * (double)(1ull << (OOO_TM_BUCKETS - 1));
+}
+
 /*
  * The arithmetic of `oooctl sched`: pure functions of the counters, unit
  * tested by tests/unit/test_oooctl_sched.c. A rate or a share without a
@@ -1082,6 +1099,10 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(take_ns);
 	SCHED_D(dispatch_ns);
 #undef SCHED_D
+	for (int k = 0; k < OOO_TM_BUCKETS; k++) {
+		d->hold_hist[k] = sched_sub(b->hold_hist[k], a->hold_hist[k]);
+		d->lat_hist[k] = sched_sub(b->lat_hist[k], a->lat_hist[k]);
+	}
 	d->jit_compile_max_ns = b->jit_compile_max_ns;
 	d->max_members = b->max_members;
 	d->nclasses = sched_nclasses(b);
@@ -1323,6 +1344,10 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_num("take_share", f->take_share, 4);
 	j_u64("dispatch_ns", c->dispatch_ns);
 	j_num("dispatch_share", f->disp_share, 4);
+	j_num("hold_p50_ns", hist_quantile(c->hold_hist, 0.5), 0);
+	j_num("hold_p99_ns", hist_quantile(c->hold_hist, 0.99), 0);
+	j_num("latency_p50_ns", hist_quantile(c->lat_hist, 0.5), 0);
+	j_num("latency_p99_ns", hist_quantile(c->lat_hist, 0.99), 0);
 	j_arr("classes");
 	for (uint32_t i = 0; i < f->nclasses; i++) {
 		const struct ooo_sched_class_stats *k = &c->classes[i];
@@ -1425,6 +1450,17 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	}
 	ROW_COUNT("retried", retried);
 	ROW_COUNT("table as parameter", param_bundles);
+	{
+		static const char *const nm[4] = { "launch hold p50", "launch hold p99", "launch latency p50",
+						   "launch latency p99" };
+		for (int r = 0; r < 4; r++) {
+			const uint64_t *hd = r < 2 ? k->hold_hist : k->lat_hist, *hc = r < 2 ? c->hold_hist : c->lat_hist;
+			double q = r % 2 ? 0.99 : 0.5, vd = iv ? hist_quantile(hd, q) : NAN, vc = hist_quantile(hc, q);
+
+			sched_row(&t, iv, nm[r], iv ? (isnan(vd) ? "-" : fmt_dur(a, sizeof(a), (uint64_t)vd)) : "",
+				  isnan(vc) ? "-" : fmt_dur(b, sizeof(b), (uint64_t)vc));
+		}
+	}
 	ROW_COUNT("jit hits", jit_hits);
 	ROW_COUNT("jit misses", jit_misses);
 	ROW_COUNT("jit compiles", jit_compiles);
@@ -2112,21 +2148,9 @@ static int do_telemetry(int argc, char **argv)
 	return RC_OK;
 }
 
-/* Upper bound in ns of the bucket holding quantile q of a log2 us histogram; NAN when empty. */
 static double tm_quantile(const uint64_t *h, double q)
 {
-	uint64_t total = 0, acc = 0;
-
-	for (int b = 0; b < OOO_TM_BUCKETS; b++)
-		total += h[b];
-	if (!total)
-		return NAN;
-	for (int b = 0; b < OOO_TM_BUCKETS; b++) {
-		acc += h[b];
-		if ((double)acc >= q * (double)total)
-			return 1000.0 * (double)(1ull << b);
-	}
-	return 1000.0 * (double)(1ull << (OOO_TM_BUCKETS - 1));
+	return hist_quantile(h, q);
 }
 
 static uint64_t tm_sum(const uint64_t *h)
@@ -2645,6 +2669,24 @@ static int do_metrics(int argc, char **argv)
 			if (sr[i].have)
 				printf("ooo_sched_executor_cpu_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
 				       (double)sr[i].c.cpu_ns / 1e9);
+		prom_family("ooo_sched_launch_hold_seconds", "histogram",
+			    "Launches through the coalescer: submission taken to its bundle dispatched");
+		for (size_t i = 0; i < nsr; i++) {
+			char lab[32];
+
+			snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
+			if (sr[i].have)
+				prom_hist("ooo_sched_launch_hold_seconds", lab, sr[i].c.hold_hist, false, 0);
+		}
+		prom_family("ooo_sched_launch_latency_seconds", "histogram",
+			    "Launches through the coalescer: submission taken to completion seen");
+		for (size_t i = 0; i < nsr; i++) {
+			char lab[32];
+
+			snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
+			if (sr[i].have)
+				prom_hist("ooo_sched_launch_latency_seconds", lab, sr[i].c.lat_hist, false, 0);
+		}
 		prom_family("ooo_sched_jit_compile_seconds_total", "counter", "Time the JIT spent compiling");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)

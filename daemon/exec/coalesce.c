@@ -918,6 +918,19 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		advance(dp, qs[k]);
 }
 
+/* The bucket of a duration in the log2 microsecond histograms (OOO_TM_BUCKETS). */
+static uint32_t us_bucket(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	uint32_t b = 0;
+
+	while (us && b < OOO_TM_BUCKETS - 1) {
+		b++;
+		us >>= 1;
+	}
+	return b;
+}
+
 static bool reap_bundles(struct datapath *dp, uint64_t now)
 {
 	struct coalescer *co = dp->co;
@@ -948,7 +961,10 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 		for (uint32_t k = 0; k < b->n; k++) {
 			struct ooo_sched_class_stats *cs = &co->st.classes[b->m[k].cls];
 			uint64_t lat = now - b->m[k].arrival;
+			uint64_t hold = b->dispatch_ns > b->m[k].arrival ? b->dispatch_ns - b->m[k].arrival : 0;
 
+			co->st.hold_hist[us_bucket(hold)]++;
+			co->st.lat_hist[us_bucket(lat)]++;
 			cs->launches++;
 			cs->lat_sum_ns += lat;
 			if (lat > cs->lat_max_ns)

@@ -316,6 +316,8 @@ struct ooo_device_rec {
  * executor started; rates come from two snapshots (snapshot_ns apart).
  */
 #define OOO_SCHED_CLASSES 16u   /* per-class rows; further classes are summed into the last, named "" */
+/* log2 microsecond histograms (scheduler and telemetry): bucket 0 < 1 us, b in [2^(b-1), 2^b) us, the last open */
+#define OOO_TM_BUCKETS 32
 #define OOO_SCHED_PARTITIONS 8u
 
 struct ooo_sched_class_stats {
@@ -362,6 +364,9 @@ struct ooo_sched_counters {
 	uint64_t dispatch_ns;    /* of work_ns: moving backlogs, the scheduler, forming and launching bundles */
 	struct ooo_sched_class_stats classes[OOO_SCHED_CLASSES];
 	struct ooo_sched_part_stats parts[OOO_SCHED_PARTITIONS];
+	/* launches through the coalescer, as their bundle's completion is seen */
+	uint64_t hold_hist[OOO_TM_BUCKETS]; /* submission taken -> its bundle dispatched */
+	uint64_t lat_hist[OOO_TM_BUCKETS];  /* submission taken -> completion seen */
 };
 
 struct ooo_sched_rec {
@@ -380,7 +385,6 @@ struct ooo_msg_reload_reply {
 
 /* ---- telemetry (eBPF probes in oood, see docs/telemetry.md) ---- */
 
-#define OOO_TM_BUCKETS 32 /* log2 microsecond histograms: bucket 0 < 1 us, b in [2^(b-1), 2^b) us */
 #define OOO_TM_LIBS 8     /* libcuda files (distinct inodes) probed at once */
 #define OOO_TM_RECENT 16  /* slow syncs kept for oooctl telemetry */
 #define OOO_TM_COMM 16
