@@ -94,25 +94,6 @@ static __always_inline bool tracked(__u32 tgid)
 	return f && (*f & OOO_TM_TRACK_CUDA);
 }
 
-/* log2 bucket of a duration in ns, as described in telemetry.h */
-static __always_inline __u32 bucket(__u64 ns)
-{
-	__u64 us = ns / 1000;
-	__u32 b = 0;
-
-	if (!us)
-		return 0;
-	/* bits needed for us, clamped to the last bucket */
-#pragma unroll
-	for (int i = 0; i < OOO_TM_HIST - 1; i++) {
-		if (us) {
-			b++;
-			us >>= 1;
-		}
-	}
-	return b > OOO_TM_HIST - 1 ? OOO_TM_HIST - 1 : b;
-}
-
 static __always_inline struct ooo_tm_proc *proc_get(__u32 tgid, __u64 now)
 {
 	struct ooo_tm_proc *p = bpf_map_lookup_elem(&procs, &tgid);
@@ -159,7 +140,7 @@ int BPF_KPROBE(launch)
 	p->last_launch_ns = now;
 	p->last_ns = now;
 	if (prev && now > prev)
-		__sync_fetch_and_add(&p->gap_hist[bucket(now - prev) & (OOO_TM_HIST - 1)], 1);
+		__sync_fetch_and_add(&p->gap_hist[ooo_tm_bucket(now - prev) & (OOO_TM_HIST - 1)], 1);
 	return 0;
 }
 
@@ -236,7 +217,7 @@ static __always_inline int leave(__u32 fn, long rc)
 		return 0;
 	__sync_fetch_and_add(&p->syncs[fn], 1);
 	__sync_fetch_and_add(&p->sync_ns, dur);
-	__sync_fetch_and_add(&p->sync_hist[bucket(dur) & (OOO_TM_HIST - 1)], 1);
+	__sync_fetch_and_add(&p->sync_hist[ooo_tm_bucket(dur) & (OOO_TM_HIST - 1)], 1);
 	if (dur < slow_ns)
 		return 0;
 	__sync_fetch_and_add(&p->slow_syncs, 1);

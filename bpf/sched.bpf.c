@@ -68,21 +68,6 @@ static __always_inline bool tracked(__u32 tgid)
 	return f && (*f & OOO_TM_TRACK_SCHED);
 }
 
-static __always_inline __u32 bucket(__u64 ns)
-{
-	__u64 us = ns / 1000;
-	__u32 b = 0;
-
-#pragma unroll
-	for (int i = 0; i < OOO_TM_HIST - 1; i++) {
-		if (us) {
-			b++;
-			us >>= 1;
-		}
-	}
-	return b;
-}
-
 static __always_inline int enqueue(struct task_struct *t)
 {
 	__u32 tgid = BPF_CORE_READ(t, tgid), tid = BPF_CORE_READ(t, pid);
@@ -144,6 +129,6 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__sync_fetch_and_add(&r->total_ns, d);
 	if (d > r->max_ns)
 		r->max_ns = d; /* racy max: close enough for a gauge */
-	__sync_fetch_and_add(&r->hist[bucket(d) & (OOO_TM_HIST - 1)], 1);
+	__sync_fetch_and_add(&r->hist[ooo_tm_bucket(d) & (OOO_TM_HIST - 1)], 1);
 	return 0;
 }

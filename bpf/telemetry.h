@@ -74,4 +74,22 @@ struct ooo_tm_drops {
 	__u64 inflight_lost; /* a return without its entry (evicted, or attached mid-call) */
 };
 
+/*
+ * The bucket of a duration in ns. Shared by the probes and the executor's
+ * scheduler counters; a loop of constant bound, which the verifier accepts.
+ */
+static inline __u32 ooo_tm_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 b = 0;
+
+	for (int i = 0; i < OOO_TM_HIST - 1; i++) {
+		if (us) {
+			b++;
+			us >>= 1;
+		}
+	}
+	return b;
+}
+
 #endif

@@ -17,6 +17,10 @@
 #include <ooo/jit.h>
 #include <ooo/ooo.h>
 
+#include <linux/types.h>
+
+#include "../../bpf/telemetry.h" /* ooo_tm_bucket: the histograms of the probes and of oooctl */
+
 #include "../jit/jit.h"
 #include "../sched/sched.h"
 
@@ -918,19 +922,6 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		advance(dp, qs[k]);
 }
 
-/* The bucket of a duration in the log2 microsecond histograms (OOO_TM_BUCKETS). */
-static uint32_t us_bucket(uint64_t ns)
-{
-	uint64_t us = ns / 1000;
-	uint32_t b = 0;
-
-	while (us && b < OOO_TM_BUCKETS - 1) {
-		b++;
-		us >>= 1;
-	}
-	return b;
-}
-
 static bool reap_bundles(struct datapath *dp, uint64_t now)
 {
 	struct coalescer *co = dp->co;
@@ -963,8 +954,8 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 			uint64_t lat = now - b->m[k].arrival;
 			uint64_t hold = b->dispatch_ns > b->m[k].arrival ? b->dispatch_ns - b->m[k].arrival : 0;
 
-			co->st.hold_hist[us_bucket(hold)]++;
-			co->st.lat_hist[us_bucket(lat)]++;
+			co->st.hold_hist[ooo_tm_bucket(hold)]++;
+			co->st.lat_hist[ooo_tm_bucket(lat)]++;
 			cs->launches++;
 			cs->lat_sum_ns += lat;
 			if (lat > cs->lat_max_ns)
