@@ -1250,7 +1250,7 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	srv->policy = np;
 	revoked = registry_apply_policy(&srv->reg, np);
 	close_revoked(srv);
-	telemetry_reload(srv, &old->telemetry);
+	telemetry_reload(srv);
 	policy_free(old);
 	srv->policy_generation++;
 	srv->policy_loaded_ns = realtime_ns();

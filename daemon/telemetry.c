@@ -875,9 +875,8 @@ static bool cfg_same(const struct policy_telemetry *a, const struct policy_telem
 	       a->max_tracked == b->max_tracked && a->ringbuf_kb == b->ringbuf_kb;
 }
 
-void telemetry_reload(struct server *srv, const struct policy_telemetry *old)
+void telemetry_reload(struct server *srv)
 {
-	(void)old;
 	if (cfg_same(&srv->tm->cfg, &srv->policy->telemetry))
 		return;
 	log_info("telemetry: [telemetry] changed: restarting the probes (their counters start again)");

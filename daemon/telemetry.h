@@ -21,7 +21,6 @@
 #include <ooo/proto.h>
 
 struct server;
-struct policy_telemetry;
 struct telemetry;
 
 /* Allocate the (stopped) state; -ENOMEM. */
@@ -34,7 +33,7 @@ void telemetry_free(struct telemetry *tm);
 void telemetry_start(struct server *srv);
 void telemetry_stop(struct server *srv);
 /* After a reload: restart the probes if [telemetry] changed. */
-void telemetry_reload(struct server *srv, const struct policy_telemetry *old);
+void telemetry_reload(struct server *srv);
 
 /* A completion of the ring buffer's poll (OP_TELEM). */
 void telemetry_on_poll(struct server *srv, uint32_t gen, int res, uint32_t flags);
