@@ -107,6 +107,17 @@ grep -q "not probing .*own/libcuda.so.1: not a root-owned file" "$dir/log" && ok
 "$ctl" trace remove "$ppid" > "$dir/e" 2>&1; rc=$?
 [ $rc -eq 1 ] && ok "second remove refused: $(cat "$dir/e")" || bad "second trace remove: rc $rc"
 
+# a reload that changes [telemetry] restarts the probes and keeps the tracked pids
+before=$("$ctl" --json telemetry | sed -n 's/.*"tracked": *\([0-9]*\).*/\1/p')
+sed -i 's/^slow_sync_us = .*/slow_sync_us = 5000/' "$dir/oood.conf"
+"$ctl" reload > /dev/null 2>&1 || bad "reload"
+j=$("$ctl" --json telemetry)
+echo "$j" | grep -q '"slow_sync_ns": *5000000' && echo "$j" | grep -q '"state": *"running"' \
+	&& [ "$(echo "$j" | sed -n 's/.*"tracked": *\([0-9]*\).*/\1/p')" = "$before" ] \
+	&& ok "reload restarted the probes with the new settings, $before pids still tracked" \
+	|| bad "after reload: $j"
+grep -q "restarting the probes" "$dir/log" && ok "the restart is logged" || bad "no restart line in the log"
+
 # an exited process's records go within a few seconds
 exec 5>&- 6>&- 7>&- 8>&-
 sleep 0.5
