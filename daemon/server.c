@@ -618,6 +618,8 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 		if (telemetry_track(srv, (pid_t)c->cred.pid, OOO_TRACK_SESSION, launches, tmsg, sizeof(tmsg)) == 0) {
 			c->tm_tracked = true;
 			c->tm_launches = launches;
+		} else {
+			log_debug("session %llu: no telemetry: %s", (unsigned long long)s->id, tmsg);
 		}
 	}
 	conn_reply(srv, c, OOO_MSG_HELLO, m->hdr.seq, &rep, sizeof(rep));

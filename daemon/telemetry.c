@@ -112,6 +112,7 @@ struct tm_pid {
 	bool scanned; /* its maps were looked at for libraries */
 	bool found;   /* ... and had a libcuda mapping: not looked at again */
 	uint8_t nscans; /* scans without finding one; stops at TM_MAX_SCANS */
+	uid_t uid;      /* owner of /proc/PID when it was added */
 	struct bpf_link *launch[OOO_TM_LIBS][TM_NLAUNCH];
 };
 
@@ -929,9 +930,27 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 	if (!p) {
 		int fd;
 
+		char path[32];
+		struct stat st;
+		uid_t uid;
+
 		if (tm->npids >= limit) {
 			snprintf(msg, cap, "already tracking %u processes (max_tracked)", tm->npids);
 			return -ENOSPC;
+		}
+		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+		uid = stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+		if (why == OOO_TRACK_SESSION) {
+			/* one uid's processes take at most a quarter of the set: others keep their telemetry */
+			uint32_t mine = 0, share = limit / 4 ? limit / 4 : 1;
+
+			for (uint32_t i = 0; i < tm->npids; i++)
+				mine += tm->pids[i].uid == uid && tm->pids[i].sessions;
+			if (mine >= share) {
+				snprintf(msg, cap, "uid %u already has %u tracked processes (a quarter of max_tracked)",
+					 (unsigned)uid, mine);
+				return -ENOSPC;
+			}
 		}
 		fd = pidfd_open_(pid);
 		if (fd < 0) {
@@ -954,6 +973,7 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 		memset(p, 0, sizeof(*p));
 		p->pid = pid;
 		p->pidfd = fd;
+		p->uid = uid;
 		fresh = true;
 	}
 	if (why == OOO_TRACK_SESSION)

@@ -123,6 +123,22 @@ exec 5>&- 6>&- 7>&- 8>&-
 sleep 0.5
 for i in $(seq 60); do [ -z "$(series ooo_process_cuda_launches_total "$apid")" ] && break; sleep 0.1; done
 [ -z "$(series ooo_process_cuda_launches_total "$apid")" ] && ok "records of the exited process aged out" || bad "records of $apid still there"
+# one uid's sessions take at most a quarter of max_tracked (here 4: one process)
+d2="$dir/d2"; mkdir -p "$d2"
+printf '[daemon]\nexecutor = no\n[telemetry]\nmax_tracked = 4\n[class default]\nmatch_uid = *\n' > "$d2/oood.conf"
+"$b/oood" -f --rundir "$d2" -c "$d2/oood.conf" > "$d2/log" 2>&1 &
+d2pid=$!
+for i in $(seq 50); do [ -S "$d2/admin.sock" ] && break; sleep 0.1; done
+"$b/ooo-bench" ping --rundir "$d2" --modes ooo --sessions 1 --seconds 2 --warmup 0 > /dev/null 2>&1 &
+b1=$!
+"$b/ooo-bench" ping --rundir "$d2" --modes ooo --sessions 1 --seconds 2 --warmup 0 > /dev/null 2>&1 &
+b2=$!
+sleep 1
+v=$("$ctl" --rundir "$d2" --json telemetry | sed -n 's/.*"tracked": *\([0-9]*\).*/\1/p')
+wait $b1 $b2
+kill $d2pid; wait $d2pid
+[ "$v" = 1 ] && ok "two processes of one uid, max_tracked 4: one tracked" || bad "per-uid share: tracked '$v', want 1"
+
 kill "$dpid"; wait "$dpid"; rc=$?; dpid=
 [ $rc -eq 0 ] && ok "oood stopped cleanly" || bad "oood exited $rc"
 grep -E "warning|error" "$dir/log" | grep -v "no NVIDIA" && bad "oood logged warnings" || ok "no warnings in oood's log"
