@@ -924,15 +924,21 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 			p->pidfd = nfd;
 			p->found = p->scanned = false;
 			p->nscans = 0;
+			{
+				char path[32];
+				struct stat st;
+
+				snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+				p->uid = stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+			}
 			fresh = true;
 		}
 	}
 	if (!p) {
-		int fd;
-
 		char path[32];
 		struct stat st;
 		uid_t uid;
+		int fd;
 
 		if (tm->npids >= limit) {
 			snprintf(msg, cap, "already tracking %u processes (max_tracked)", tm->npids);
