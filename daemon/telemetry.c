@@ -892,6 +892,16 @@ static int pidfd_open_(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* The owner of /proc/PID (the process's uid), or (uid_t)-1 when it is gone. */
+static uid_t proc_uid(pid_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
 int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, char *msg, size_t cap)
 {
 	struct telemetry *tm = srv->tm;
@@ -924,19 +934,11 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 			p->pidfd = nfd;
 			p->found = p->scanned = false;
 			p->nscans = 0;
-			{
-				char path[32];
-				struct stat st;
-
-				snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-				p->uid = stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
-			}
+			p->uid = proc_uid(pid);
 			fresh = true;
 		}
 	}
 	if (!p) {
-		char path[32];
-		struct stat st;
 		uid_t uid;
 		int fd;
 
@@ -944,8 +946,7 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 			snprintf(msg, cap, "already tracking %u processes (max_tracked)", tm->npids);
 			return -ENOSPC;
 		}
-		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-		uid = stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+		uid = proc_uid(pid);
 		if (why == OOO_TRACK_SESSION) {
 			/* one uid's processes take at most a quarter of the set: others keep their telemetry */
 			uint32_t mine = 0, share = limit / 4 ? limit / 4 : 1;
@@ -1237,12 +1238,10 @@ static void fill_proc(struct telemetry *tm, struct ooo_proc_rec *r, uint32_t pid
 	struct ooo_tm_proc p;
 	struct ooo_tm_rq q;
 	char path[32];
-	struct stat st;
 
 	memset(r, 0, sizeof(*r));
 	r->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%u", pid);
-	r->uid = stat(path, &st) == 0 ? (uint32_t)st.st_uid : UINT32_MAX;
+	r->uid = (uint32_t)proc_uid((pid_t)pid); /* (uid_t)-1 is UINT32_MAX */
 	r->track = tp ? pid_track_bits(tp) : 0;
 	if (tm->cuda && !bpf_map_lookup_elem(bpf_map__fd(tm->cuda->maps.procs), &pid, &p)) {
 		r->have |= 1;
