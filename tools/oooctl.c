@@ -2506,6 +2506,13 @@ static void prom_family(const char *name, const char *type, const char *help)
 	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A family of one sample without labels. */
+static void prom_scalar(const char *name, const char *type, const char *help, uint64_t v)
+{
+	prom_family(name, type, help);
+	printf("%s %" PRIu64 "\n", name, v);
+}
+
 /* A label value with \, " and newline escaped; non-ASCII bytes become '?' so it is always valid UTF-8. */
 static void prom_escape(char *out, size_t cap, const char *s)
 {
@@ -2580,25 +2587,17 @@ static int do_metrics(int argc, char **argv)
 	printf("ooo_up 1\n");
 	prom_family("ooo_uptime_seconds", "gauge", "Time since oood started");
 	printf("ooo_uptime_seconds %.3f\n", (double)st.uptime_ns / 1e9);
-	prom_family("ooo_policy_generation", "gauge", "Policies loaded so far (1 at start)");
-	printf("ooo_policy_generation %" PRIu64 "\n", st.policy_generation);
-	prom_family("ooo_sessions", "gauge", "Open tenant sessions");
-	printf("ooo_sessions %" PRIu32 "\n", st.sessions);
-	prom_family("ooo_sessions_max", "gauge", "Tenant sessions allowed at once");
-	printf("ooo_sessions_max %" PRIu32 "\n", st.max_sessions);
-	prom_family("ooo_tenants", "gauge", "Tenants with at least one session");
-	printf("ooo_tenants %" PRIu32 "\n", st.tenants);
-	prom_family("ooo_sessions_admitted_total", "counter", "Tenant sessions admitted");
-	printf("ooo_sessions_admitted_total %" PRIu64 "\n", st.sessions_total);
-	prom_family("ooo_sessions_refused_total", "counter", "Tenant connections refused");
-	printf("ooo_sessions_refused_total %" PRIu64 "\n", st.sessions_refused);
+	prom_scalar("ooo_policy_generation", "gauge", "Policies loaded so far (1 at start)", st.policy_generation);
+	prom_scalar("ooo_sessions", "gauge", "Open tenant sessions", st.sessions);
+	prom_scalar("ooo_sessions_max", "gauge", "Tenant sessions allowed at once", st.max_sessions);
+	prom_scalar("ooo_tenants", "gauge", "Tenants with at least one session", st.tenants);
+	prom_scalar("ooo_sessions_admitted_total", "counter", "Tenant sessions admitted", st.sessions_total);
+	prom_scalar("ooo_sessions_refused_total", "counter", "Tenant connections refused", st.sessions_refused);
 	prom_family("ooo_messages_total", "counter", "Control messages");
 	printf("ooo_messages_total{direction=\"in\"} %" PRIu64 "\n", st.msgs_in);
 	printf("ooo_messages_total{direction=\"out\"} %" PRIu64 "\n", st.msgs_out);
-	prom_family("ooo_protocol_errors_total", "counter", "Malformed messages from peers");
-	printf("ooo_protocol_errors_total %" PRIu64 "\n", st.proto_errors);
-	prom_family("ooo_reloads_failed_total", "counter", "Configuration reloads refused");
-	printf("ooo_reloads_failed_total %" PRIu64 "\n", st.reloads_failed);
+	prom_scalar("ooo_protocol_errors_total", "counter", "Malformed messages from peers", st.proto_errors);
+	prom_scalar("ooo_reloads_failed_total", "counter", "Configuration reloads refused", st.reloads_failed);
 	prom_family("ooo_gpus", "gauge", "GPUs by executor state");
 	printf("ooo_gpus{state=\"ready\"} %" PRIu32 "\n", st.gpus_ready);
 	printf("ooo_gpus{state=\"other\"} %" PRIu32 "\n", st.gpus - st.gpus_ready);
@@ -2669,23 +2668,21 @@ static int do_metrics(int argc, char **argv)
 			if (sr[i].have)
 				printf("ooo_sched_executor_cpu_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
 				       (double)sr[i].c.cpu_ns / 1e9);
-		prom_family("ooo_sched_launch_hold_seconds", "histogram",
-			    "Launches through the coalescer: submission taken to its bundle dispatched");
-		for (size_t i = 0; i < nsr; i++) {
-			char lab[32];
+		for (int h = 0; h < 2; h++) {
+			static const char *const hn[2] = { "ooo_sched_launch_hold_seconds", "ooo_sched_launch_latency_seconds" };
+			static const char *const hh[2] = {
+				"Launches through the coalescer: submission taken to its bundle dispatched",
+				"Launches through the coalescer: submission taken to completion seen",
+			};
 
-			snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
-			if (sr[i].have)
-				prom_hist("ooo_sched_launch_hold_seconds", lab, sr[i].c.hold_hist, false, 0);
-		}
-		prom_family("ooo_sched_launch_latency_seconds", "histogram",
-			    "Launches through the coalescer: submission taken to completion seen");
-		for (size_t i = 0; i < nsr; i++) {
-			char lab[32];
+			prom_family(hn[h], "histogram", hh[h]);
+			for (size_t i = 0; i < nsr; i++) {
+				char lab[32];
 
-			snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
-			if (sr[i].have)
-				prom_hist("ooo_sched_launch_latency_seconds", lab, sr[i].c.lat_hist, false, 0);
+				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
+				if (sr[i].have)
+					prom_hist(hn[h], lab, h ? sr[i].c.lat_hist : sr[i].c.hold_hist, false, 0);
+			}
 		}
 		prom_family("ooo_sched_jit_compile_seconds_total", "counter", "Time the JIT spent compiling");
 		for (size_t i = 0; i < nsr; i++)
@@ -2697,12 +2694,9 @@ static int do_metrics(int argc, char **argv)
 	prom_family("ooo_telemetry_running", "gauge", "1 when the eBPF probes run");
 	printf("ooo_telemetry_running %d\n", have_tm && t.state == OOO_TM_RUNNING);
 	if (have_tm && t.state == OOO_TM_RUNNING) {
-		prom_family("ooo_telemetry_tracked_processes", "gauge", "Pids in the probes' filter set");
-		printf("ooo_telemetry_tracked_processes %" PRIu32 "\n", t.tracked);
-		prom_family("ooo_telemetry_libraries", "gauge", "libcuda files probed");
-		printf("ooo_telemetry_libraries %" PRIu32 "\n", t.nlibs);
-		prom_family("ooo_telemetry_slow_syncs_total", "counter", "Slow-sync events read from the ring buffer");
-		printf("ooo_telemetry_slow_syncs_total %" PRIu64 "\n", t.events);
+		prom_scalar("ooo_telemetry_tracked_processes", "gauge", "Pids in the probes' filter set", t.tracked);
+		prom_scalar("ooo_telemetry_libraries", "gauge", "libcuda files probed", t.nlibs);
+		prom_scalar("ooo_telemetry_slow_syncs_total", "counter", "Slow-sync events read from the ring buffer", t.events);
 		prom_family("ooo_telemetry_lost_total", "counter", "What the probes could not record, by cause");
 		printf("ooo_telemetry_lost_total{cause=\"ring_full\"} %" PRIu64 "\n", t.ring_full);
 		printf("ooo_telemetry_lost_total{cause=\"maps_full\"} %" PRIu64 "\n", t.procs_full);
