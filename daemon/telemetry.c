@@ -145,6 +145,29 @@ struct telemetry {
 
 /* ---- libbpf's messages into our log -------------------------------------- */
 
+/*
+ * While the programs load, libbpf's warnings are held here: a load refused
+ * for want of privilege is one line of ours, not libbpf's three; any other
+ * failure shows them (flush_held_log).
+ */
+static bool hold_log;
+static char held_log[4096];
+static size_t held_len;
+
+static void flush_held_log(bool show)
+{
+	char *line = held_log, *nl;
+
+	held_log[held_len < sizeof(held_log) ? held_len : sizeof(held_log) - 1] = '\0';
+	while (show && *line && (nl = strchr(line, '\n'))) {
+		*nl = '\0';
+		log_msg(LOG_WARNING, "libbpf", "%s", line);
+		line = nl + 1;
+	}
+	held_len = 0;
+	hold_log = false;
+}
+
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];
@@ -161,6 +184,13 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 		line[--n] = '\0';
 	if (!strncmp(s, "libbpf: ", 8))
 		s += 8;
+	if (hold_log && prio == LOG_WARNING) {
+		int k = snprintf(held_log + held_len, sizeof(held_log) - held_len, "%s\n", s);
+
+		if (k > 0 && held_len + (size_t)k < sizeof(held_log))
+			held_len += (size_t)k;
+		return 0;
+	}
 	log_msg(prio, "libbpf", "%s", s);
 	return 0;
 }
@@ -800,7 +830,10 @@ void telemetry_start(struct server *srv)
 	bpf_map__set_max_entries(tm->cuda->maps.procs, maxp);
 	bpf_map__set_max_entries(tm->cuda->maps.inflight, maxp * 4 < 16384 ? 16384 : maxp * 4);
 	bpf_map__set_max_entries(tm->cuda->maps.events, ring);
+	held_len = 0;
+	hold_log = true;
 	r = cuda_bpf__load(tm->cuda);
+	flush_held_log(r && r != -EPERM && r != -EACCES);
 	if (r) {
 		set_unavailable(tm, "cannot load the cuda programs: %s", load_error(-r));
 		goto fail;

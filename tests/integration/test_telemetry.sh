@@ -139,6 +139,24 @@ wait $b1 $b2
 kill $d2pid; wait $d2pid
 [ "$v" = 1 ] && ok "two processes of one uid, max_tracked 4: one tracked" || bad "per-uid share: tracked '$v', want 1"
 
+# without privilege: one clear line, and oood runs on
+if ! id nobody > /dev/null 2>&1 || ! command -v runuser > /dev/null 2>&1 ||
+	! runuser -u nobody -- test -x "$b/oood"; then
+	echo "note: the unprivileged check needs user nobody, runuser and a build nobody can run: not run"
+else
+	d3="$dir/d3"; mkdir -p "$d3"; chmod 777 "$d3"
+	printf '[daemon]\nexecutor = no\n[class default]\nmatch_uid = *\n' > "$d3/oood.conf"; chmod 644 "$d3/oood.conf"
+	chmod 755 "$dir"
+	runuser -u nobody -- "$b/oood" -f --rundir "$d3/r" -c "$d3/oood.conf" > "$d3/log" 2>&1 &
+	for i in $(seq 50); do [ -S "$d3/r/admin.sock" ] && break; sleep 0.1; done
+	n=$(grep -c -E "telemetry|libbpf" "$d3/log")
+	r=$(runuser -u nobody -- "$ctl" --rundir "$d3/r" telemetry 2>&1 | head -1)
+	pkill -u nobody -f "$d3/r" 2>/dev/null; sleep 0.2
+	[ "$n" = 1 ] && grep -q "not privileged" "$d3/log" && ok "unprivileged: one line: $(grep telemetry "$d3/log")" \
+		|| bad "unprivileged oood logged $n telemetry lines: $(cat "$d3/log")"
+	case "$r" in *unavailable*"not privileged"*) ok "oooctl telemetry says why" ;; *) bad "oooctl telemetry: $r" ;; esac
+fi
+
 kill "$dpid"; wait "$dpid"; rc=$?; dpid=
 [ $rc -eq 0 ] && ok "oood stopped cleanly" || bad "oood exited $rc"
 grep -E "warning|error" "$dir/log" | grep -v "no NVIDIA" && bad "oood logged warnings" || ok "no warnings in oood's log"
