@@ -36,9 +36,7 @@ struct {
 
 struct entry {
 	__u64 ts;
-	__u64 arg;
-	__u32 fn;
-	__u32 pad;
+	__u64 arg; /* cuMemAlloc_v2: the size asked for */
 };
 
 /* Calls in progress, by thread and function (a probed function that calls
@@ -166,7 +164,7 @@ static __always_inline int enter(__u32 fn, __u64 arg)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct inflight_key key = { .id = id, .fn = fn };
-	struct entry e = { .fn = fn, .arg = arg };
+	struct entry e = { .arg = arg };
 
 	if (!tracked(id >> 32))
 		return 0;
@@ -187,9 +185,9 @@ static __always_inline int leave(__u32 fn, long rc)
 	__u64 now, dur, arg;
 
 	e = bpf_map_lookup_elem(&inflight, &key);
-	if (!e || e->fn != fn) {
+	if (!e) {
 		/* attached in the middle of a call, or evicted: count only if tracked */
-		if (!e && tracked(tgid)) {
+		if (tracked(tgid)) {
 			d = drop_counters();
 			if (d)
 				__sync_fetch_and_add(&d->inflight_lost, 1);
