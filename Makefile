@@ -53,7 +53,7 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
-               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c \
+               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/mps.c daemon/lease.c \
                daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/sched/sched.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c
@@ -67,7 +67,7 @@ UNIT_TESTS  := test_wire test_ldcache test_policy test_registry test_ring test_s
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
-BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/libooo.so $(BUILD)/libooo.a
+BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/libooo.so $(BUILD)/libooo.a
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check \
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check
@@ -111,7 +111,7 @@ $(BUILD)/gen/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl.o: $(BUILD)/gen/version.h
+$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl.o $(OBJ)/tools/ooo-run.o: $(BUILD)/gen/version.h
 .PHONY: FORCE
 FORCE:
 
@@ -177,6 +177,10 @@ $(BUILD)/libjit.a: $(JIT_OBJS)
 $(BUILD)/ooo-jit: $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/json.o $(BUILD)/libjit.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
+
+$(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(BUILD)/libooo.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
 $(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
@@ -316,7 +320,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 		$(DESTDIR)$(INCLUDEDIR)/ooo $(DESTDIR)$(SYSCONFDIR)/ooo $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(BUILD)/oood $(DESTDIR)$(SBINDIR)/oood
-	install -m 0755 $(BUILD)/oooctl $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILD)/libooo.so $(DESTDIR)$(LIBDIR)/libooo.so.$(VERSION)
 	ln -sf libooo.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libooo.so.0
 	ln -sf libooo.so.0 $(DESTDIR)$(LIBDIR)/libooo.so
@@ -325,16 +329,18 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 	install -m 0644 $(BUILD)/ooo.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc
 	install -m 0644 $(BUILD)/oood.service $(DESTDIR)$(UNITDIR)/oood.service
 	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m 0644 docs/man/ooo-run.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/man/oood.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	test -e $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf || \
 		install -m 0644 daemon/oood.conf $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-bench $(DESTDIR)$(BINDIR)/ooo-jit \
+	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-run $(DESTDIR)$(BINDIR)/ooo-bench $(DESTDIR)$(BINDIR)/ooo-jit \
 		$(DESTDIR)$(LIBDIR)/libooo.so* $(DESTDIR)$(LIBDIR)/libooo.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc $(DESTDIR)$(UNITDIR)/oood.service \
 		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 \
-		$(DESTDIR)$(MANDIR)/man5/oood.conf.5
+		$(DESTDIR)$(MANDIR)/man5/oood.conf.5 $(DESTDIR)$(MANDIR)/man1/ooo-run.1
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/ooo
 
 clean:

@@ -548,6 +548,42 @@ int ooo_buf_export_fd(ooo_buf *b)
 	return r;
 }
 
+int ooo_native_lease(ooo_session *s, const struct ooo_lease_opts *opts, struct ooo_lease_info *info)
+{
+	struct ooo_msg_lease_req req;
+	struct ooo_msg_lease rep;
+	int r;
+
+	_Static_assert(OOO_LEASE_ENV_BYTES == OOO_LEASE_ENV_MAX, "lease environment sizes differ");
+	if (!s || !opts || !info || opts->sz < sizeof(*opts) || opts->sm_pct > 100 || opts->priority < 0 ||
+	    opts->priority > OOO_LEASE_PRIO_BELOW)
+		return -EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.device = opts->device;
+	req.sm_pct = opts->sm_pct;
+	req.priority = (uint32_t)opts->priority;
+	req.mem_bytes = opts->mem_bytes;
+	if (opts->class_name && strlen(opts->class_name) >= sizeof(req.class_name))
+		return -ENAMETOOLONG;
+	wire_strcpy(req.class_name, sizeof(req.class_name), opts->class_name ? opts->class_name : "");
+	wire_strcpy(req.cmd, sizeof(req.cmd), opts->label ? opts->label : "");
+	r = call(s, OOO_MSG_LEASE, &req, sizeof(req), &rep, sizeof(rep));
+	if (r < 0)
+		return r;
+	if ((size_t)r != sizeof(rep))
+		return -OOO_EPROTO;
+	memset(info, 0, sizeof(*info));
+	info->id = rep.id;
+	info->device = rep.device;
+	info->sm_pct = rep.sm_pct;
+	info->priority = (int)rep.priority;
+	info->mem_bytes = rep.mem_bytes;
+	wire_strcpy(info->class_name, sizeof(info->class_name), rep.class_name);
+	memcpy(info->env, rep.env, sizeof(info->env));
+	wire_strcpy(info->note, sizeof(info->note), rep.msg);
+	return 0;
+}
+
 uint64_t ooo_session_id(const ooo_session *s)
 {
 	return s ? s->id : 0;

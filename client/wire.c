@@ -64,6 +64,11 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_TELEMETRY: return "telemetry";
 	case OOO_MSG_PROCS: return "procs";
 	case OOO_MSG_TRACE: return "trace";
+	case OOO_MSG_LEASE: return "lease";
+	case OOO_MSG_LEASES: return "leases";
+	case OOO_MSG_EVICT: return "evict";
+	case OOO_MSG_MPS: return "mps";
+	case OOO_MSG_MPS_RUN: return "mps run";
 	default: return "unknown";
 	}
 }
@@ -181,10 +186,36 @@ static int check_request(const struct wire_msg *m, const char **why)
 		}
 		return 0;
 	}
+	case OOO_MSG_LEASE: {
+		const struct ooo_msg_lease_req *l = p;
+		if (n != sizeof(*l) || l->flags || l->sm_pct > 100 || l->priority > OOO_LEASE_PRIO_BELOW ||
+		    !FIELD_OK(l, class_name) || !FIELD_OK(l, cmd)) {
+			*why = "lease: bad size, flags, share, priority or string";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_EVICT: {
+		const struct ooo_msg_evict *e = p;
+		if (n != sizeof(*e) || !e->pid || e->pid > 0x7fffffffu || e->grace_ms > 600000) {
+			*why = "evict: bad size, pid or grace";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_MPS_RUN: {
+		const struct ooo_msg_mps_run *r = p;
+		if (n != sizeof(*r) || !FIELD_OK(r, line)) {
+			*why = "mps run: bad size or line not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_BYE:
 	case OOO_MSG_STATUS:
 	case OOO_MSG_RELOAD:
 	case OOO_MSG_TELEMETRY:
+	case OOO_MSG_MPS:
 		if (n != 0) {
 			*why = "unexpected payload";
 			return -OOO_EPROTO;
@@ -194,7 +225,8 @@ static int check_request(const struct wire_msg *m, const char **why)
 	case OOO_MSG_SESSIONS:
 	case OOO_MSG_DEVICES:
 	case OOO_MSG_SCHED:
-	case OOO_MSG_PROCS: {
+	case OOO_MSG_PROCS:
+	case OOO_MSG_LEASES: {
 		const struct ooo_msg_list_req *r = p;
 		if (n != sizeof(*r) || r->reserved) {
 			*why = "list request payload has the wrong size";
@@ -241,6 +273,11 @@ static int check_list(const struct wire_msg *m, size_t rec_size, const char **wh
 			struct ooo_proc_rec pr;
 			memcpy(&pr, rec, sizeof(pr));
 			if (!FIELD_OK(&pr, comm))
+				goto bad;
+		} else if (rec_size == sizeof(struct ooo_lease_rec)) {
+			struct ooo_lease_rec lr;
+			memcpy(&lr, rec, sizeof(lr));
+			if (!FIELD_OK(&lr, class_name) || !FIELD_OK(&lr, cmd))
 				goto bad;
 		} else if (rec_size == sizeof(struct ooo_tenant_rec)) {
 			struct ooo_tenant_rec t;
@@ -369,6 +406,45 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return check_list(m, sizeof(struct ooo_sched_rec), why);
 	case OOO_MSG_PROCS:
 		return check_list(m, sizeof(struct ooo_proc_rec), why);
+	case OOO_MSG_LEASES:
+		return check_list(m, sizeof(struct ooo_lease_rec), why);
+	case OOO_MSG_LEASE: {
+		const struct ooo_msg_lease *l = p;
+		EXACT(*l);
+		if (!FIELD_OK(l, class_name) || !FIELD_OK(l, env) || !FIELD_OK(l, msg)) {
+			*why = "lease reply: a string is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_EVICT: {
+		const struct ooo_msg_evict_reply *r = p;
+		EXACT(*r);
+		if (!FIELD_OK(r, msg)) {
+			*why = "evict reply text is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_MPS: {
+		const struct ooo_msg_mps *r = p;
+		EXACT(*r);
+		if (!FIELD_OK(r, control) || !FIELD_OK(r, pipe_dir) || !FIELD_OK(r, reason) || !FIELD_OK(r, feedback) ||
+		    r->ngpus > OOO_MPS_GPUS) {
+			*why = "mps reply: a string is not NUL-terminated or a count is too large";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_MPS_RUN: {
+		const struct ooo_msg_mps_run_reply *r = p;
+		EXACT(*r);
+		if (!FIELD_OK(r, reply)) {
+			*why = "mps run reply is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_TELEMETRY: {
 		const struct ooo_msg_telemetry *t = p;
 		EXACT(*t);

@@ -111,6 +111,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		/* oood blocks the signals its signalfd reads; the executor must not */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		mps_executor_env(srv);
 		if (sv[1] == EXEC_CTL_FD)
 			fcntl(sv[1], F_SETFD, 0);
 		else if (dup2(sv[1], EXEC_CTL_FD) < 0)

@@ -35,7 +35,7 @@
 #define NSS_BUF_MAX (1u << 20)
 
 enum line_kind { L_NONE, L_BLANK, L_CONT, L_SECTION, L_PAIR };
-enum sec_kind { SEC_NONE, SEC_DAEMON, SEC_CLASS, SEC_TELEMETRY };
+enum sec_kind { SEC_NONE, SEC_DAEMON, SEC_CLASS, SEC_TELEMETRY, SEC_MPS };
 
 enum key_type {
 	T_U32,      /* number in [lo, hi] */
@@ -50,6 +50,8 @@ enum key_type {
 	T_STR,      /* one word: no spaces or control characters */
 	T_PATH,     /* an absolute path: no spaces or control characters */
 	T_LAUNCH,   /* all, tracked or off */
+	T_MPSMODE,  /* auto, yes or no */
+	T_LPRIO,    /* normal or below */
 };
 
 enum key_field {
@@ -57,7 +59,9 @@ enum key_field {
 	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
-	F_TRACE_LAUNCHES,
+	F_TRACE_LAUNCHES, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
+	F_MPS_ENABLED, F_MPS_CONTROL, F_MPS_MULTIUSER, F_MPS_EXEC_CLIENT, F_MPS_MAX_CLIENTS, F_MPS_EXEC_RESERVE,
+	F_MPS_EVICT_GRACE, F_MPS_STOP_GRACE, F_MPS_DEVICES, F_MPS_FEEDBACK, F_MPS_FEEDBACK_STEP,
 	F_TM_ENABLED, F_TM_ALL, F_TM_LAUNCH, F_TM_LIBCUDA, F_TM_SLOW, F_TM_MAXPROCS, F_TM_MAXTRACKED, F_TM_RINGBUF,
 };
 
@@ -97,6 +101,24 @@ static const struct key_def class_keys[] = {
 	{ "max_modules", F_MODULES, T_U32, 0, 65536 },
 	{ "max_inflight", F_INFLIGHT, T_U32, 0, 1048576 },
 	{ "trace_launches", F_TRACE_LAUNCHES, T_BOOL, 0, 0 },
+	{ "native_sm", F_NATIVE_SM, T_U32, 1, 100 },
+	{ "native_mem", F_NATIVE_MEM, T_SIZE, 1, MAX_SIZE_LIMIT },
+	{ "native_priority", F_NATIVE_PRIO, T_LPRIO, 0, 0 },
+	{ "max_leases", F_MAX_LEASES, T_U32, 0, 4096 },
+};
+
+static const struct key_def mps_keys[] = {
+	{ "enabled", F_MPS_ENABLED, T_MPSMODE, 0, 0 },
+	{ "control", F_MPS_CONTROL, T_PATH, 2, OOO_PATH_MAX - 1 },
+	{ "multiuser", F_MPS_MULTIUSER, T_BOOL, 0, 0 },
+	{ "executor_client", F_MPS_EXEC_CLIENT, T_BOOL, 0, 0 },
+	{ "max_clients", F_MPS_MAX_CLIENTS, T_U32, 1, 1024 },
+	{ "executor_reserve", F_MPS_EXEC_RESERVE, T_U32, 0, 100 },
+	{ "evict_grace_ms", F_MPS_EVICT_GRACE, T_U32, 0, 600000 },
+	{ "stop_grace_ms", F_MPS_STOP_GRACE, T_U32, 0, 600000 },
+	{ "devices", F_MPS_DEVICES, T_U32, 0, OOO_MPS_GPUS },
+	{ "feedback", F_MPS_FEEDBACK, T_BOOL, 0, 0 },
+	{ "feedback_step", F_MPS_FEEDBACK_STEP, T_U32, 1, 100 },
 };
 
 static const struct key_def telemetry_keys[] = {
@@ -133,6 +155,7 @@ struct parse_ctx {
 	bool list_star;               /* `last` was '*' */
 	int daemon_line;
 	int telemetry_line;
+	int mps_line;
 	int *class_lines;             /* header line of each class */
 
 	struct policy *p;
@@ -220,6 +243,8 @@ static const char *sec_desc(struct parse_ctx *c, char *buf, size_t size)
 		snprintf(buf, size, "[daemon]");
 	else if (c->sec == SEC_TELEMETRY)
 		snprintf(buf, size, "[telemetry]");
+	else if (c->sec == SEC_MPS)
+		snprintf(buf, size, "[mps]");
 	else
 		snprintf(buf, size, "[class %s]", cur_class(c)->name);
 	return buf;
@@ -563,6 +588,12 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			p->telemetry.all_processes = b;
 		else if (k->field == F_TRACE_LAUNCHES)
 			cls->trace_launches = b;
+		else if (k->field == F_MPS_MULTIUSER)
+			p->mps.multiuser = b;
+		else if (k->field == F_MPS_EXEC_CLIENT)
+			p->mps.executor_client = b;
+		else if (k->field == F_MPS_FEEDBACK)
+			p->mps.feedback = b;
 		else
 			cls->admit = b;
 		return 1;
@@ -577,6 +608,26 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			return fail(c, c->lineno, -EINVAL, "%s must be tracked, all or off, got '%.*s'", k->name,
 				    VAL_MAX, v);
 		return 1;
+	case T_MPSMODE:
+		if (!strcmp(v, "auto"))
+			p->mps.enabled = POLICY_MPS_AUTO;
+		else if (!strcmp(v, "yes"))
+			p->mps.enabled = POLICY_MPS_YES;
+		else if (!strcmp(v, "no"))
+			p->mps.enabled = POLICY_MPS_NO;
+		else
+			return fail(c, c->lineno, -EINVAL, "%s must be auto, yes or no, got '%.*s'", k->name,
+				    VAL_MAX, v);
+		return 1;
+	case T_LPRIO:
+		if (!strcmp(v, "normal"))
+			cls->native_priority = OOO_LEASE_PRIO_NORMAL;
+		else if (!strcmp(v, "below"))
+			cls->native_priority = OOO_LEASE_PRIO_BELOW;
+		else
+			return fail(c, c->lineno, -EINVAL, "%s must be normal or below, got '%.*s'", k->name,
+				    VAL_MAX, v);
+		return 1;
 	case T_PATH: {
 		size_t len = strlen(v);
 
@@ -588,7 +639,10 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 				return fail(c, c->lineno, -EINVAL,
 					    "%s must not contain spaces or control characters", k->name);
 		}
-		copy_str(p->telemetry.libcuda, sizeof(p->telemetry.libcuda), v);
+		if (k->field == F_MPS_CONTROL)
+			copy_str(p->mps.control, sizeof(p->mps.control), v);
+		else
+			copy_str(p->telemetry.libcuda, sizeof(p->telemetry.libcuda), v);
 		return 1;
 	}
 	case T_STR: {
@@ -651,6 +705,15 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	case F_TM_MAXPROCS: p->telemetry.max_processes = (uint32_t)n; break;
 	case F_TM_MAXTRACKED: p->telemetry.max_tracked = (uint32_t)n; break;
 	case F_TM_RINGBUF: p->telemetry.ringbuf_kb = (uint32_t)n; break;
+	case F_NATIVE_SM: cls->native_sm = (uint32_t)n; break;
+	case F_NATIVE_MEM: cls->native_mem = n; break;
+	case F_MAX_LEASES: cls->max_leases = (uint32_t)n; break;
+	case F_MPS_MAX_CLIENTS: p->mps.max_clients = (uint32_t)n; break;
+	case F_MPS_EXEC_RESERVE: p->mps.executor_reserve = (uint32_t)n; break;
+	case F_MPS_EVICT_GRACE: p->mps.evict_grace_ms = (uint32_t)n; break;
+	case F_MPS_STOP_GRACE: p->mps.stop_grace_ms = (uint32_t)n; break;
+	case F_MPS_DEVICES: p->mps.devices = (uint32_t)n; break;
+	case F_MPS_FEEDBACK_STEP: p->mps.feedback_step = (uint32_t)n; break;
 	default: break; /* handled above */
 	}
 	return 1;
@@ -739,7 +802,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!name[0])
 		return fail(c, c->lineno, -EINVAL, "missing key name before '='");
 	if (c->sec == SEC_NONE)
-		return fail(c, c->lineno, -EINVAL, "key '%.*s' before any [daemon], [telemetry] or [class NAME] section",
+		return fail(c, c->lineno, -EINVAL, "key '%.*s' before any [daemon], [telemetry], [mps] or [class NAME] section",
 			    VAL_MAX, name);
 	if (c->sec == SEC_DAEMON) {
 		keys = daemon_keys;
@@ -747,6 +810,9 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (c->sec == SEC_TELEMETRY) {
 		keys = telemetry_keys;
 		nkeys = NKEYS(telemetry_keys);
+	} else if (c->sec == SEC_MPS) {
+		keys = mps_keys;
+		nkeys = NKEYS(mps_keys);
 	} else {
 		keys = class_keys;
 		nkeys = NKEYS(class_keys);
@@ -787,6 +853,9 @@ static void class_defaults(struct ooo_class *cls)
 	cls->limit[OOO_RES_MEM_BYTES] = 16ull << 30;
 	cls->limit[OOO_RES_MODULES] = 256;
 	cls->limit[OOO_RES_INFLIGHT] = 4096;
+	cls->native_sm = 25;
+	cls->native_priority = OOO_LEASE_PRIO_NORMAL;
+	cls->max_leases = 16;
 }
 
 /* Checks that need the whole section: run when the next one starts or at EOF. */
@@ -903,6 +972,13 @@ static int parse_section(struct parse_ctx *c, const char *s)
 		c->sec = SEC_TELEMETRY;
 		return 1;
 	}
+	if (n == 3 && !memcmp(name, "mps", 3)) {
+		if (c->mps_line)
+			return fail(c, c->lineno, -EINVAL, "duplicate section [mps] (first on line %d)", c->mps_line);
+		c->mps_line = c->lineno;
+		c->sec = SEC_MPS;
+		return 1;
+	}
 	if (n >= 5 && !memcmp(name, "class", 5) && (n == 5 || isspace((unsigned char)name[5]))) {
 		name += 5;
 		n -= 5;
@@ -1011,6 +1087,14 @@ static void policy_defaults(struct policy *p)
 	p->telemetry.max_processes = 4096;
 	p->telemetry.max_tracked = 1024;
 	p->telemetry.ringbuf_kb = 256;
+	p->mps.enabled = POLICY_MPS_AUTO;
+	p->mps.multiuser = true;
+	p->mps.executor_client = true;
+	p->mps.max_clients = 48;
+	p->mps.evict_grace_ms = 5000;
+	p->mps.stop_grace_ms = 10000;
+	p->mps.feedback = true;
+	p->mps.feedback_step = 10;
 	copy_str(p->executor_user, sizeof(p->executor_user), "nobody");
 	copy_str(p->libcuda, sizeof(p->libcuda), "libcuda.so.1");
 }
@@ -1192,22 +1276,28 @@ static bool has_id(const uint32_t *ids, size_t n, uint32_t id)
 	return false;
 }
 
+bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups)
+{
+	if (cls->match_all || has_id(cls->uids, cls->nuids, uid) || has_id(cls->gids, cls->ngids, gid))
+		return true;
+	for (size_t j = 0; groups && j < ngroups; j++) {
+		if (has_id(cls->gids, cls->ngids, groups[j]))
+			return true;
+	}
+	return false;
+}
+
 const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
 				     size_t ngroups)
 {
 	const struct ooo_class *cls;
-	size_t i, j;
-	bool hit;
+	size_t i;
 
 	if (!p)
 		return NULL;
 	for (i = 0; i < p->nclasses; i++) {
 		cls = &p->classes[i];
-		hit = cls->match_all || has_id(cls->uids, cls->nuids, uid) ||
-		      has_id(cls->gids, cls->ngids, gid);
-		for (j = 0; !hit && groups && j < ngroups; j++)
-			hit = has_id(cls->gids, cls->ngids, groups[j]);
-		if (hit)
+		if (policy_class_matches(cls, uid, gid, groups, ngroups))
 			return cls->admit ? cls : NULL;
 	}
 	return NULL;

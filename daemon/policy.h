@@ -37,6 +37,28 @@ struct ooo_class {
 	uint32_t sm_share; /* 1..100 percent; default 100 */
 	uint64_t limit[OOO_RES_COUNT]; /* per tenant, indexed by enum ooo_res */
 	bool trace_launches; /* telemetry: uprobe its sessions' cuLaunchKernel calls (default no) */
+	/* native tenants (ooo-run leases, daemon/lease.c) */
+	uint32_t native_sm;       /* share of a lease that asks for none; default 25; never above sm_share */
+	uint64_t native_mem;      /* pinned device memory limit of a lease that asks for none; 0: mem_limit */
+	uint32_t native_priority; /* enum ooo_lease_priority: NORMAL (default) or BELOW */
+	uint32_t max_leases;      /* live leases per tenant; default 16 */
+};
+
+enum policy_mps_mode { POLICY_MPS_AUTO = 0, POLICY_MPS_YES, POLICY_MPS_NO };
+
+/* [mps]: the MPS control daemon of daemon/mps.c and the leases of daemon/lease.c */
+struct policy_mps {
+	int enabled;               /* enum policy_mps_mode; auto: where the control program is found */
+	char control[OOO_PATH_MAX]; /* absolute path of nvidia-cuda-mps-control; "" = search */
+	bool multiuser;            /* -M: clients of every uid share one server (default yes) */
+	bool executor_client;      /* executors are MPS clients at 100% (default yes) */
+	uint32_t max_clients;      /* MPS clients per GPU (48 on the H200) */
+	uint32_t executor_reserve; /* percent of each GPU no lease may reserve (default 0) */
+	uint32_t evict_grace_ms;   /* oooctl evict: terminate_client, then SIGTERM, then SIGKILL this far apart */
+	uint32_t stop_grace_ms;    /* shutdown: leased clients get this long, then terminate_client */
+	uint32_t devices;          /* GPUs to lease on; 0: as the executor reports, else /dev/nvidiaN */
+	bool feedback;             /* telemetry feedback on the share offered to a class (default yes) */
+	uint32_t feedback_step;    /* percent added to a class's offer per slow lease */
 };
 
 enum policy_launch_probes {
@@ -73,6 +95,7 @@ struct policy {
 	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */
 	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
 	struct policy_telemetry telemetry;
+	struct policy_mps mps;
 	/* [class NAME] sections, in file order: first match wins */
 	struct ooo_class *classes;
 	size_t nclasses;
@@ -114,6 +137,9 @@ struct policy *policy_free(struct policy *p);
  */
 const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
 				     size_t ngroups);
+
+/* Whether the class's match lists take this peer (admit is not looked at). */
+bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups);
 
 /* The class called `name`, or NULL. */
 const struct ooo_class *policy_find_class(const struct policy *p, const char *name);

@@ -400,6 +400,11 @@ struct conn *server_conn_get(struct server *srv, struct conn_ref ref)
 	return c;
 }
 
+const struct peer_cred *server_conn_cred(const struct conn *c)
+{
+	return &c->cred;
+}
+
 struct session *server_conn_session(const struct conn *c)
 {
 	return c->sess;
@@ -682,6 +687,38 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
 		return;
 	}
+	if (type == OOO_MSG_EVICT) {
+		struct ooo_msg_evict_reply rep;
+		int r = lease_admin_evict(srv, m->payload, &rep);
+
+		if (r < 0) {
+			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", rep.msg);
+			return;
+		}
+		log_info("oooctl (pid %u uid %u): evict: %s", c->cred.pid, c->cred.uid, rep.msg);
+		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
+		return;
+	}
+	if (type == OOO_MSG_MPS_RUN) {
+		const struct ooo_msg_mps_run *req = m->payload;
+		struct ooo_msg_mps_run_reply *rep = calloc(1, sizeof(*rep));
+		char why[OOO_ERRMSG_MAX];
+		int r;
+
+		if (!rep) {
+			conn_reply_error(srv, c, type, m->hdr.seq, -ENOMEM, "out of memory");
+			return;
+		}
+		r = mps_admin_command(srv, req->line, rep->reply, sizeof(rep->reply), why, sizeof(why));
+		log_info("oooctl (pid %u uid %u): mps run '%.100s': %s", c->cred.pid, c->cred.uid, req->line,
+			 r < 0 ? why : "ok");
+		if (r < 0)
+			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", why);
+		else
+			conn_reply(srv, c, type, m->hdr.seq, rep, sizeof(*rep));
+		free(rep);
+		return;
+	}
 	if (type == OOO_MSG_TRACE) {
 		struct ooo_msg_trace_reply rep;
 		int r = telemetry_admin_trace(srv, m->payload, &rep);
@@ -706,6 +743,10 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		n = telemetry_admin_status(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	else if (type == OOO_MSG_PROCS)
 		n = telemetry_admin_procs(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	else if (type == OOO_MSG_LEASES)
+		n = lease_admin_list(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	else if (type == OOO_MSG_MPS)
+		n = lease_admin_mps(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	else
 		n = admin_list(srv, type, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	if (n < 0) {
@@ -815,6 +856,18 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 				buffers_export(srv, c, seq, ref->id);
 		}
 		return;
+	case OOO_MSG_LEASE:
+		if (!c->sess) {
+			conn_reply_error(srv, c, type, seq, -EINVAL, "leases are asked for on the tenant socket (%s)",
+					 srv->sock_path[0]);
+			return;
+		}
+		if (srv->stopping) {
+			conn_reply_error(srv, c, type, seq, -OOO_ESHUTDOWN, "oood is shutting down");
+			return;
+		}
+		lease_request(srv, c, seq, m->payload);
+		return;
 	case OOO_MSG_BYE:
 		conn_reply(srv, c, type, seq, NULL, 0);
 		conn_finish(srv, c, "said bye");
@@ -828,6 +881,10 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_TELEMETRY:
 	case OOO_MSG_PROCS:
 	case OOO_MSG_TRACE:
+	case OOO_MSG_LEASES:
+	case OOO_MSG_EVICT:
+	case OOO_MSG_MPS:
+	case OOO_MSG_MPS_RUN:
 		if (!c->admin) {
 			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
 					 wire_type_name(type), srv->sock_path[1]);
@@ -1038,6 +1095,7 @@ static void begin_shutdown(struct server *srv, const char *why)
 		}
 	}
 	gpu_stop_all(srv);
+	mps_stop(srv);
 	list_for_each_safe(n, tmp, &srv->conns) {
 		struct conn *c = list_entry(n, struct conn, node);
 
@@ -1082,6 +1140,8 @@ static void on_tick(struct server *srv)
 	}
 	gpu_tick(srv, now);
 	telemetry_tick(srv, now);
+	lease_tick(srv, now);
+	mps_tick(srv, now);
 	if (srv->stopping && now >= srv->stop_deadline_ns) {
 		list_for_each_safe(n, tmp, &srv->conns) {
 			struct conn *c = list_entry(n, struct conn, node);
@@ -1159,6 +1219,12 @@ static void handle_cqe(struct server *srv, struct io_uring_cqe *cqe)
 		return;
 	case OP_TELEM:
 		telemetry_on_poll(srv, ud_gen(ud), cqe->res, cqe->flags);
+		return;
+	case OP_MPS_EXIT:
+		mps_on_exit(srv, ud_gen(ud), cqe->res);
+		return;
+	case OP_LEASE_EXIT:
+		lease_on_exit(srv, slot, ud_gen(ud), cqe->res);
 		return;
 	case OP_RECV:
 	case OP_SEND:
@@ -1253,6 +1319,11 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	revoked = registry_apply_policy(&srv->reg, np);
 	close_revoked(srv);
 	telemetry_reload(srv);
+	lease_reload(srv);
+	if (old->mps.enabled != np->mps.enabled || strcmp(old->mps.control, np->mps.control) ||
+	    old->mps.multiuser != np->mps.multiuser || old->mps.executor_client != np->mps.executor_client)
+		log_warn("reload: [mps] enabled, control, multiuser and executor_client apply when oood next starts "
+			 "(the MPS control daemon is not restarted under live clients)");
 	policy_free(old);
 	srv->policy_generation++;
 	srv->policy_loaded_ns = realtime_ns();
@@ -1404,7 +1475,11 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	list_init(&srv->conns);
 	list_init(&srv->pending);
 	list_init(&srv->reap);
+	srv->mps.pidfd = srv->mps.log_fd = -1;
 	r = telemetry_new(&srv->tm);
+	if (r < 0)
+		return r;
+	r = lease_init(srv);
 	if (r < 0)
 		return r;
 	buffers_init(srv);
@@ -1443,6 +1518,7 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 		return r;
 	sync_admin_socket(srv);
 	telemetry_start(srv);
+	mps_start(srv); /* before the executors: they are to be its clients */
 	return gpu_start(srv);
 }
 
@@ -1462,9 +1538,10 @@ int server_run(struct server *srv)
 		int r;
 
 		if (srv->stopping && !srv->nconns && !srv->accept_armed[0] && !srv->accept_armed[1] &&
-		    gpu_all_stopped(srv))
+		    gpu_all_stopped(srv) && mps_stopped(srv))
 			break;
-		if (srv->stopping && server_now_ns() > srv->stop_deadline_ns + 5000000000ull) {
+		if (srv->stopping && server_now_ns() > srv->stop_deadline_ns + 5000000000ull &&
+		    (mps_stopped(srv) || server_now_ns() > srv->mps.stop_by_ns + 10000000000ull)) {
 			log_warn("%u connections still busy after the grace period, exiting anyway", srv->nconns);
 			break;
 		}
@@ -1512,7 +1589,9 @@ void server_fini(struct server *srv)
 	/* after the ring: no poll refers to its ring buffer any more */
 	telemetry_free(srv->tm);
 	srv->tm = NULL;
+	lease_fini(srv);
 	gpu_fini(srv);
+	mps_fini(srv);
 	buffers_fini(srv);
 	dpath_fini(srv);
 	/* Whatever is left could not be drained; the ring is gone, so free it now. */

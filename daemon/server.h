@@ -18,6 +18,8 @@
 #include <liburing.h>
 
 #include "gpu.h"
+#include "lease.h"
+#include "mps.h"
 #include "policy.h"
 #include "registry.h"
 
@@ -42,6 +44,8 @@ enum op {
 	OP_GPU_EXIT, /* pidfd of an executor became readable; slot = GPU index */
 	OP_GPU_RECV, /* datagram from an executor; slot = GPU index */
 	OP_TELEM,    /* the telemetry ring buffer is readable; gen = its poll generation */
+	OP_MPS_EXIT,   /* pidfd of the MPS control daemon; gen = its poll generation */
+	OP_LEASE_EXIT, /* pidfd of a leased native tenant; slot = lease slot, gen = its generation */
 };
 
 static inline uint64_t ud_make(enum op op, uint32_t slot, uint32_t gen)
@@ -120,12 +124,15 @@ struct server {
 	struct list_node dpaths;  /* every struct sdpath (dpath.c) */
 	struct list_node xreqs;   /* requests forwarded to executors (dpath.c) */
 	struct telemetry *tm;     /* eBPF probes (telemetry.c) */
+	struct mps mps;           /* the MPS control daemon (mps.c) */
+	struct leases leases;     /* native tenants' MPS leases (lease.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);
 /* The connection if it is still open and not closing, else NULL. */
 struct conn *server_conn_get(struct server *srv, struct conn_ref ref);
 struct session *server_conn_session(const struct conn *c);
+const struct peer_cred *server_conn_cred(const struct conn *c);
 /* Queue a reply (type without OOO_MSG_REPLY); takes ownership of fd if >= 0. */
 void server_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n, int fd);
 void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt,

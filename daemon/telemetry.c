@@ -106,6 +106,7 @@ struct tm_pid {
 	int pidfd;
 	uint32_t sessions; /* references of OOO_TRACK_SESSION */
 	uint32_t executors;
+	uint32_t leases;   /* references of OOO_TRACK_LEASE */
 	bool operator_;
 	bool operator_launches; /* the operator's reference holds one of launch_refs */
 	uint32_t launch_refs;
@@ -261,14 +262,15 @@ void telemetry_free(struct telemetry *tm)
 static uint32_t pid_track_bits(const struct tm_pid *p)
 {
 	return (p->sessions ? OOO_TRACK_SESSION : 0) | (p->executors ? OOO_TRACK_EXECUTOR : 0) |
-	       (p->operator_ ? OOO_TRACK_OPERATOR : 0) | (p->launch_refs ? OOO_TRACK_LAUNCHES : 0);
+	       (p->operator_ ? OOO_TRACK_OPERATOR : 0) | (p->launch_refs ? OOO_TRACK_LAUNCHES : 0) |
+	       (p->leases ? OOO_TRACK_LEASE : 0);
 }
 
 /* What the BPF filter maps hold for a tracked pid. */
 static uint32_t pid_filter(const struct tm_pid *p)
 {
 	/* executors: run-queue only; their own cuLaunchKernel calls are the data path */
-	return (p->sessions || p->operator_ ? OOO_TM_TRACK_CUDA : 0) | OOO_TM_TRACK_SCHED;
+	return (p->sessions || p->leases || p->operator_ ? OOO_TM_TRACK_CUDA : 0) | OOO_TM_TRACK_SCHED;
 }
 
 static struct tm_pid *pid_find(struct telemetry *tm, pid_t pid)
@@ -1020,6 +1022,8 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 		p->sessions++;
 	else if (why == OOO_TRACK_EXECUTOR)
 		p->executors++;
+	else if (why == OOO_TRACK_LEASE)
+		p->leases++;
 	else if (why == OOO_TRACK_OPERATOR) {
 		if (p->operator_)
 			launches = false; /* already counted */
@@ -1059,6 +1063,8 @@ void telemetry_untrack(struct server *srv, pid_t pid, uint32_t why, bool launche
 		p->sessions--;
 	else if (why == OOO_TRACK_EXECUTOR && p->executors)
 		p->executors--;
+	else if (why == OOO_TRACK_LEASE && p->leases)
+		p->leases--;
 	else if (why == OOO_TRACK_OPERATOR) {
 		launches = p->operator_ && p->operator_launches;
 		p->operator_ = false;
@@ -1066,7 +1072,7 @@ void telemetry_untrack(struct server *srv, pid_t pid, uint32_t why, bool launche
 	}
 	if (launches && p->launch_refs)
 		p->launch_refs--;
-	if (!p->sessions && !p->executors && !p->operator_) {
+	if (!p->sessions && !p->executors && !p->leases && !p->operator_) {
 		pid_remove(tm, p);
 		return;
 	}
@@ -1135,7 +1141,7 @@ void telemetry_tick(struct server *srv, uint64_t now)
 	for (uint32_t k = 0, done = 0; k < tm->npids && done < TM_SCANS_PER_TICK; k++) {
 		struct tm_pid *p = &tm->pids[(tm->scan_cursor + k) % tm->npids];
 
-		if (p->found || p->nscans >= TM_MAX_SCANS || (p->executors && !p->sessions && !p->operator_))
+		if (p->found || p->nscans >= TM_MAX_SCANS || (p->executors && !p->sessions && !p->leases && !p->operator_))
 			continue;
 		p->found = libs_scan_pid(tm, p->pid);
 		p->scanned = true;
@@ -1320,6 +1326,16 @@ static void fill_proc(struct telemetry *tm, struct ooo_proc_rec *r, uint32_t pid
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
 			*c = '?';
 	}
+}
+
+int telemetry_proc(struct server *srv, pid_t pid, struct ooo_proc_rec *r)
+{
+	struct telemetry *tm = srv->tm;
+
+	if (!tm || tm->state != OOO_TM_RUNNING || pid <= 0)
+		return -ENOENT;
+	fill_proc(tm, r, (uint32_t)pid, server_now_ns());
+	return r->have ? 0 : -ENOENT;
 }
 
 ssize_t telemetry_admin_procs(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)

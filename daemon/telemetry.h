@@ -50,6 +50,9 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 /* Drop one reference of `why` (and of launches if given); the pid leaves the set with its last one. */
 void telemetry_untrack(struct server *srv, pid_t pid, uint32_t why, bool launches);
 
+/* The counters of one process (a native tenant's, for lease feedback); 0, or -ENOENT when there are none. */
+int telemetry_proc(struct server *srv, pid_t pid, struct ooo_proc_rec *r);
+
 /* Admin replies; return the payload length or -errno. */
 ssize_t telemetry_admin_status(struct server *srv, void *buf, size_t cap);
 ssize_t telemetry_admin_procs(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap);

@@ -108,6 +108,42 @@ int ooo_ping(ooo_session *s);
 int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply,
 		   size_t cap);
 
+/* ---- native leases (ooo-run; docs/native.md) ---- */
+
+#define OOO_LEASE_ENV_BYTES 1024 /* = OOO_LEASE_ENV_MAX of <ooo/proto.h> */
+
+struct ooo_lease_opts {
+	size_t sz;              /* sizeof(struct ooo_lease_opts), for growth */
+	const char *class_name; /* NULL or "": the session's class; else one that matches the caller */
+	unsigned sm_pct;        /* 1..100 percent of the GPU's SMs, 0: the class's native_sm */
+	uint64_t mem_bytes;     /* pinned device memory limit, 0: the class's native_mem */
+	int priority;           /* 0: the class's, 1: normal, 2: below normal */
+	uint32_t device;        /* GPU index, or OOO_DEVICE_ANY (0xffffffff): the least reserved one */
+	const char *label;      /* shown by `oooctl leases` (the command); may be NULL */
+};
+
+struct ooo_lease_info {
+	uint64_t id;
+	uint32_t device;
+	unsigned sm_pct;
+	int priority; /* 1 normal, 2 below */
+	uint64_t mem_bytes;
+	char class_name[64];
+	char env[OOO_LEASE_ENV_BYTES]; /* "KEY=VALUE\n" lines to set before exec */
+	char note[256];                /* how the grant differs from the request, or "" */
+};
+
+/*
+ * Ask for an MPS lease for the calling process (its pid, as the daemon sees
+ * it on the socket): the process is to exec the native program with the
+ * environment in info->env, and the lease ends when that process exits.
+ * Returns 0, or -OOO_ENODEV (no MPS, no such GPU), -OOO_ELIMIT (the GPU is
+ * fully reserved, or its MPS client limit reached), -EPERM (more than the
+ * class allows), -OOO_EDENIED (class does not match), -EEXIST, or a
+ * transport error; the reason is in ooo_last_error().
+ */
+int ooo_native_lease(ooo_session *s, const struct ooo_lease_opts *opts, struct ooo_lease_info *info);
+
 /* ---- device buffers ------------------------------------------------------------ */
 
 typedef struct ooo_buf ooo_buf;

@@ -52,6 +52,7 @@ enum ooo_msg_type {
 	OOO_MSG_KERNEL_GET = 13,    /* tenant: ooo_msg_kernel_get -> ooo_msg_kernel */
 	OOO_MSG_HOST_ALLOC = 14,    /* tenant: ooo_msg_host -> ooo_msg_host + the region's memfd */
 	OOO_MSG_HOST_FREE = 15,     /* tenant: ooo_msg_host (region) -> empty */
+	OOO_MSG_LEASE = 16,         /* tenant (ooo-run): ooo_msg_lease_req -> ooo_msg_lease; binds the peer's pid */
 
 	OOO_MSG_STATUS = 32,   /* admin: no payload -> struct ooo_msg_status */
 	OOO_MSG_TENANTS = 33,  /* admin: ooo_msg_list_req -> ooo_msg_list + tenant recs */
@@ -62,6 +63,10 @@ enum ooo_msg_type {
 	OOO_MSG_TELEMETRY = 38, /* admin: no payload -> struct ooo_msg_telemetry */
 	OOO_MSG_PROCS = 39,     /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_proc_rec, by pid */
 	OOO_MSG_TRACE = 40,     /* admin: struct ooo_msg_trace -> struct ooo_msg_trace_reply */
+	OOO_MSG_LEASES = 41,    /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_lease_rec, by lease id */
+	OOO_MSG_EVICT = 42,     /* admin: ooo_msg_evict -> ooo_msg_evict_reply */
+	OOO_MSG_MPS = 43,       /* admin: no payload -> struct ooo_msg_mps */
+	OOO_MSG_MPS_RUN = 44,   /* admin: ooo_msg_mps_run -> ooo_msg_mps_run_reply (one checked control command) */
 };
 
 #define OOO_MSG_REPLY 0x8000u /* set in the type of every reply */
@@ -400,6 +405,7 @@ enum ooo_tm_state {
 #define OOO_TRACK_EXECUTOR 2u /* an executor of oood */
 #define OOO_TRACK_OPERATOR 4u /* oooctl trace add */
 #define OOO_TRACK_LAUNCHES 8u /* its cuLaunchKernel calls are probed */
+#define OOO_TRACK_LEASE 16u    /* a native tenant with an MPS lease (ooo-run) */
 
 struct ooo_tm_lib_rec {
 	char path[OOO_PATH_MAX]; /* as opened (may be under /proc/PID/root) */
@@ -487,6 +493,123 @@ struct ooo_msg_trace_reply {
 	uint32_t libs;  /* libcuda files its launches are probed in */
 	uint32_t reserved;
 	char msg[OOO_ERRMSG_MAX];
+};
+
+/* ---- native tenants: MPS leases (ooo-run, docs/native.md) ---- */
+
+#define OOO_LEASE_ENV_MAX 1024u /* "KEY=VALUE\n" lines of the environment a lease gives */
+#define OOO_MPS_GPUS 16u        /* GPUs described in ooo_msg_mps */
+
+enum ooo_lease_priority {
+	OOO_LEASE_PRIO_CLASS = 0,  /* request: the class's native_priority */
+	OOO_LEASE_PRIO_NORMAL = 1, /* CUDA_MPS_CLIENT_PRIORITY=0 */
+	OOO_LEASE_PRIO_BELOW = 2,  /* CUDA_MPS_CLIENT_PRIORITY=1 */
+};
+
+struct ooo_msg_lease_req {
+	uint32_t flags;     /* must be 0 */
+	uint32_t device;    /* GPU index, or OOO_DEVICE_ANY: the one with the most unreserved share */
+	uint32_t sm_pct;    /* 1..100, or 0: the class's native_sm */
+	uint32_t priority;  /* enum ooo_lease_priority */
+	uint64_t mem_bytes; /* pinned device memory limit, or 0: the class's native_mem */
+	char class_name[OOO_NAME_MAX]; /* "" = the class the policy matches; else one that matches the peer */
+	char cmd[OOO_NAME_MAX];        /* label for oooctl leases (the command) */
+};
+
+struct ooo_msg_lease {
+	uint64_t id;
+	uint32_t device;
+	uint32_t sm_pct;    /* as granted */
+	uint32_t priority;  /* OOO_LEASE_PRIO_NORMAL or _BELOW */
+	uint32_t reserved;
+	uint64_t mem_bytes; /* 0: no limit */
+	char class_name[OOO_NAME_MAX];
+	char env[OOO_LEASE_ENV_MAX]; /* what to set before exec, "KEY=VALUE\n" each */
+	char msg[OOO_ERRMSG_MAX];    /* how the grant differs from the request, or "" */
+};
+
+#define OOO_LEASE_SLOW 1u    /* its sync p99 (telemetry) exceeded its class's slo_us */
+#define OOO_LEASE_EVICTED 2u /* oooctl evict asked it to go */
+
+struct ooo_lease_rec {
+	uint64_t id;
+	uint32_t pid;
+	uint32_t uid;
+	uint32_t device;
+	uint32_t sm_pct;
+	uint32_t priority;
+	uint32_t flags;        /* OOO_LEASE_* */
+	uint64_t mem_bytes;
+	uint64_t age_ns;
+	uint64_t syncs;        /* from telemetry; 0 without it */
+	uint64_t sync_p99_ns;  /* from telemetry; 0 without it */
+	uint64_t launches;     /* from telemetry */
+	char class_name[OOO_NAME_MAX];
+	char cmd[OOO_NAME_MAX];
+};
+
+struct ooo_msg_evict {
+	uint32_t pid;      /* a leased process */
+	uint32_t grace_ms; /* after terminate_client, SIGTERM then SIGKILL this far apart; 0: [mps] evict_grace_ms */
+};
+
+enum ooo_evict_how {
+	OOO_EVICT_MPS = 1,    /* terminate_client accepted it */
+	OOO_EVICT_SIGNAL = 2, /* not an MPS client (yet): SIGTERM sent */
+};
+
+struct ooo_msg_evict_reply {
+	uint32_t pid;
+	uint32_t how; /* enum ooo_evict_how */
+	char msg[OOO_ERRMSG_MAX];
+};
+
+enum ooo_mps_state {
+	OOO_MPS_OFF = 1,    /* [mps] enabled = no, or auto without the control program */
+	OOO_MPS_STARTING,   /* control daemon started, not answering yet */
+	OOO_MPS_RUNNING,
+	OOO_MPS_RESTARTING, /* it exited; restarting after a backoff */
+	OOO_MPS_FAILED,     /* cannot be started: reason says */
+	OOO_MPS_STOPPING,
+};
+
+struct ooo_mps_gpu_rec {
+	uint32_t reserved_pct; /* sum of the leases' shares, executor_reserve included */
+	uint32_t leases;
+	uint32_t clients;      /* counted against max_clients: leases, plus the executor when it is a client */
+	uint32_t reserved;
+};
+
+struct ooo_msg_mps {
+	uint32_t state; /* enum ooo_mps_state */
+	uint32_t pid;   /* the control daemon, 0 if none */
+	uint32_t restarts;
+	uint32_t multiuser;
+	uint32_t executor_client; /* executors run as MPS clients at 100% */
+	uint32_t max_clients;     /* per GPU */
+	uint32_t ngpus;
+	uint32_t leases;
+	uint64_t leases_total;
+	uint64_t refused;
+	uint64_t evicted;
+	uint64_t commands;        /* control commands run */
+	uint64_t command_errors;  /* replies that said no, or that did not parse */
+	char control[OOO_PATH_MAX];
+	char pipe_dir[OOO_PATH_MAX];
+	char reason[OOO_ERRMSG_MAX];   /* why it is not running */
+	char feedback[OOO_ERRMSG_MAX]; /* the last change the telemetry feedback made, or "" */
+	struct ooo_mps_gpu_rec gpus[OOO_MPS_GPUS];
+};
+
+#define OOO_MPS_LINE_MAX 128u
+#define OOO_MPS_REPLY_MAX 2048u
+
+struct ooo_msg_mps_run {
+	char line[OOO_MPS_LINE_MAX]; /* e.g. "get_server_list", "set_default_active_thread_percentage 50" */
+};
+
+struct ooo_msg_mps_run_reply {
+	char reply[OOO_MPS_REPLY_MAX]; /* what the control program printed */
 };
 
 #ifdef __cplusplus

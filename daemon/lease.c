@@ -1,0 +1,659 @@
+/* SPDX-License-Identifier: MIT */
+/* Native leases: MPS shares for ooo-run (lease.h). */
+
+#include "lease.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mps.h"
+#include "server.h"
+#include "telemetry.h"
+#include "../client/wire.h"
+
+/* ---- pure ----------------------------------------------------------------------------------- */
+
+static const char *prio_name(uint32_t p)
+{
+	return p == OOO_LEASE_PRIO_BELOW ? "below" : "normal";
+}
+
+static bool room(const struct lease_view *v, uint32_t d, uint32_t pct)
+{
+	return v->reserved[d] + v->exec_reserve + pct <= 100 && v->clients[d] + v->exec_clients + 1 <= v->max_clients;
+}
+
+int lease_decide(const struct lease_view *v, const struct ooo_class *cls, const struct ooo_msg_lease_req *req,
+		 struct lease_grant *g, char *why, size_t cap)
+{
+	uint32_t pct, prio, dev = UINT32_MAX;
+	uint64_t mem, mem_max = cls->limit[OOO_RES_MEM_BYTES];
+
+	memset(g, 0, sizeof(*g));
+	why[0] = '\0';
+	if (req->sm_pct > 100) {
+		snprintf(why, cap, "--sm must be 1..100 percent, got %u", req->sm_pct);
+		return -EINVAL;
+	}
+	if (req->sm_pct > cls->sm_share) {
+		snprintf(why, cap, "class '%s' allows at most %u%% of a GPU (sm_share), asked for %u%%", cls->name,
+			 cls->sm_share, req->sm_pct);
+		return -EPERM;
+	}
+	pct = req->sm_pct;
+	if (!pct) {
+		pct = v->offer ? v->offer : cls->native_sm;
+		if (pct > cls->sm_share)
+			pct = cls->sm_share;
+	}
+	if (req->mem_bytes > mem_max) {
+		snprintf(why, cap, "class '%s' allows at most %llu MiB of device memory (mem_limit), asked for %llu MiB",
+			 cls->name, (unsigned long long)(mem_max >> 20), (unsigned long long)(req->mem_bytes >> 20));
+		return -EPERM;
+	}
+	if (req->mem_bytes && req->mem_bytes < (1ull << 20)) {
+		snprintf(why, cap, "--mem must be at least 1M, got %llu bytes", (unsigned long long)req->mem_bytes);
+		return -EINVAL;
+	}
+	mem = req->mem_bytes ? req->mem_bytes : cls->native_mem ? cls->native_mem : mem_max;
+	if (mem > mem_max)
+		mem = mem_max;
+	if (req->priority > OOO_LEASE_PRIO_BELOW) {
+		snprintf(why, cap, "unknown priority %u", req->priority);
+		return -EINVAL;
+	}
+	prio = req->priority ? req->priority : cls->native_priority;
+	if (prio == OOO_LEASE_PRIO_NORMAL && cls->native_priority == OOO_LEASE_PRIO_BELOW) {
+		snprintf(why, cap, "class '%s' runs native tenants at priority below (native_priority)", cls->name);
+		return -EPERM;
+	}
+	if (v->tenant_leases >= cls->max_leases) {
+		snprintf(why, cap, "uid has %u live leases in class '%s' (max_leases = %u)", v->tenant_leases, cls->name,
+			 cls->max_leases);
+		return -OOO_ELIMIT;
+	}
+	if (!v->ngpus) {
+		snprintf(why, cap, "no GPU to lease on (no executor has reported one, no /dev/nvidiaN, [mps] devices = 0)");
+		return -OOO_ENODEV;
+	}
+	if (req->device != OOO_DEVICE_ANY) {
+		if (req->device >= v->ngpus) {
+			snprintf(why, cap, "no GPU %u (this host has %u)", req->device, v->ngpus);
+			return -OOO_ENODEV;
+		}
+		dev = req->device;
+	} else {
+		/* the most unreserved share first, then the fewest clients, then the lowest index */
+		for (uint32_t d = 0; d < v->ngpus; d++) {
+			if (!room(v, d, pct))
+				continue;
+			if (dev == UINT32_MAX || v->reserved[d] < v->reserved[dev] ||
+			    (v->reserved[d] == v->reserved[dev] && v->clients[d] < v->clients[dev]))
+				dev = d;
+		}
+		if (dev == UINT32_MAX)
+			dev = 0; /* for the message: every GPU is full */
+	}
+	if (v->clients[dev] + v->exec_clients + 1 > v->max_clients) {
+		snprintf(why, cap, "GPU %u%s has %u MPS clients (%u leases%s), the most it takes ([mps] max_clients = %u)",
+			 dev, req->device == OOO_DEVICE_ANY && v->ngpus > 1 ? " (and every other GPU)" : "",
+			 v->clients[dev] + v->exec_clients, v->clients[dev], v->exec_clients ? " and the executor" : "",
+			 v->max_clients);
+		return -OOO_ELIMIT;
+	}
+	if (v->reserved[dev] + v->exec_reserve + pct > 100) {
+		snprintf(why, cap,
+			 "GPU %u%s: %u%% reserved by %u leases%s; %u%% more would oversubscribe it (ask for less with --sm)",
+			 dev, req->device == OOO_DEVICE_ANY && v->ngpus > 1 ? " (the least reserved GPU)" : "",
+			 v->reserved[dev] + v->exec_reserve, v->clients[dev],
+			 v->exec_reserve ? " and executor_reserve" : "", pct);
+		return -OOO_ELIMIT;
+	}
+	g->device = dev;
+	g->sm_pct = pct;
+	g->priority = prio;
+	g->mem_bytes = mem;
+	if (!req->sm_pct && v->offer && v->offer != cls->native_sm)
+		snprintf(g->note, sizeof(g->note), "share %u%%: class '%s' offer raised by telemetry feedback from %u%%",
+			 pct, cls->name, cls->native_sm);
+	return 0;
+}
+
+int lease_env(const struct lease_grant *g, uint64_t id, const char *pipe_dir, const char *log_dir, const char *visible,
+	      char *out, size_t cap)
+{
+	char mem[32];
+	int n;
+
+	mps_format_size(g->mem_bytes, mem, sizeof(mem));
+	/* with one visible device it is device 0 of the client: the limit names it so */
+	n = snprintf(out, cap,
+		     "CUDA_MPS_PIPE_DIRECTORY=%s\nCUDA_MPS_LOG_DIRECTORY=%s\nCUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%u\n"
+		     "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%s\nCUDA_MPS_CLIENT_PRIORITY=%u\nCUDA_VISIBLE_DEVICES=%s\n"
+		     "OOO_LEASE=%llu\n",
+		     pipe_dir, log_dir, g->sm_pct, mem, g->priority == OOO_LEASE_PRIO_BELOW ? 1u : 0u, visible,
+		     (unsigned long long)id);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+uint64_t lease_hist_quantile(const uint64_t *hist, unsigned nb, double q)
+{
+	uint64_t total = 0, acc = 0, want;
+
+	for (unsigned i = 0; i < nb; i++)
+		total += hist[i];
+	if (!total)
+		return 0;
+	want = (uint64_t)((double)total * q);
+	if (want >= total)
+		want = total - 1;
+	for (unsigned i = 0; i < nb; i++) {
+		acc += hist[i];
+		if (acc > want)
+			return (i >= 63 ? UINT64_MAX / 1000 : (1ull << i)) * 1000ull;
+	}
+	return 0;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_signal(int fd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+}
+
+int lease_init(struct server *srv)
+{
+	struct leases *L = &srv->leases;
+
+	L->slot = calloc(LEASE_MAX, sizeof(*L->slot));
+	if (!L->slot)
+		return -ENOMEM;
+	L->next_id = 1;
+	return 0;
+}
+
+void lease_fini(struct server *srv)
+{
+	struct leases *L = &srv->leases;
+
+	for (uint32_t i = 0; L->slot && i < LEASE_MAX; i++) {
+		if (L->slot[i].used && L->slot[i].pidfd >= 0)
+			close(L->slot[i].pidfd);
+	}
+	free(L->slot);
+	L->slot = NULL;
+	L->live = 0;
+}
+
+uint32_t lease_live(const struct server *srv)
+{
+	return srv->leases.live;
+}
+
+static void arm(struct server *srv, uint32_t i)
+{
+	struct lease *l = &srv->leases.slot[i];
+	struct io_uring_sqe *sqe;
+
+	if (!l->used || l->poll_armed)
+		return;
+	sqe = server_get_sqe(srv);
+	if (!sqe)
+		return; /* the tick arms it */
+	io_uring_prep_poll_add(sqe, l->pidfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, ud_make(OP_LEASE_EXIT, i, l->gen));
+	l->poll_armed = true;
+}
+
+/* How many GPUs leases can name: [mps] devices, else what executor 0 reported, else /dev/nvidiaN. */
+static uint32_t gpu_count(const struct server *srv)
+{
+	uint32_t n = srv->policy->mps.devices;
+	DIR *d;
+	struct dirent *e;
+
+	if (n)
+		return n;
+	if (srv->gpus.g[0].have_info && srv->gpus.g[0].info.status == 0)
+		n = srv->gpus.g[0].info.device_count;
+	if (!n && (d = opendir("/dev"))) {
+		while ((e = readdir(d))) {
+			const char *s = e->d_name;
+			if (strncmp(s, "nvidia", 6) || !s[6])
+				continue;
+			s += 6;
+			while (*s >= '0' && *s <= '9')
+				s++;
+			if (!*s)
+				n++;
+		}
+		closedir(d);
+	}
+	return n > OOO_MPS_GPUS ? OOO_MPS_GPUS : n;
+}
+
+static void fill_view(const struct server *srv, struct lease_view *v, uint32_t uid, const char *cls)
+{
+	const struct leases *L = &srv->leases;
+
+	memset(v, 0, sizeof(*v));
+	v->ngpus = gpu_count(srv);
+	v->exec_clients = srv->mps.executor_client && srv->policy->executor ? 1 : 0;
+	v->exec_reserve = srv->policy->mps.executor_reserve;
+	v->max_clients = srv->policy->mps.max_clients;
+	for (uint32_t i = 0; i < LEASE_MAX; i++) {
+		const struct lease *l = &L->slot[i];
+
+		if (!l->used)
+			continue;
+		if (l->g.device < OOO_MPS_GPUS) {
+			v->reserved[l->g.device] += l->g.sm_pct;
+			v->clients[l->g.device]++;
+		}
+		if (l->uid == uid && !strcmp(l->class_name, cls))
+			v->tenant_leases++;
+	}
+	for (uint32_t i = 0; i < L->noffers; i++) {
+		if (!strcmp(L->offers[i].class_name, cls))
+			v->offer = L->offers[i].pct;
+	}
+}
+
+static void visible_name(const struct server *srv, uint32_t dev, char *out, size_t cap)
+{
+	const struct gpu *g = dev < srv->gpus.n ? &srv->gpus.g[dev] : NULL;
+	static const int dash[] = { 4, 6, 8, 10 };
+	size_t k;
+
+	if (!g || !g->have_info || g->info.status != 0) {
+		snprintf(out, cap, "%u", dev);
+		return;
+	}
+	/* the UUID: stable whatever order CUDA enumerates the devices in */
+	k = (size_t)snprintf(out, cap, "GPU-");
+	for (int i = 0, d = 0; i < 16 && k + 3 < cap; i++) {
+		if (d < 4 && i == dash[d]) {
+			out[k++] = '-';
+			d++;
+		}
+		k += (size_t)snprintf(out + k, cap - k, "%02x", g->info.uuid[i]);
+	}
+}
+
+void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_lease_req *req)
+{
+	struct leases *L = &srv->leases;
+	const struct peer_cred *cred = server_conn_cred(c);
+	struct session *s = server_conn_session(c);
+	const struct ooo_class *cls;
+	struct ooo_msg_lease rep;
+	struct lease_view v;
+	struct lease *l = NULL;
+	char why[OOO_ERRMSG_MAX], visible[64];
+	uint32_t slot = 0;
+	int r, fd;
+
+	if (!mps_running(srv)) {
+		L->refused++;
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -OOO_ENODEV, "MPS is not running on this host: %s",
+				   srv->mps.reason[0] ? srv->mps.reason : "off");
+		return;
+	}
+	/* a class other than the session's must also match this peer */
+	cls = policy_find_class(srv->policy, req->class_name[0] ? req->class_name : s->tenant->terms.name);
+	if (!cls || !cls->admit ||
+	    (req->class_name[0] && !policy_class_matches(cls, cred->uid, cred->gid, cred->groups, cred->ngroups))) {
+		L->refused++;
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -OOO_EDENIED, "class '%s' %s", req->class_name[0] ? req->class_name : s->tenant->terms.name,
+				   !cls ? "does not exist" : !cls->admit ? "admits no one" : "does not match this uid or its groups");
+		return;
+	}
+	for (uint32_t i = 0; i < LEASE_MAX; i++) {
+		if (L->slot[i].used && L->slot[i].pid == (pid_t)cred->pid) {
+			server_reply_error(srv, c, OOO_MSG_LEASE, seq, -EEXIST, "pid %u already holds lease %llu",
+					   cred->pid, (unsigned long long)L->slot[i].id);
+			return;
+		}
+		if (!L->slot[i].used && !l) {
+			l = &L->slot[i];
+			slot = i;
+		}
+	}
+	if (!l) {
+		L->refused++;
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -OOO_ELIMIT, "%u leases live, the most oood keeps", LEASE_MAX);
+		return;
+	}
+	fill_view(srv, &v, cred->uid, cls->name);
+	r = lease_decide(&v, cls, req, &l->g, why, sizeof(why));
+	if (r < 0) {
+		L->refused++;
+		log_info("lease refused: pid %u uid %u class '%s': %s", cred->pid, cred->uid, cls->name, why);
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, r, "%s", why);
+		return;
+	}
+	/* the connection is open, so its peer is alive: this is the process that will exec */
+	fd = pidfd_open_((pid_t)cred->pid);
+	if (fd < 0) {
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -errno, "cannot watch pid %u: %s", cred->pid, strerror(errno));
+		return;
+	}
+	memset(&rep, 0, sizeof(rep));
+	visible_name(srv, l->g.device, visible, sizeof(visible));
+	if (lease_env(&l->g, L->next_id, srv->mps.pipe_dir, srv->mps.log_dir, visible, rep.env, sizeof(rep.env)) < 0) {
+		close(fd);
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -ENAMETOOLONG, "the lease's environment is too long");
+		return;
+	}
+	l->used = true;
+	l->gen++;
+	l->poll_armed = false;
+	l->id = L->next_id++;
+	l->pid = (pid_t)cred->pid;
+	l->pidfd = fd;
+	l->uid = cred->uid;
+	wire_strcpy(l->class_name, sizeof(l->class_name), cls->name);
+	wire_strcpy(l->cmd, sizeof(l->cmd), req->cmd);
+	wire_sanitize(l->cmd);
+	l->started_ns = server_now_ns();
+	l->flags = 0;
+	l->sync_p99_ns = l->syncs = l->launches = 0;
+	l->term_at_ns = l->kill_at_ns = 0;
+	L->live++;
+	L->total++;
+	arm(srv, slot);
+	{
+		char tmsg[OOO_ERRMSG_MAX];
+		l->tm_tracked = telemetry_track(srv, l->pid, OOO_TRACK_LEASE, false, tmsg, sizeof(tmsg)) == 0;
+	}
+	rep.id = l->id;
+	rep.device = l->g.device;
+	rep.sm_pct = l->g.sm_pct;
+	rep.priority = l->g.priority;
+	rep.mem_bytes = l->g.mem_bytes;
+	wire_strcpy(rep.class_name, sizeof(rep.class_name), cls->name);
+	wire_strcpy(rep.msg, sizeof(rep.msg), l->g.note);
+	log_info("lease %llu: pid %u uid %u class '%s' GPU %u %u%% mem %llu MiB priority %s: '%s'",
+		 (unsigned long long)l->id, cred->pid, cred->uid, cls->name, l->g.device, l->g.sm_pct,
+		 (unsigned long long)(l->g.mem_bytes >> 20), prio_name(l->g.priority), l->cmd);
+	server_reply(srv, c, OOO_MSG_LEASE, seq, &rep, sizeof(rep), -1);
+}
+
+static void release(struct server *srv, uint32_t i, const char *why)
+{
+	struct leases *L = &srv->leases;
+	struct lease *l = &L->slot[i];
+
+	log_info("lease %llu (pid %d, GPU %u, %u%%) released: %s", (unsigned long long)l->id, (int)l->pid, l->g.device,
+		 l->g.sm_pct, why);
+	if (l->tm_tracked)
+		telemetry_untrack(srv, l->pid, OOO_TRACK_LEASE, false);
+	if (l->pidfd >= 0)
+		close(l->pidfd);
+	l->pidfd = -1;
+	l->used = false;
+	l->gen++; /* a poll still in flight on the closed fd completes under the old tag */
+	L->live--;
+}
+
+void lease_on_exit(struct server *srv, uint32_t slot, uint32_t gen, int res)
+{
+	struct lease *l;
+
+	if (slot >= LEASE_MAX || !srv->leases.slot)
+		return;
+	l = &srv->leases.slot[slot];
+	if (!l->used || l->gen != gen)
+		return;
+	l->poll_armed = false;
+	if (res < 0 && res != -ECANCELED) {
+		arm(srv, slot);
+		return;
+	}
+	release(srv, slot, l->flags & OOO_LEASE_EVICTED ? "evicted process exited" : "process exited");
+}
+
+/* Raise the share a class offers to its next leases when one of its tenants misses the class SLO. */
+static void feedback(struct server *srv, struct lease *l)
+{
+	struct leases *L = &srv->leases;
+	const struct ooo_class *cls = policy_find_class(srv->policy, l->class_name);
+	struct lease_offer *o = NULL;
+	uint32_t before;
+
+	if (!cls || !srv->policy->mps.feedback)
+		return;
+	for (uint32_t i = 0; i < L->noffers; i++) {
+		if (!strcmp(L->offers[i].class_name, l->class_name))
+			o = &L->offers[i];
+	}
+	if (!o) {
+		if (L->noffers == POLICY_MAX_CLASSES)
+			return;
+		o = &L->offers[L->noffers++];
+		wire_strcpy(o->class_name, sizeof(o->class_name), l->class_name);
+		o->pct = cls->native_sm < cls->sm_share ? cls->native_sm : cls->sm_share;
+	}
+	before = o->pct;
+	o->pct = o->pct + srv->policy->mps.feedback_step > cls->sm_share ? cls->sm_share
+									 : o->pct + srv->policy->mps.feedback_step;
+	snprintf(L->feedback, sizeof(L->feedback),
+		 "class '%.60s': next leases offered %u%% (was %u%%): lease %llu pid %d sync p99 %llu us > slo %u us",
+		 l->class_name, o->pct, before, (unsigned long long)l->id, (int)l->pid,
+		 (unsigned long long)(l->sync_p99_ns / 1000), cls->slo_us);
+	log_info("mps feedback: %s", L->feedback);
+}
+
+void lease_tick(struct server *srv, uint64_t now)
+{
+	struct leases *L = &srv->leases;
+
+	for (uint32_t i = 0; L->slot && i < LEASE_MAX; i++) {
+		struct lease *l = &L->slot[i];
+		struct ooo_proc_rec pr;
+
+		if (!l->used)
+			continue;
+		arm(srv, i);
+		if (l->term_at_ns && now >= l->term_at_ns) {
+			l->term_at_ns = 0;
+			if (pidfd_signal(l->pidfd, SIGTERM) == 0)
+				log_info("lease %llu: pid %d still running, SIGTERM", (unsigned long long)l->id, (int)l->pid);
+		}
+		if (l->kill_at_ns && now >= l->kill_at_ns) {
+			l->kill_at_ns = 0;
+			if (pidfd_signal(l->pidfd, SIGKILL) == 0)
+				log_warn("lease %llu: pid %d still running, SIGKILL", (unsigned long long)l->id, (int)l->pid);
+		}
+		if (telemetry_proc(srv, l->pid, &pr) == 0) {
+			const struct ooo_class *cls = policy_find_class(srv->policy, l->class_name);
+
+			l->syncs = pr.syncs[0] + pr.syncs[1] + pr.syncs[2];
+			l->launches = pr.launches;
+			l->sync_p99_ns = lease_hist_quantile(pr.sync_hist, OOO_TM_BUCKETS, 0.99);
+			if (cls && l->syncs >= LEASE_FEEDBACK_MIN && l->sync_p99_ns > (uint64_t)cls->slo_us * 1000ull &&
+			    !(l->flags & OOO_LEASE_SLOW)) {
+				l->flags |= OOO_LEASE_SLOW;
+				feedback(srv, l);
+			}
+		}
+	}
+}
+
+void lease_reload(struct server *srv)
+{
+	struct leases *L = &srv->leases;
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < L->noffers; i++) {
+		const struct ooo_class *cls = policy_find_class(srv->policy, L->offers[i].class_name);
+
+		if (!cls)
+			continue; /* the class is gone: so is its offer */
+		L->offers[k] = L->offers[i];
+		if (L->offers[k].pct > cls->sm_share)
+			L->offers[k].pct = cls->sm_share;
+		k++;
+	}
+	L->noffers = k;
+}
+
+static void evict_one(struct server *srv, struct lease *l, uint32_t grace_ms, struct ooo_msg_evict_reply *rep)
+{
+	char why[OOO_ERRMSG_MAX];
+	uint64_t now = server_now_ns(), g = (uint64_t)grace_ms * 1000000ull;
+	int r = mps_running(srv) ? mps_terminate_pid(srv, l->pid, why, sizeof(why)) : -ENOTCONN;
+
+	l->flags |= OOO_LEASE_EVICTED;
+	srv->leases.evicted++;
+	if (r == 0) {
+		rep->how = OOO_EVICT_MPS;
+		l->term_at_ns = now + g;
+		l->kill_at_ns = now + 2 * g;
+		snprintf(rep->msg, sizeof(rep->msg),
+			 "lease %llu: terminate_client sent to pid %d; SIGTERM in %u ms and SIGKILL in %u ms if it is still running",
+			 (unsigned long long)l->id, (int)l->pid, grace_ms, 2 * grace_ms);
+		return;
+	}
+	rep->how = OOO_EVICT_SIGNAL;
+	pidfd_signal(l->pidfd, SIGTERM);
+	l->term_at_ns = 0;
+	l->kill_at_ns = now + g;
+	snprintf(rep->msg, sizeof(rep->msg), "lease %llu: pid %d is not an MPS client (%.100s): SIGTERM sent, SIGKILL in %u ms",
+		 (unsigned long long)l->id, (int)l->pid, r == -ENOTCONN ? "MPS is not running" : why, grace_ms);
+}
+
+int lease_admin_evict(struct server *srv, const struct ooo_msg_evict *req, struct ooo_msg_evict_reply *rep)
+{
+	struct leases *L = &srv->leases;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->pid = req->pid;
+	for (uint32_t i = 0; i < LEASE_MAX; i++) {
+		struct lease *l = &L->slot[i];
+
+		if (!l->used || l->pid != (pid_t)req->pid)
+			continue;
+		evict_one(srv, l, req->grace_ms ? req->grace_ms : srv->policy->mps.evict_grace_ms, rep);
+		return 0;
+	}
+	snprintf(rep->msg, sizeof(rep->msg), "pid %u holds no lease (oooctl leases lists them)", req->pid);
+	return -ESRCH;
+}
+
+void lease_terminate_all(struct server *srv)
+{
+	struct leases *L = &srv->leases;
+
+	for (uint32_t i = 0; L->slot && i < LEASE_MAX; i++) {
+		struct ooo_msg_evict_reply rep;
+
+		if (!L->slot[i].used)
+			continue;
+		evict_one(srv, &L->slot[i], 2000, &rep);
+		log_info("shutdown: %s", rep.msg);
+	}
+}
+
+ssize_t lease_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+{
+	struct leases *L = &srv->leases;
+	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_lease_rec) };
+	char *out = (char *)buf + sizeof(hdr);
+	uint64_t now = server_now_ns();
+	uint32_t seen = 0;
+
+	if (cap < sizeof(hdr))
+		return -EMSGSIZE;
+	hdr.total = L->live;
+	hdr.offset = req->offset > L->live ? L->live : req->offset;
+	/* in id order: slots are reused, ids are not */
+	for (uint64_t last = 0;;) {
+		const struct lease *next = NULL;
+		struct ooo_lease_rec r;
+
+		for (uint32_t i = 0; i < LEASE_MAX; i++) {
+			const struct lease *l = &L->slot[i];
+			if (l->used && l->id > last && (!next || l->id < next->id))
+				next = l;
+		}
+		if (!next)
+			break;
+		last = next->id;
+		if (seen++ < hdr.offset)
+			continue;
+		if (sizeof(hdr) + (hdr.count + 1) * sizeof(r) > cap)
+			break;
+		memset(&r, 0, sizeof(r));
+		r.id = next->id;
+		r.pid = (uint32_t)next->pid;
+		r.uid = next->uid;
+		r.device = next->g.device;
+		r.sm_pct = next->g.sm_pct;
+		r.priority = next->g.priority;
+		r.flags = next->flags;
+		r.mem_bytes = next->g.mem_bytes;
+		r.age_ns = now - next->started_ns;
+		r.syncs = next->syncs;
+		r.sync_p99_ns = next->sync_p99_ns;
+		r.launches = next->launches;
+		wire_strcpy(r.class_name, sizeof(r.class_name), next->class_name);
+		wire_strcpy(r.cmd, sizeof(r.cmd), next->cmd);
+		memcpy(out + hdr.count * sizeof(r), &r, sizeof(r));
+		hdr.count++;
+	}
+	memcpy(buf, &hdr, sizeof(hdr));
+	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_lease_rec));
+}
+
+ssize_t lease_admin_mps(struct server *srv, void *buf, size_t cap)
+{
+	const struct mps *m = &srv->mps;
+	const struct leases *L = &srv->leases;
+	struct ooo_msg_mps r;
+	struct lease_view v;
+
+	if (cap < sizeof(r))
+		return -EMSGSIZE;
+	memset(&r, 0, sizeof(r));
+	fill_view(srv, &v, UINT32_MAX, "");
+	r.state = m->state;
+	r.pid = (uint32_t)m->pid;
+	r.restarts = m->restarts;
+	r.multiuser = m->multiuser;
+	r.executor_client = v.exec_clients;
+	r.max_clients = v.max_clients;
+	r.ngpus = v.ngpus;
+	r.leases = L->live;
+	r.leases_total = L->total;
+	r.refused = L->refused;
+	r.evicted = L->evicted;
+	r.commands = m->commands;
+	r.command_errors = m->command_errors;
+	wire_strcpy(r.control, sizeof(r.control), m->control);
+	wire_strcpy(r.pipe_dir, sizeof(r.pipe_dir), m->pipe_dir);
+	wire_strcpy(r.reason, sizeof(r.reason), m->reason);
+	wire_strcpy(r.feedback, sizeof(r.feedback), L->feedback);
+	for (uint32_t d = 0; d < v.ngpus && d < OOO_MPS_GPUS; d++) {
+		r.gpus[d].reserved_pct = v.reserved[d] + v.exec_reserve;
+		r.gpus[d].leases = v.clients[d];
+		r.gpus[d].clients = v.clients[d] + v.exec_clients;
+	}
+	memcpy(buf, &r, sizeof(r));
+	return (ssize_t)sizeof(r);
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Native leases (docs/native.md): an unmodified CUDA program started by
+ * ooo-run gets an MPS share of one GPU. oood decides from the policy and the
+ * reservations already made (lease_decide, pure), hands back the
+ * environment the program is to be exec'ed with (lease_env, pure), watches
+ * the process through a pidfd and releases the lease when it exits.
+ *
+ * Ownership: the server owns the table (srv->leases); each lease owns its
+ * pidfd. A lease outlives the connection that asked for it: it ends with
+ * the process.
+ */
+#ifndef OOO_LEASE_H
+#define OOO_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ooo/ooo.h>
+#include <ooo/proto.h>
+
+#include "policy.h"
+
+#define LEASE_MAX 1024u         /* live leases, all GPUs together */
+#define LEASE_FEEDBACK_MIN 20u  /* syncs seen before a lease's p99 counts */
+
+struct server;
+struct conn;
+
+/* What lease_decide looks at: the reservations now. */
+struct lease_view {
+	uint32_t ngpus;
+	uint32_t reserved[OOO_MPS_GPUS]; /* percent held by leases */
+	uint32_t clients[OOO_MPS_GPUS];  /* leases */
+	uint32_t exec_clients;           /* 1 when executors are MPS clients (one per GPU) */
+	uint32_t exec_reserve;           /* [mps] executor_reserve */
+	uint32_t max_clients;            /* [mps] max_clients */
+	uint32_t tenant_leases;          /* live leases of this uid in this class */
+	uint32_t offer;                  /* the class's share offered now (native_sm after feedback) */
+};
+
+struct lease_grant {
+	uint32_t device;
+	uint32_t sm_pct;
+	uint32_t priority; /* OOO_LEASE_PRIO_NORMAL or _BELOW */
+	uint64_t mem_bytes;
+	char note[OOO_ERRMSG_MAX]; /* how it differs from the request */
+};
+
+/* Pure: grant or refuse. Returns 0, -EPERM (above what the class allows), -OOO_ELIMIT (no room), -OOO_ENODEV. */
+int lease_decide(const struct lease_view *v, const struct ooo_class *cls, const struct ooo_msg_lease_req *req,
+		 struct lease_grant *g, char *why, size_t cap);
+/* Pure: the environment lines ("KEY=VALUE\n"). Returns 0 or -ENAMETOOLONG. */
+int lease_env(const struct lease_grant *g, uint64_t id, const char *pipe_dir, const char *log_dir, const char *visible,
+	      char *out, size_t cap);
+/* Pure: the upper bound (ns) of the log2-microsecond bucket holding quantile q, 0 if empty. */
+uint64_t lease_hist_quantile(const uint64_t *hist, unsigned nb, double q);
+
+struct lease {
+	bool used;
+	uint32_t gen; /* of the slot, in the poll's tag */
+	bool poll_armed;
+	uint64_t id;
+	pid_t pid;
+	int pidfd;
+	uint32_t uid;
+	struct lease_grant g;
+	char class_name[OOO_NAME_MAX];
+	char cmd[OOO_NAME_MAX];
+	uint64_t started_ns;
+	uint32_t flags; /* OOO_LEASE_* */
+	bool tm_tracked;
+	uint64_t sync_p99_ns, syncs, launches;
+	/* eviction: SIGTERM at term_at, SIGKILL at kill_at (0: not due) */
+	uint64_t term_at_ns, kill_at_ns;
+};
+
+struct lease_offer {
+	char class_name[OOO_NAME_MAX];
+	uint32_t pct;
+};
+
+struct leases {
+	struct lease *slot; /* LEASE_MAX */
+	uint32_t live;
+	uint64_t next_id;
+	uint64_t total, refused, evicted;
+	struct lease_offer offers[POLICY_MAX_CLASSES]; /* feedback: a class's raised offer */
+	uint32_t noffers;
+	char feedback[OOO_ERRMSG_MAX];
+};
+
+int lease_init(struct server *srv);
+/* Close every pidfd and free the table (after the ring is gone). Accepts a table never set up. */
+void lease_fini(struct server *srv);
+
+/* OOO_MSG_LEASE from a tenant connection: replies itself. */
+void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_lease_req *req);
+/* The pidfd poll of slot completed. */
+void lease_on_exit(struct server *srv, uint32_t slot, uint32_t gen, int res);
+/* From the tick: eviction steps, telemetry feedback. */
+void lease_tick(struct server *srv, uint64_t now);
+/* Live leases. */
+uint32_t lease_live(const struct server *srv);
+/* Shutdown after stop_grace_ms: terminate_client (or SIGTERM) every leased process. */
+void lease_terminate_all(struct server *srv);
+/* After a reload: offers are clamped to the new classes. */
+void lease_reload(struct server *srv);
+
+/* Admin: list (payload length or -errno), evict (0 or -errno, rep->msg says), MPS status. */
+ssize_t lease_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap);
+int lease_admin_evict(struct server *srv, const struct ooo_msg_evict *req, struct ooo_msg_evict_reply *rep);
+ssize_t lease_admin_mps(struct server *srv, void *buf, size_t cap);
+
+#endif

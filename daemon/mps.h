@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVIDIA MPS control (docs/native.md): oood runs `nvidia-cuda-mps-control -f`
+ * as its child with private pipe and log directories under the run
+ * directory, watches it through a pidfd on the io_uring loop, restarts it
+ * with backoff, and stops it at shutdown once the leased clients are gone
+ * (terminate_client after [mps] stop_grace_ms).
+ *
+ * Commands are text on the stdin of a second `nvidia-cuda-mps-control`
+ * process. Its exit status is 0 whatever it thought of the command, so every
+ * reply is parsed: the mps_parse_* functions below are pure and are what the
+ * unit tests and the fuzzer drive.
+ *
+ * Ownership: the server owns one struct mps (srv->mps) for its whole life;
+ * it owns the control daemon's pid, pidfd and log descriptor.
+ */
+#ifndef OOO_MPS_H
+#define OOO_MPS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ooo/proto.h>
+
+#define MPS_CMD_TIMEOUT_MS 3000u    /* one control command, spawn to exit */
+#define MPS_READY_TIMEOUT_MS 10000u /* the control daemon must answer by then */
+#define MPS_REPLY_MAX 4096u         /* reply bytes read; more is an error */
+#define MPS_MAX_PIDS 256u           /* pids in one list reply */
+#define MPS_LOG_MAX (64ull << 20)   /* control.log is truncated beyond this */
+#define MPS_BACKOFF_MIN_MS 1000u
+#define MPS_BACKOFF_MAX_MS 30000u
+#define MPS_CMD_MAX 128u            /* longest command line (oooctl mps run) */
+
+struct server;
+
+struct mps {
+	uint32_t state; /* enum ooo_mps_state */
+	pid_t pid;      /* the control daemon; 0 if none */
+	bool child;     /* ours to reap (false: adopted from an earlier oood) */
+	int pidfd;
+	bool poll_armed;
+	uint32_t gen; /* of the pidfd poll */
+	bool multiuser, executor_client;
+	uint32_t restarts, backoff_ms;
+	uint64_t started_ns, restart_at_ns, ready_by_ns, stop_by_ns, quit_sent_ns;
+	bool terminated; /* shutdown: terminate_client sent to the leased clients */
+	int log_fd;
+	char control[PATH_MAX];
+	char dir[PATH_MAX], pipe_dir[PATH_MAX], log_dir[PATH_MAX];
+	char ld_path[PATH_MAX]; /* LD_LIBRARY_PATH for the control daemon and its servers */
+	char reason[OOO_ERRMSG_MAX];
+	uint64_t commands, command_errors;
+};
+
+/* ---- pure: command formatting and reply parsing --------------------------------------- */
+
+/* A byte count as MPS writes limits: "2G", "1536M"; rounded up to MiB. */
+void mps_format_size(uint64_t bytes, char *out, size_t cap);
+/* Parse what MPS prints for a limit ("2G", "512M", "0"). Returns 0 or -EPROTO. */
+int mps_parse_size(const char *s, uint64_t *bytes);
+
+/*
+ * A reply that must be a list of pids, one per line (get_server_list,
+ * get_client_list). Returns 0 with *n pids stored (at most cap), -ESRCH for
+ * "Server N not found", -E2BIG for more than cap, or -EPROTO for anything
+ * else; why says what.
+ */
+int mps_parse_pids(const char *reply, pid_t *pids, size_t cap, size_t *n, char *why, size_t wcap);
+/* set_/get_..._active_thread_percentage: the echoed value must be `want` (MPS ignores what it rejects). */
+int mps_parse_pct(const char *reply, uint32_t want, char *why, size_t wcap);
+/* terminate_client: "0" is done; "1" after a reason is -ESRCH. */
+int mps_parse_terminate(const char *reply, char *why, size_t wcap);
+/* Commands that print nothing when they worked (pinned memory limits, client priority, quit). */
+int mps_parse_empty(const char *reply, char *why, size_t wcap);
+
+/*
+ * Check an operator's command line (oooctl mps run) against the supported
+ * grammar and write it normalised into out. Returns the command's kind
+ * (enum mps_cmd) or -EINVAL with why filled.
+ */
+enum mps_cmd {
+	MPS_GET_SERVER_LIST = 1,
+	MPS_GET_CLIENT_LIST,
+	MPS_SET_DEFAULT_PCT,
+	MPS_SET_PCT,
+	MPS_SET_DEFAULT_MEM,
+	MPS_SET_MEM,
+	MPS_SET_DEFAULT_PRIORITY,
+	MPS_TERMINATE_CLIENT,
+	MPS_QUIT,
+};
+int mps_check_command(const char *line, char *out, size_t cap, char *why, size_t wcap);
+/* Check a reply to a command of that kind. Returns 0, or a negative errno with why filled. */
+int mps_check_reply(int kind, const char *cmd, const char *reply, char *why, size_t wcap);
+
+/* ---- the control daemon ------------------------------------------------------------------ */
+
+/* Start per the policy's [mps] (from server_init, before the executors). Never fatal. */
+void mps_start(struct server *srv);
+/* A completion of the pidfd poll. */
+void mps_on_exit(struct server *srv, uint32_t gen, int res);
+/* From the server's tick: restarts, readiness, shutdown steps, log size. */
+void mps_tick(struct server *srv, uint64_t now);
+/* Shutdown: stop once the leases are gone or stop_grace_ms passed. */
+void mps_stop(struct server *srv);
+/* Nothing left to wait for. */
+bool mps_stopped(const struct server *srv);
+/* Daemon exit: kill what is left. */
+void mps_fini(struct server *srv);
+bool mps_running(const struct server *srv);
+
+/*
+ * Run one command line (already checked) and return the reply text. Blocks
+ * the loop for at most MPS_CMD_TIMEOUT_MS. Returns 0 or -errno.
+ */
+int mps_run(struct server *srv, const char *cmd, char *reply, size_t cap);
+/* terminate_client for pid on whichever server has it: 0, -ESRCH (not a client), or -errno; why says. */
+int mps_terminate_pid(struct server *srv, pid_t pid, char *why, size_t wcap);
+/* oooctl mps run LINE: check, run, check the reply. */
+int mps_admin_command(struct server *srv, const char *line, char *reply, size_t cap, char *why, size_t wcap);
+
+/* Environment of an executor that is to be an MPS client (set in its child before exec). */
+void mps_executor_env(const struct server *srv);
+
+#endif

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ooo-run: run an unmodified CUDA program as an ooo native tenant. Asks oood
+ * for an MPS lease (share of SMs, pinned memory limit, priority, GPU), sets
+ * the environment the lease gives, and execs the command in this process,
+ * so the lease follows the program and ends when it exits.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ooo/ooo.h>
+
+#include "version.h" /* build/gen: OOO_GIT_REV */
+
+#define EX_USAGE_ 64
+#define EX_UNAVAILABLE_ 69
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ooo-run [OPTIONS] -- COMMAND [ARG...]\n"
+		"Run COMMAND (an unmodified CUDA program) under an MPS lease from oood.\n"
+		"\n"
+		"  --class NAME        tenant class to lease in (default: the one the policy gives you);\n"
+		"                      it must match your uid or one of your groups\n"
+		"  --sm PCT            percent of the GPU's SMs, 1..100 (default: the class's native_sm)\n"
+		"  --mem SIZE          pinned device memory limit, e.g. 2G, 512M (default: the class's native_mem)\n"
+		"  --priority P        normal or below (default: the class's native_priority)\n"
+		"  --device N          GPU index (default: the least reserved GPU)\n"
+		"  --socket PATH       oood's tenant socket (default: $OOO_SOCKET, $OOO_RUNDIR/oood.sock,\n"
+		"                      /run/ooo/oood.sock)\n"
+		"  -v, --verbose       print the lease to stderr before running COMMAND\n"
+		"  -h, --help          this text\n"
+		"      --version       print the version\n"
+		"\n"
+		"The lease ends when COMMAND exits. Exit status: COMMAND's; 64 for a usage error;\n"
+		"69 when oood refuses the lease or cannot be reached; 126/127 when COMMAND cannot be run.\n"
+		"Leases are listed by `oooctl leases` and ended early by `oooctl evict PID`.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	switch (*end) {
+	case '\0': break;
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return errno || *end || *out > max ? -EINVAL : 0;
+}
+
+/* Set each "KEY=VALUE" line of env. */
+static int apply_env(char *env)
+{
+	for (char *line = env, *nl; *line; line = nl + 1) {
+		char *eq;
+
+		nl = strchr(line, '\n');
+		if (!nl)
+			return -EINVAL;
+		*nl = '\0';
+		eq = strchr(line, '=');
+		if (!eq || eq == line)
+			return -EINVAL;
+		*eq = '\0';
+		if (setenv(line, eq + 1, 1) < 0)
+			return -errno;
+		*eq = '=';
+		*nl = '\n';
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_CLASS = 256, O_SM, O_MEM, O_PRIO, O_DEVICE, O_SOCKET, O_VERSION };
+	static const struct option opts[] = {
+		{ "class", required_argument, NULL, O_CLASS },	{ "sm", required_argument, NULL, O_SM },
+		{ "mem", required_argument, NULL, O_MEM },	{ "priority", required_argument, NULL, O_PRIO },
+		{ "device", required_argument, NULL, O_DEVICE }, { "socket", required_argument, NULL, O_SOCKET },
+		{ "verbose", no_argument, NULL, 'v' },		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },	{ NULL, 0, NULL, 0 },
+	};
+	struct ooo_lease_opts lo = { .sz = sizeof(lo), .device = 0xffffffffu };
+	struct ooo_open_opts oo = { .sz = sizeof(oo), .name = "ooo-run" };
+	struct ooo_lease_info info;
+	char label[64];
+	bool verbose = false;
+	ooo_session *s;
+	unsigned long v;
+	int c, r;
+
+	/* '+': options end at the first non-option, so COMMAND's own options are its own */
+	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		switch (c) {
+		case O_CLASS:
+			if (!optarg[0] || strlen(optarg) >= 64) {
+				fprintf(stderr, "ooo-run: --class must be 1..63 characters\n");
+				return EX_USAGE_;
+			}
+			lo.class_name = optarg;
+			break;
+		case O_SM:
+			if (parse_uint(optarg, 100, &v) < 0 || !v) {
+				fprintf(stderr, "ooo-run: --sm must be a percentage 1..100, got '%s'\n", optarg);
+				return EX_USAGE_;
+			}
+			lo.sm_pct = (unsigned)v;
+			break;
+		case O_MEM:
+			if (parse_size(optarg, &lo.mem_bytes) < 0 || lo.mem_bytes < (1u << 20)) {
+				fprintf(stderr, "ooo-run: --mem must be a size of at least 1M such as 2G or 512M, got '%s'\n",
+					optarg);
+				return EX_USAGE_;
+			}
+			break;
+		case O_PRIO:
+			if (!strcmp(optarg, "normal"))
+				lo.priority = 1;
+			else if (!strcmp(optarg, "below"))
+				lo.priority = 2;
+			else {
+				fprintf(stderr, "ooo-run: --priority must be normal or below, got '%s'\n", optarg);
+				return EX_USAGE_;
+			}
+			break;
+		case O_DEVICE:
+			if (parse_uint(optarg, 1023, &v) < 0) {
+				fprintf(stderr, "ooo-run: --device must be a GPU index, got '%s'\n", optarg);
+				return EX_USAGE_;
+			}
+			lo.device = (uint32_t)v;
+			break;
+		case O_SOCKET:
+			oo.path = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case O_VERSION:
+			printf("ooo-run %s (%s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
+			return 0;
+		default:
+			usage(stderr);
+			return EX_USAGE_;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "ooo-run: no command given\n");
+		usage(stderr);
+		return EX_USAGE_;
+	}
+	snprintf(label, sizeof(label), "%s", argv[optind]);
+	lo.label = label;
+	s = ooo_open_opts(&oo);
+	if (!s) {
+		fprintf(stderr, "ooo-run: cannot reach oood: %s%s%s\n", ooo_strerror(-errno),
+			ooo_last_error()[0] ? ": " : "", ooo_last_error());
+		return EX_UNAVAILABLE_;
+	}
+	r = ooo_native_lease(s, &lo, &info);
+	if (r < 0) {
+		fprintf(stderr, "ooo-run: lease refused: %s%s%s\n", ooo_strerror(r), ooo_last_error()[0] ? ": " : "",
+			ooo_last_error());
+		ooo_close(s);
+		return EX_UNAVAILABLE_;
+	}
+	ooo_close(s);
+	if (apply_env(info.env) < 0) {
+		fprintf(stderr, "ooo-run: oood sent a malformed environment\n");
+		return EX_UNAVAILABLE_;
+	}
+	if (verbose)
+		fprintf(stderr, "ooo-run: lease %llu: class '%s', GPU %u, %u%% of its SMs, %llu MiB pinned limit, priority %s%s%s\n",
+			(unsigned long long)info.id, info.class_name, info.device, info.sm_pct,
+			(unsigned long long)(info.mem_bytes >> 20), info.priority == 2 ? "below" : "normal",
+			info.note[0] ? "; " : "", info.note);
+	else if (info.note[0])
+		fprintf(stderr, "ooo-run: %s\n", info.note);
+	execvp(argv[optind], argv + optind);
+	r = errno;
+	fprintf(stderr, "ooo-run: cannot run %s: %s\n", argv[optind], strerror(r));
+	return r == ENOENT ? 127 : 126;
+}
