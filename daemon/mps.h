@@ -57,6 +57,9 @@ struct mps {
 
 /* ---- pure: command formatting and reply parsing --------------------------------------- */
 
+/* printf into why (when why and cap), control characters and non-ASCII made spaces. */
+void mps_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A byte count as MPS writes limits: "2G", "1536M"; rounded up to MiB. */
 void mps_format_size(uint64_t bytes, char *out, size_t cap);
 /* Parse what MPS prints for a limit ("2G", "512M", "0"). Returns 0 or -EPROTO. */
@@ -111,6 +114,8 @@ bool mps_stopped(const struct server *srv);
 /* Daemon exit: kill what is left. */
 void mps_fini(struct server *srv);
 bool mps_running(const struct server *srv);
+/* Running, or stopping with the control daemon still up: commands can be sent. */
+bool mps_reachable(const struct server *srv);
 
 /*
  * Run one command line (already checked) and return the reply text. Blocks
