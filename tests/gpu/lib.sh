@@ -25,10 +25,13 @@ gpu_require_nvcc() {
 }
 
 # Start a private oood whose class "default" admits everyone, with extra class keys (printf-escaped).
+# MPS is off unless the caller sets gpu_mps to its own [mps] section (printf-escaped): these tests
+# measure the executor as the GPU's only context; tests/gpu/test_mps.sh runs it as an MPS client.
 gpu_start() {
 	rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 	chmod 755 "$rundir"
-	printf "[daemon]\nlibcuda = %s\n[class default]\nmatch_uid = *\n$1" "$libcuda" >"$rundir/oood.conf"
+	printf "[daemon]\nlibcuda = %s\n${gpu_mps:-[mps]\nenabled = no\n}[class default]\nmatch_uid = *\n$1" "$libcuda" \
+		>"$rundir/oood.conf"
 	"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 	daemon=$!
 	ctl="$build/oooctl --rundir $rundir"
