@@ -32,7 +32,7 @@
 #define BENCH_SOCK_MAX 108       /* sizeof(sockaddr_un.sun_path) */
 #define BENCH_ERR_MAX 512
 
-enum bench_mode { BM_DIRECT, BM_MPS, BM_OOO, BM_COUNT };
+enum bench_mode { BM_DIRECT, BM_MPS, BM_OOO, BM_LEASE, BM_COUNT };
 enum bench_wl { WL_SPIN, WL_MLP, WL_GEMM, WL_CUSTOM, WL_MIX, WL_COUNT };
 enum bench_class { TC_DEFAULT, TC_CRITICAL, TC_BEST_EFFORT, TC_COUNT };
 
@@ -87,6 +87,9 @@ struct bench_opts {
 	char rundir[PATH_MAX];       /* ooo: the private oood's run directory; "": a new one */
 	char oood[PATH_MAX];
 	char mps_control[PATH_MAX];
+	char ooo_run[PATH_MAX];     /* lease: the ooo-run to exec tenants through */
+	unsigned lease_sm;          /* lease: each tenant's --sm; 0: 100/T (at least 1) */
+	unsigned lease_critical_sm; /* lease, mix: the critical tenant's --sm; 0: 50 */
 	bool quiet;
 	int argc;
 	char **argv;
@@ -242,6 +245,7 @@ struct bench_oood {
 	char sock[BENCH_SOCK_MAX];
 	char admin[BENCH_SOCK_MAX];
 	bool made_dir, keep;
+	bool lease; /* started for lease mode: MPS on, no executor */
 	pid_t pid;
 };
 
@@ -250,7 +254,9 @@ void bench_smi_clocks(struct bench_device *d, bool end, const char *libcuda);
 void bench_meta_init(struct bench_meta *m, const struct bench_opts *o);
 int bench_mps_start(struct bench_mps *m, const char *control, const char *libcuda, char *why, size_t cap);
 void bench_mps_stop(struct bench_mps *m, const char *control, const char *libcuda);
-int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, char *why, size_t cap);
+/* lease: oood runs MPS (control) and no executor; ready when MPS is. */
+int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool lease, const char *control, char *why,
+		     size_t cap);
 void bench_oood_stop(struct bench_oood *d);
 /* A session and a queue on sock work: 0, or negative with why. */
 int bench_ooo_check(const char *sock, char *why, size_t cap);

@@ -39,6 +39,11 @@ void bench_gpu_usage(FILE *f)
 		"  ooo     tenants use only libooo (no CUDA): sessions, buffers, PTX modules, launches\n"
 		"          and syncs through oood. Without --socket the bench starts a private oood\n"
 		"          with a generated configuration in --rundir, and stops it at the end\n"
+		"  lease   the direct tenants as ooo native tenants: the bench starts a private oood\n"
+		"          that runs MPS (no executor), and execs each tenant through ooo-run with\n"
+		"          --sm (--lease-sm, default 100/T; mix: --lease-critical-sm for the\n"
+		"          critical tenant, default 50, the rest shared by the others). Not in the\n"
+		"          default modes; at most %d tenants, as MPS\n"
 		"\n"
 		"Workloads (a request, timed from issue, or from arrival in open loop, to completion):\n"
 		"  spin    a chain of L launches of B blocks x 128 threads, each thread doing I\n"
@@ -106,8 +111,11 @@ void bench_gpu_usage(FILE *f)
 		"  --rundir DIR         ooo: run directory of the private oood (default: a new\n"
 		"                       %s/ooo-bench-XXXXXX, removed at the end unless it failed)\n"
 		"  --oood PATH          ooo: the oood to start (default: next to this binary, else PATH)\n"
-		"  --mps-control PATH   mps: the control program (default nvidia-cuda-mps-control in\n"
-		"                       PATH, else /usr/local/nvidia/bin)\n"
+		"  --mps-control PATH   mps, lease: the control program (default nvidia-cuda-mps-control\n"
+		"                       in PATH, else /usr/local/nvidia/bin)\n"
+		"  --ooo-run PATH       lease: ooo-run (default: next to this binary, else PATH)\n"
+		"  --lease-sm PCT       lease: every tenant's share (default 100/T, at least 1)\n"
+		"  --lease-critical-sm PCT  lease, mix: the critical tenant's share (default 50)\n"
 		"  OOO_COMMIT           recorded as the commit (default: the build's, %s)\n"
 		"  -h, --help           this help\n"
 		"\n"
@@ -118,7 +126,7 @@ void bench_gpu_usage(FILE *f)
 		"\n"
 		"Exit status: 0 success; 1 a mode could not run, or a point had errors or wrong\n"
 		"results (the outputs are still written); 2 usage error.\n",
-		BENCH_MPS_MAX_CLIENTS, BENCH_MAX_TENANTS, "/tmp", OOO_GIT_REV);
+		BENCH_MPS_MAX_CLIENTS, BENCH_MPS_MAX_CLIENTS, BENCH_MAX_TENANTS, "/tmp", OOO_GIT_REV);
 }
 
 bool bench_is_gpu_workload(const char *name)
@@ -180,7 +188,7 @@ static int parse_modes(const char *arg, struct bench_opts *o)
 			if (!strcmp(tok, bench_mode_names[m]))
 				break;
 		if (m == BM_COUNT)
-			return bench_usage_error("unknown mode '%s' (modes: direct, mps, ooo)", tok);
+			return bench_usage_error("unknown mode '%s' (modes: direct, mps, ooo, lease)", tok);
 		for (unsigned i = 0; i < o->nmodes; i++)
 			dup |= o->modes[i] == (enum bench_mode)m;
 		if (!dup)
@@ -381,7 +389,8 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_MPS,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_MPS, O_OOO_RUN, O_LEASE_SM,
+	O_LEASE_CRIT,
 };
 
 int bench_gpu_main(int argc, char **argv)
@@ -404,6 +413,8 @@ int bench_gpu_main(int argc, char **argv)
 		{ "plot", required_argument, NULL, O_PLOT },	     { "libcuda", required_argument, NULL, O_LIBCUDA },
 		{ "socket", required_argument, NULL, O_SOCKET },     { "rundir", required_argument, NULL, O_RUNDIR },
 		{ "oood", required_argument, NULL, O_OOOD },	     { "mps-control", required_argument, NULL, O_MPS },
+		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
+		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
 		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -423,7 +434,8 @@ int bench_gpu_main(int argc, char **argv)
 	if ((rc = parse_wls(argv[0], o)))
 		goto out;
 	for (int m = 0; m < BM_COUNT; m++)
-		o->modes[o->nmodes++] = (enum bench_mode)m;
+		if (m != BM_LEASE) /* opt-in: --mode ...,lease */
+			o->modes[o->nmodes++] = (enum bench_mode)m;
 	o->tenants[0] = 1;
 	o->tenants[1] = 8;
 	o->tenants[2] = 32;
@@ -578,6 +590,19 @@ int bench_gpu_main(int argc, char **argv)
 			break;
 		case O_MPS:
 			rc = copy_path("--mps-control", optarg, o->mps_control, sizeof(o->mps_control));
+			break;
+		case O_OOO_RUN:
+			rc = copy_path("--ooo-run", optarg, o->ooo_run, sizeof(o->ooo_run));
+			break;
+		case O_LEASE_SM:
+		case O_LEASE_CRIT:
+			if (!bench_parse_u64(optarg, 1, 100, &v))
+				rc = bench_usage_error("%s wants a percentage 1..100, not '%s'",
+						       c == O_LEASE_SM ? "--lease-sm" : "--lease-critical-sm", optarg);
+			else if (c == O_LEASE_SM)
+				o->lease_sm = (unsigned)v;
+			else
+				o->lease_critical_sm = (unsigned)v;
 			break;
 		case 'q':
 			o->quiet = true;

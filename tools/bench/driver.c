@@ -53,6 +53,7 @@ struct ctx {
 	const struct bench_opts *o;
 	struct bench_report *rep;
 	const char *sock;
+	const char *ooo_run; /* lease mode: tenants are exec'ed through it */
 	unsigned idx, total;
 	bool tty, live_shown;
 	bool failed; /* a point had errors: exit status 1 */
@@ -217,10 +218,42 @@ static void make_cfg(const struct ctx *x, enum bench_mode m, enum bench_wl wl, u
 	snprintf(c->socket, sizeof(c->socket), "%s", x->sock ? x->sock : "");
 }
 
-static int spawn(struct slot *s, const struct tenant_cfg *c)
+/* lease mode: tenant i's --sm */
+static unsigned lease_share(const struct bench_opts *o, enum bench_wl wl, unsigned tenants, unsigned i)
+{
+	unsigned crit = o->lease_critical_sm ? o->lease_critical_sm : 50, s;
+
+	if (wl == WL_MIX && class_of(wl, i) == TC_CRITICAL)
+		return crit;
+	if (o->lease_sm)
+		return o->lease_sm;
+	if (wl == WL_MIX)
+		s = tenants > 1 ? (100 - (crit < 100 ? crit : 99)) / (tenants - 1) : 100;
+	else
+		s = 100 / (tenants ? tenants : 1);
+	return s ? s : 1;
+}
+
+/* ooo-run exec's this binary, not itself: /proc/self/exe would name ooo-run by then */
+static int self_exe(char *out, size_t cap)
+{
+	ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+
+	if (n <= 0)
+		return -errno;
+	out[n] = 0;
+	return 0;
+}
+
+static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run, unsigned sm)
 {
 	int ctl[2], res[2];
 	pid_t parent = getpid();
+	char self[PATH_MAX], smarg[16];
+
+	if (ooo_run && self_exe(self, sizeof(self)) < 0)
+		return -errno;
+	snprintf(smarg, sizeof(smarg), "%u", sm);
 
 	if (pipe2(ctl, O_CLOEXEC) < 0)
 		return -errno;
@@ -262,6 +295,13 @@ static int spawn(struct slot *s, const struct tenant_cfg *c)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(126);
+		if (ooo_run) {
+			char *largv[] = { (char *)ooo_run, "--socket", (char *)c->socket, "--sm", smarg,
+					  "--",	     self,	  "--tenant",	       "3",	     "4",
+					  NULL };
+			execv(ooo_run, largv);
+			_exit(127);
+		}
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
@@ -542,7 +582,8 @@ static void run_point(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 			break;
 		}
 		make_cfg(x, m, wl, tenants, i, cfg);
-		r = spawn(&s[i], cfg);
+		r = spawn(&s[i], cfg, m == BM_LEASE ? x->ooo_run : NULL,
+			  m == BM_LEASE ? lease_share(o, wl, tenants, i) : 0);
 		if (r < 0) {
 			snprintf(why, sizeof(why), "cannot start the tenant process: %s", strerror(-r));
 			slot_fail(&s[i], why);
@@ -766,18 +807,37 @@ int bench_run(const struct bench_opts *o)
 			goto out;
 		}
 	}
-	if (has_mode(o, BM_MPS)) {
+	if (has_mode(o, BM_MPS) || has_mode(o, BM_LEASE)) {
 		int r = bench_find_exe(o->mps_control[0] ? o->mps_control : "nvidia-cuda-mps-control",
 				       o->mps_control[0] ? NULL : "/usr/local/nvidia/bin:/usr/bin:/usr/sbin",
 				       mps_control, sizeof(mps_control));
 
 		if (r < 0) {
-			bench_err("mps mode: cannot find %s%s", o->mps_control[0] ? o->mps_control : "nvidia-cuda-mps-control",
+			bench_err("%s mode: cannot find %s%s", has_mode(o, BM_MPS) ? "mps" : "lease", o->mps_control[0] ? o->mps_control : "nvidia-cuda-mps-control",
 				  o->mps_control[0] ? "" : " in PATH or /usr/local/nvidia/bin (give --mps-control PATH)");
 			rc = BENCH_RC_FAIL;
 			goto out;
 		}
 		snprintf(rep->meta.mps_control, sizeof(rep->meta.mps_control), "%s", mps_control);
+	}
+	if (has_mode(o, BM_LEASE)) {
+		static char run[PATH_MAX];
+		char self[PATH_MAX];
+
+		if (o->ooo_run[0]) {
+			snprintf(run, sizeof(run), "%s", o->ooo_run);
+		} else if (self_exe(self, sizeof(self)) == 0) {
+			snprintf(run, sizeof(run), "%.*s/ooo-run", (int)(strrchr(self, '/') - self), self);
+			if (access(run, X_OK) < 0 && bench_find_exe("ooo-run", NULL, run, sizeof(run)) < 0)
+				run[0] = 0;
+		}
+		if (!run[0] || access(run, X_OK) < 0) {
+			bench_err("lease mode: cannot find ooo-run%s%s (give --ooo-run PATH)", o->ooo_run[0] ? " at " : "",
+				  o->ooo_run);
+			rc = BENCH_RC_FAIL;
+			goto out;
+		}
+		x.ooo_run = run;
 	}
 	if (has_mode(o, BM_OOO)) {
 		if (o->socket[0]) {
@@ -790,7 +850,7 @@ int bench_run(const struct bench_opts *o)
 		} else {
 			struct bench_oood d;
 
-			if (bench_oood_start(&d, o, why, sizeof(why)) < 0) {
+			if (bench_oood_start(&d, o, false, NULL, why, sizeof(why)) < 0) {
 				bench_err("ooo mode: %s", why);
 				rc = BENCH_RC_FAIL;
 				goto out;
@@ -853,13 +913,20 @@ int bench_run(const struct bench_opts *o)
 				x.sock = o->socket;
 			} else {
 				event(&x, "ooo mode: starting a private oood");
-				if (bench_oood_start(&d, o, why, sizeof(why)) < 0) {
+				if (bench_oood_start(&d, o, false, NULL, why, sizeof(why)) < 0) {
 					env_ok = false;
 				} else {
 					x.sock = d.sock;
 					snprintf(rep->meta.oood_socket, sizeof(rep->meta.oood_socket), "%s", d.sock);
 					rep->meta.oood_private = true;
 				}
+			}
+		} else if (m == BM_LEASE) {
+			event(&x, "lease mode: starting a private oood that runs MPS");
+			if (bench_oood_start(&d, o, true, mps_control, why, sizeof(why)) < 0) {
+				env_ok = false;
+			} else {
+				x.sock = d.sock;
 			}
 		}
 		if (!env_ok) {
@@ -873,14 +940,14 @@ int bench_run(const struct bench_opts *o)
 				if (!env_ok) {
 					x.idx++;
 					rows_not_run(&x, m, o->wls[wi], t, false, why);
-				} else if (m == BM_MPS && t > BENCH_MPS_MAX_CLIENTS) {
+				} else if ((m == BM_MPS || m == BM_LEASE) && t > BENCH_MPS_MAX_CLIENTS) {
 					char msg[128];
 
 					x.idx++;
 					snprintf(msg, sizeof(msg), "MPS takes at most %d clients per GPU: T=%u not run",
 						 BENCH_MPS_MAX_CLIENTS, t);
-					event(&x, "[%u/%u] %s mps T=%u: skipped: %s", x.idx, x.total,
-					      bench_wl_names[o->wls[wi]], t, msg);
+					event(&x, "[%u/%u] %s %s T=%u: skipped: %s", x.idx, x.total,
+					      bench_wl_names[o->wls[wi]], bench_mode_names[m], t, msg);
 					rows_not_run(&x, m, o->wls[wi], t, true, msg);
 				} else {
 					run_point(&x, m, o->wls[wi], t);
@@ -893,7 +960,7 @@ int bench_run(const struct bench_opts *o)
 					mps.keep = true;
 			bench_mps_stop(&mps, mps_control, o->libcuda);
 		}
-		if (m == BM_OOO && d.dir[0]) {
+		if ((m == BM_OOO || m == BM_LEASE) && d.dir[0]) {
 			for (size_t i = first_row; i < rep->nrows; i++)
 				if (rep->rows[i].errors)
 					d.keep = true;

@@ -505,6 +505,28 @@ static int find_oood(const struct bench_opts *o, char *out, size_t cap)
 	return bench_find_exe("oood", "/usr/local/sbin:/usr/sbin", out, cap);
 }
 
+/* 1 starting (or not answering yet), 0 MPS runs, negative: it cannot (why set). */
+static int mps_state(const char *admin, char *why, size_t cap)
+{
+	struct ooo_msg_mps m;
+	ooo_session *s = ooo_admin_open(admin, 2000);
+	int n;
+
+	if (!s)
+		return 1;
+	n = ooo_admin_call(s, OOO_MSG_MPS, NULL, 0, &m, sizeof(m));
+	ooo_close(s);
+	if (n != (int)sizeof(m))
+		return 1;
+	if (m.state == OOO_MPS_RUNNING)
+		return 0;
+	if (m.state == OOO_MPS_FAILED || m.state == OOO_MPS_OFF) {
+		snprintf(why, cap, "MPS: %s", m.reason);
+		return -1;
+	}
+	return 1;
+}
+
 /* 1 starting (or not answering yet), 0 a GPU is ready, negative: every GPU failed (why set). */
 static int devices_state(const char *admin, char *why, size_t cap)
 {
@@ -535,7 +557,8 @@ static int devices_state(const char *admin, char *why, size_t cap)
 	return l->count && failed == (int)l->count ? -OOO_ENODEV : 1;
 }
 
-int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, char *why, size_t cap)
+int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool lease, const char *control, char *why,
+		     size_t cap)
 {
 	char bin[PATH_MAX], conf[PATH_MAX + 16], logp[PATH_MAX + 16], tail[1024], state[512] = "";
 	int64_t deadline;
@@ -544,6 +567,7 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, char *why
 
 	memset(d, 0, sizeof(*d));
 	d->pid = -1;
+	d->lease = lease;
 	if (find_oood(o, bin, sizeof(bin)) < 0) {
 		snprintf(why, cap, "cannot find oood%s%s (give --oood PATH, or --socket for a running one)",
 			 o->oood[0] ? " at " : "", o->oood);
@@ -594,8 +618,23 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, char *why
 		"max_queues = 65536\n"
 		"max_buffers = 1048576\n"
 		"max_modules = 65536\n"
-		"max_inflight = 1048576\n",
+		"max_inflight = 1048576\n"
+		"max_leases = 4096\n",
 		o->libcuda);
+	if (lease)
+		/* native tenants only: MPS with oood's leases, no executor to share the GPU with */
+		fprintf(f,
+			"[daemon]\n"
+			"executor = no\n"
+			"[mps]\n"
+			"enabled = yes\n"
+			"control = %s\n"
+			"executor_client = no\n"
+			"stop_grace_ms = 2000\n",
+			control);
+	else
+		/* the executor as the GPU's only context, as ooo mode measures it */
+		fprintf(f, "[mps]\nenabled = no\n");
 	if (fclose(f) != 0) {
 		snprintf(why, cap, "cannot write %s: %s", conf, strerror(errno));
 		goto fail;
@@ -637,11 +676,11 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, char *why
 			d->keep = true;
 			goto fail;
 		}
-		r = devices_state(d->admin, state, sizeof(state));
+		r = lease ? mps_state(d->admin, state, sizeof(state)) : devices_state(d->admin, state, sizeof(state));
 		if (r == 0)
 			return 0;
 		if (r < 0) {
-			snprintf(why, cap, "oood has no usable GPU: %s (log: %s)", state, logp);
+			snprintf(why, cap, "oood has %s: %s (log: %s)", lease ? "no MPS" : "no usable GPU", state, logp);
 			d->keep = true;
 			goto fail;
 		}

@@ -49,7 +49,7 @@ static int ooo_fail(struct gpu *g, const char *what, int r)
 
 static bool is_direct(const struct gpu *g)
 {
-	return g->mode != BM_OOO;
+	return g->mode != BM_OOO; /* lease tenants are native CUDA programs too */
 }
 
 int gpu_open(struct gpu *g, const struct tenant_cfg *c)

@@ -20,7 +20,8 @@
 #define SCHEMA "ooo-bench/1"
 
 /* The ratios the report makes: numerator mode / denominator mode. */
-static const enum bench_mode ratio_pairs[][2] = { { BM_OOO, BM_DIRECT }, { BM_MPS, BM_DIRECT }, { BM_OOO, BM_MPS } };
+static const enum bench_mode ratio_pairs[][2] = { { BM_OOO, BM_DIRECT }, { BM_MPS, BM_DIRECT }, { BM_OOO, BM_MPS },
+						      { BM_LEASE, BM_MPS } };
 #define NPAIRS (sizeof(ratio_pairs) / sizeof(ratio_pairs[0]))
 
 double bench_row_rps(const struct bench_row *row)
@@ -303,7 +304,7 @@ static void json_meta(const struct bench_report *r)
 	j_str_or_null("driver", driver);
 	/* direct and mps tenants: device 0's primary context, its flags never set (CU_CTX_SCHED_AUTO) */
 	for (unsigned i = 0; i < o->nmodes; i++)
-		own_ctx |= o->modes[i] == BM_DIRECT || o->modes[i] == BM_MPS;
+		own_ctx |= o->modes[i] != BM_OOO;
 	j_str_or_null("cuda_ctx_sched", own_ctx ? "default (spin/yield auto)" : NULL);
 	j_obj("device");
 	j_u64("index", 0);

@@ -17,7 +17,7 @@
 
 #include "bench.h"
 
-const char *const bench_mode_names[BM_COUNT] = { "direct", "mps", "ooo" };
+const char *const bench_mode_names[BM_COUNT] = { "direct", "mps", "ooo", "lease" };
 const char *const bench_wl_names[WL_COUNT] = { "spin", "mlp", "gemm", "custom", "mix" };
 const char *const bench_class_names[TC_COUNT] = { "default", "critical", "best-effort" };
 
