@@ -73,7 +73,7 @@ servers=$($ctl mps run get_server_list 2>&1)
 nserv=$(echo "$servers" | grep -c '^[0-9]')
 [ "$nserv" -eq 1 ] && ok "one MPS server for the executor (uid nobody) and the natives (root): multi-user" || bad "servers: $servers"
 clients=$($ctl mps run get_client_list "$(echo "$servers" | head -1)" 2>&1)
-expid=$($ctl --json devices | sed -n 's/^ *"pid": \([0-9]*\),*$/\1/p' | head -1)
+expid=$($ctl --json devices | grep -o '"pid": *[0-9]*' | head -1 | grep -o '[0-9]*$')
 echo "$clients" | grep -qx "$n1" && echo "$clients" | grep -qx "$n2" && echo "$clients" | grep -qx "$expid" &&
 	ok "the executor ($expid) and both natives are clients of that server at once" || bad "clients: $(echo $clients) (executor $expid, natives $n1 $n2)"
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" vadd "$here/kernels/vadd.cu" "$rundir/k.ptx" "$rundir/k.cubin" 2>&1)
@@ -85,7 +85,7 @@ l2=$(sed -n 's/^launches //p' "$rundir/n2.out")
 [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "${l1:-0}" -gt 0 ] && [ "${l2:-0}" -gt 0 ] &&
 	ok "both native tenants ran throughout ($l1 and $l2 probe batches in 8 s)" || bad "natives: $r1 $r2: $(cat "$rundir/n1.out" "$rundir/n2.out")"
 $ctl mps
-cpid=$($ctl --json mps | sed -n 's/^ *"pid": \([0-9]*\),*$/\1/p' | head -1)
+cpid=$($ctl --json mps | grep -o '"pid": *[0-9]*' | head -1 | grep -o '[0-9]*$')
 gpu_stop
 sleep 1
 [ -n "$cpid" ] && ! kill -0 "$cpid" 2>/dev/null && ok "the MPS control daemon ($cpid) stopped with oood" || bad "MPS control daemon $cpid outlived oood"

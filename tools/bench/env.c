@@ -608,6 +608,7 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"[daemon]\n"
 		"max_sessions = 8192\n"
 		"libcuda = %s\n"
+		"executor = %s\n"
 		"[class bench]\n"
 		"match_uid = *\n"
 		"priority = 99\n"
@@ -620,12 +621,10 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_modules = 65536\n"
 		"max_inflight = 1048576\n"
 		"max_leases = 4096\n",
-		o->libcuda);
+		o->libcuda, lease ? "no" : "yes");
 	if (lease)
 		/* native tenants only: MPS with oood's leases, no executor to share the GPU with */
 		fprintf(f,
-			"[daemon]\n"
-			"executor = no\n"
 			"[mps]\n"
 			"enabled = yes\n"
 			"control = %s\n"
