@@ -73,7 +73,7 @@ servers=$($ctl mps run get_server_list 2>&1)
 nserv=$(echo "$servers" | grep -c '^[0-9]')
 [ "$nserv" -eq 1 ] && ok "one MPS server for the executor (uid nobody) and the natives (root): multi-user" || bad "servers: $servers"
 clients=$($ctl mps run get_client_list "$(echo "$servers" | head -1)" 2>&1)
-expid=$($ctl --json devices | grep -o '"pid": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+expid=$($ctl --json devices | grep -o '"executor_pid": *[0-9]*' | head -1 | grep -o '[0-9]*$')
 echo "$clients" | grep -qx "$n1" && echo "$clients" | grep -qx "$n2" && echo "$clients" | grep -qx "$expid" &&
 	ok "the executor ($expid) and both natives are clients of that server at once" || bad "clients: $(echo $clients) (executor $expid, natives $n1 $n2)"
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" vadd "$here/kernels/vadd.cu" "$rundir/k.ptx" "$rundir/k.cubin" 2>&1)

@@ -245,7 +245,7 @@ static int self_exe(char *out, size_t cap)
 	return 0;
 }
 
-static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run, unsigned sm)
+static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run, unsigned sm, bool below)
 {
 	int ctl[2], res[2];
 	pid_t parent = getpid();
@@ -296,9 +296,8 @@ static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run
 		if (getppid() != parent)
 			_exit(126);
 		if (ooo_run) {
-			char *largv[] = { (char *)ooo_run, "--socket", (char *)c->socket, "--sm", smarg,
-					  "--",	     self,	  "--tenant",	       "3",	     "4",
-					  NULL };
+			char *largv[] = { (char *)ooo_run, "--socket", (char *)c->socket, "--sm", smarg, "--priority",
+					  below ? "below" : "normal", "--", self, "--tenant", "3", "4", NULL };
 			execv(ooo_run, largv);
 			_exit(127);
 		}
@@ -583,7 +582,7 @@ static void run_point(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 		}
 		make_cfg(x, m, wl, tenants, i, cfg);
 		r = spawn(&s[i], cfg, m == BM_LEASE ? x->ooo_run : NULL,
-			  m == BM_LEASE ? lease_share(o, wl, tenants, i) : 0);
+			  m == BM_LEASE ? lease_share(o, wl, tenants, i) : 0, s[i].klass == TC_BEST_EFFORT);
 		if (r < 0) {
 			snprintf(why, sizeof(why), "cannot start the tenant process: %s", strerror(-r));
 			slot_fail(&s[i], why);

@@ -144,8 +144,15 @@ static void print_ratios(FILE *f, const struct bench_report *r)
 				if (!header) {
 					fprintf(f, "\nthroughput ratios (req/s of one mode over another's; higher is better "
 						   "for the first)\n");
-					fprintf(f, "%-8s  %-11s  %7s  %10s  %10s  %10s\n", "workload", "class", "tenants",
-						"ooo/direct", "mps/direct", "ooo/mps");
+					fprintf(f, "%-8s  %-11s  %7s", "workload", "class", "tenants");
+					for (size_t k = 0; k < NPAIRS; k++) {
+						char h[32];
+
+						snprintf(h, sizeof(h), "%s/%s", bench_mode_names[ratio_pairs[k][0]],
+							 bench_mode_names[ratio_pairs[k][1]]);
+						fprintf(f, "  %10s", h);
+					}
+					fputc('\n', f);
 					header = true;
 				}
 				fprintf(f, "%s\n", line);
