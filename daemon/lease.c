@@ -308,11 +308,10 @@ static void feedback(struct server *srv, struct lease *l)
 			return;
 		o = &L->offers[L->noffers++];
 		wire_strcpy(o->class_name, sizeof(o->class_name), l->class_name);
-		o->pct = cls->native_sm < cls->sm_share ? cls->native_sm : cls->sm_share;
+		o->pct = 0;
 	}
-	before = o->pct;
-	o->pct = o->pct + srv->policy->mps.feedback_step > cls->sm_share ? cls->sm_share
-									 : o->pct + srv->policy->mps.feedback_step;
+	before = o->pct ? o->pct : cls->native_sm < cls->sm_share ? cls->native_sm : cls->sm_share;
+	o->pct = lease_raise_offer(o->pct, cls, srv->policy->mps.feedback_step);
 	snprintf(L->feedback, sizeof(L->feedback),
 		 "class '%.60s': next leases offered %u%% (was %u%%): lease %llu pid %d sync p99 %llu us > slo %u us",
 		 l->class_name, o->pct, before, (unsigned long long)l->id, (int)l->pid,
@@ -347,8 +346,7 @@ void lease_tick(struct server *srv, uint64_t now)
 			l->syncs = pr.syncs[0] + pr.syncs[1] + pr.syncs[2];
 			l->launches = pr.launches;
 			l->sync_p99_ns = lease_hist_quantile(pr.sync_hist, OOO_TM_BUCKETS, 0.99);
-			if (cls && l->syncs >= LEASE_FEEDBACK_MIN && l->sync_p99_ns > (uint64_t)cls->slo_us * 1000ull &&
-			    !(l->flags & OOO_LEASE_SLOW)) {
+			if (cls && lease_is_slow(l->syncs, l->sync_p99_ns, cls->slo_us) && !(l->flags & OOO_LEASE_SLOW)) {
 				l->flags |= OOO_LEASE_SLOW;
 				feedback(srv, l);
 			}

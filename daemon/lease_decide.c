@@ -155,3 +155,17 @@ uint64_t lease_hist_quantile(const uint64_t *hist, unsigned nb, double q)
 	return 0;
 }
 
+
+bool lease_is_slow(uint64_t syncs, uint64_t sync_p99_ns, uint32_t slo_us)
+{
+	return syncs >= LEASE_FEEDBACK_MIN && sync_p99_ns > (uint64_t)slo_us * 1000ull;
+}
+
+uint32_t lease_raise_offer(uint32_t offer, const struct ooo_class *cls, uint32_t step)
+{
+	uint32_t base = offer ? offer : cls->native_sm;
+
+	if (base > cls->sm_share)
+		base = cls->sm_share;
+	return base + step > cls->sm_share ? cls->sm_share : base + step;
+}

@@ -1168,6 +1168,29 @@ static void test_env_cap(void **state)
 
 /* ---- lease_hist_quantile -------------------------------------------------------------- */
 
+/* telemetry feedback: when a lease counts as slow, and what its class offers next */
+static void test_feedback(void **state)
+{
+	struct ooo_class c;
+
+	(void)state;
+	class_init(&c);
+	/* too few syncs to judge, or within the SLO */
+	assert_false(lease_is_slow(LEASE_FEEDBACK_MIN - 1, 50000000, 10000));
+	assert_false(lease_is_slow(LEASE_FEEDBACK_MIN, 10000000, 10000));
+	assert_true(lease_is_slow(LEASE_FEEDBACK_MIN, 10000001, 10000));
+	assert_true(lease_is_slow(1000, 16384000, 10000));
+	/* the first raise starts from native_sm, later ones from the offer, capped at sm_share */
+	assert_int_equal(lease_raise_offer(0, &c, 10), 35);
+	assert_int_equal(lease_raise_offer(35, &c, 10), 45);
+	assert_int_equal(lease_raise_offer(95, &c, 10), 100);
+	assert_int_equal(lease_raise_offer(100, &c, 10), 100);
+	c.sm_share = 30;
+	assert_int_equal(lease_raise_offer(0, &c, 10), 30);
+	c.native_sm = 50; /* above sm_share: the cap applies to the base too */
+	assert_int_equal(lease_raise_offer(0, &c, 1), 30);
+}
+
 static void test_hist(void **state)
 {
 	uint64_t h[64];
@@ -1236,6 +1259,7 @@ int main(void)
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_env_cap),
 		cmocka_unit_test(test_hist),
+		cmocka_unit_test(test_feedback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
