@@ -611,7 +611,7 @@ static void test_err_sections(void **state)
 	check_err("[daemon ;]\n", 1, "missing ']'");
 	check_err("[daemon] max_sessions = 5\n", 1, "unexpected text after [daemon]");
 	check_err("max_sessions = 5\n[daemon]\n", 1,
-		  "key 'max_sessions' before any [daemon], [telemetry] or [class NAME] section");
+		  "key 'max_sessions' before any [daemon], [telemetry], [mps] or [class NAME] section");
 }
 
 static void test_err_class_no_match(void **state)
@@ -864,6 +864,66 @@ static void test_telemetry_keys(void **state)
 	check_err("[class a]\nmatch_uid = 1\ntrace_launches = sometimes\n", 3, "trace_launches must be yes or no");
 }
 
+static void test_mps_keys(void **state)
+{
+	struct policy *p = parse_ok("[class a]\nmatch_uid = 1\n");
+
+	(void)state;
+	assert_int_equal(p->mps.enabled, POLICY_MPS_AUTO);
+	assert_string_equal(p->mps.control, "");
+	assert_true(p->mps.multiuser);
+	assert_true(p->mps.executor_client);
+	assert_int_equal(p->mps.max_clients, 48);
+	assert_int_equal(p->mps.executor_reserve, 0);
+	assert_int_equal(p->mps.evict_grace_ms, 5000);
+	assert_int_equal(p->mps.stop_grace_ms, 10000);
+	assert_int_equal(p->mps.devices, 0);
+	assert_true(p->mps.feedback);
+	assert_int_equal(p->mps.feedback_step, 10);
+	assert_int_equal(p->classes[0].native_sm, 25);
+	assert_int_equal(p->classes[0].native_mem, 0);
+	assert_int_equal(p->classes[0].native_priority, OOO_LEASE_PRIO_NORMAL);
+	assert_int_equal(p->classes[0].max_leases, 16);
+	policy_free(p);
+	p = parse_ok("[mps]\nenabled = yes\ncontrol = /opt/nv/nvidia-cuda-mps-control\nmultiuser = no\n"
+		     "executor_client = no\nmax_clients = 60\nexecutor_reserve = 20\nevict_grace_ms = 0\n"
+		     "stop_grace_ms = 100\ndevices = 2\nfeedback = no\nfeedback_step = 5\n"
+		     "[class a]\nmatch_uid = 1\nnative_sm = 40\nnative_mem = 2G\nnative_priority = below\n"
+		     "max_leases = 0\n");
+	assert_int_equal(p->mps.enabled, POLICY_MPS_YES);
+	assert_string_equal(p->mps.control, "/opt/nv/nvidia-cuda-mps-control");
+	assert_false(p->mps.multiuser);
+	assert_false(p->mps.executor_client);
+	assert_int_equal(p->mps.max_clients, 60);
+	assert_int_equal(p->mps.executor_reserve, 20);
+	assert_int_equal(p->mps.evict_grace_ms, 0);
+	assert_int_equal(p->mps.stop_grace_ms, 100);
+	assert_int_equal(p->mps.devices, 2);
+	assert_false(p->mps.feedback);
+	assert_int_equal(p->mps.feedback_step, 5);
+	assert_int_equal(p->classes[0].native_sm, 40);
+	assert_int_equal(p->classes[0].native_mem, 2ull << 30);
+	assert_int_equal(p->classes[0].native_priority, OOO_LEASE_PRIO_BELOW);
+	assert_int_equal(p->classes[0].max_leases, 0);
+	assert_string_equal(p->telemetry.libcuda, ""); /* control went to its own field */
+	policy_free(p);
+	p = parse_ok("[mps]\nenabled = no\n");
+	assert_int_equal(p->mps.enabled, POLICY_MPS_NO);
+	policy_free(p);
+	check_err("[mps]\nenabled = sometimes\n", 2, "enabled must be auto, yes or no");
+	check_err("[mps]\ncontrol = nvidia-cuda-mps-control\n", 2, "control must be an absolute path");
+	check_err("[mps]\nmax_clients = 0\n", 2, "max_clients must be 1..1024");
+	check_err("[mps]\nexecutor_reserve = 101\n", 2, "executor_reserve must be 0..100");
+	check_err("[mps]\ndevices = 17\n", 2, "devices must be 0..16");
+	check_err("[mps]\nfeedback_step = 0\n", 2, "feedback_step must be 1..100");
+	check_err("[mps]\nslo_us = 5\n", 2, "unknown key 'slo_us' in [mps]");
+	check_err("[mps]\n[mps]\n", 2, "duplicate section [mps] (first on line 1)");
+	check_err("[class a]\nmatch_uid = 1\nnative_sm = 0\n", 3, "native_sm must be 1..100");
+	check_err("[class a]\nmatch_uid = 1\nnative_priority = high\n", 3, "native_priority must be normal or below");
+	check_err("[class a]\nmatch_uid = 1\nnative_mem = lots\n", 3, "native_mem must be a size");
+	check_err("[class a]\nmatch_uid = 1\nmax_leases = 4097\n", 3, "max_leases must be 0..4096");
+}
+
 static void test_load_file(void **state)
 {
 	struct policy_error err = { 0 };
@@ -952,6 +1012,7 @@ int main(void)
 		cmocka_unit_test(test_err_args),
 		cmocka_unit_test(test_executor_keys),
 		cmocka_unit_test(test_telemetry_keys),
+		cmocka_unit_test(test_mps_keys),
 		cmocka_unit_test(test_load_file),
 	};
 
