@@ -22,7 +22,7 @@ ok() { pass=$((pass + 1)); echo "ok: $*"; }
 bad() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
 
 gpu_mps="[mps]\ncontrol = $control\nstop_grace_ms = 3000\nevict_grace_ms = 2000\n"
-gpu_start 'sm_share = 100\nmem_limit = 64G\n'
+gpu_start 'sm_share = 100\nmem_limit = 64G\nslo_us = 100\nmax_leases = 64\n'
 run="$build/ooo-run --socket $sock"
 $ctl mps
 $ctl mps | grep -q '^mps *running' || fail "MPS did not start: $($ctl mps | head -1)"
@@ -84,6 +84,40 @@ l1=$(sed -n 's/^launches //p' "$rundir/n1.out")
 l2=$(sed -n 's/^launches //p' "$rundir/n2.out")
 [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "${l1:-0}" -gt 0 ] && [ "${l2:-0}" -gt 0 ] &&
 	ok "both native tenants ran throughout ($l1 and $l2 probe batches in 8 s)" || bad "natives: $r1 $r2: $(cat "$rundir/n1.out" "$rundir/n2.out")"
+# telemetry feedback: a native tenant whose syncs take longer than the class's slo_us (100 us here)
+if $ctl --json telemetry | grep -q '"state": *"running"'; then
+	$run --sm 10 -- "$check" "$libcuda" spin 6 >"$rundir/slow.out" 2>&1 &
+	sp=$!
+	for _ in $(seq 80); do $ctl --json leases | grep -q '"slow": *true' && break; sleep 0.1; done
+	$ctl leases | sed 's/^/  /'
+	$ctl --json leases | grep -q '"slow": *true' && ok "a lease whose sync p99 exceeds slo_us is marked slow" || bad "no lease marked slow"
+	offer=$($ctl mps | sed -n 's/.*next leases offered \([0-9]*\)% (was \([0-9]*\)%).*/\1 \2/p')
+	set -- $offer
+	[ -n "$offer" ] && [ "$1" -eq $(( $2 + 10 )) ] && ok "feedback: the class's next leases are offered $1% (was $2%)" || bad "feedback: $($ctl mps | grep feedback)"
+	out=$($run -- "$check" "$libcuda" info 2>&1)
+	sm=$(echo "$out" | sed -n 's/^sm //p')
+	want=$(( ${1:-0} * 132 / 100 ))
+	[ -n "$sm" ] && [ "$sm" -ge $((want - 3)) ] && [ "$sm" -le $((want + 3)) ] && ok "a default lease now gets ${1:-?}%: $sm SMs" || bad "after feedback: sm '$sm' ($out), want about $want"
+	wait "$sp"
+else
+	echo "info: telemetry not running here ($($ctl telemetry | head -1)): feedback not checked"
+fi
+
+# the MPS client limit: with the executor a client, max_clients - 1 leases fit on the GPU; the next is refused by oood
+i=0
+while [ $i -lt 47 ]; do
+	$run --sm 1 -- "$check" "$libcuda" hold 60 >"$rundir/c$i.out" 2>&1 &
+	echo $! >>"$rundir/cpids"
+	i=$((i + 1))
+done
+for _ in $(seq 300); do [ "$(cat "$rundir"/c*.out 2>/dev/null | grep -c ready)" -ge 47 ] && break; sleep 0.1; done
+nready=$(cat "$rundir"/c*.out | grep -c ready)
+[ "$nready" -eq 47 ] && ok "47 native clients and the executor on one GPU" || bad "only $nready of 47 clients ready: $(grep -v ready "$rundir"/c*.out | head -3)"
+out=$($run --sm 1 -- "$check" "$libcuda" info 2>&1); rc=$?
+[ $rc -eq 69 ] && echo "$out" | grep -q "max_clients = 48" && ok "the 49th client is refused by oood (exit 69), not by MPS (808): $out" || bad "49th: rc $rc: $out"
+for p in $(cat "$rundir/cpids"); do kill "$p" 2>/dev/null; done
+for p in $(cat "$rundir/cpids"); do wait "$p" 2>/dev/null; done
+
 $ctl mps
 cpid=$($ctl --json mps | grep -o '"pid": *[0-9]*' | head -1 | grep -o '[0-9]*$')
 gpu_stop
