@@ -1000,6 +1000,34 @@ static double hist_quantile(const uint64_t *h, double q)
 #define SCHED_START_SLOP_NS (500ull * 1000000ull)
 
 /* later - earlier, or 0 if the counter went back. */
+/* The executor's per-command stages (struct ooo_sched_counters), for sched, --json and metrics. */
+#define STAGES 5
+static const char *const stage_rows[STAGES] = { "command submit", "command queue", "command run", "command notify",
+						"bundle gpu time" };
+static const char *const stage_keys[STAGES] = { "command_submit", "command_queue", "command_run", "command_notify",
+						"bundle_gpu" };
+static const char *const stage_prom[STAGES] = { "ooo_exec_command_submit_seconds", "ooo_exec_command_queue_seconds",
+						"ooo_exec_command_run_seconds", "ooo_exec_command_notify_seconds",
+						"ooo_exec_bundle_gpu_seconds" };
+static const char *const stage_help[STAGES] = {
+	"Every command: the tenant's submit stamp to taken from the submission ring (libooo stamps; the tenant's word)",
+	"Every command: taken to issued to CUDA, alone or in its bundle",
+	"Commands with a completion: issued to completion seen",
+	"Commands with a completion: completion seen to published on the tenant's completion ring",
+	"Bundles timed with events: GPU time from their start to their end event",
+};
+
+static const uint64_t *stage_hist(const struct ooo_sched_counters *c, int h)
+{
+	switch (h) {
+	case 0: return c->cmd_submit_hist;
+	case 1: return c->cmd_queue_hist;
+	case 2: return c->cmd_run_hist;
+	case 3: return c->cmd_notify_hist;
+	default: return c->bundle_gpu_hist;
+	}
+}
+
 static uint64_t sched_sub(uint64_t later, uint64_t earlier)
 {
 	return later > earlier ? later - earlier : 0;
@@ -1104,7 +1132,13 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	for (int k = 0; k < OOO_TM_BUCKETS; k++) {
 		d->hold_hist[k] = sched_sub(b->hold_hist[k], a->hold_hist[k]);
 		d->lat_hist[k] = sched_sub(b->lat_hist[k], a->lat_hist[k]);
+		d->cmd_submit_hist[k] = sched_sub(b->cmd_submit_hist[k], a->cmd_submit_hist[k]);
+		d->cmd_queue_hist[k] = sched_sub(b->cmd_queue_hist[k], a->cmd_queue_hist[k]);
+		d->cmd_run_hist[k] = sched_sub(b->cmd_run_hist[k], a->cmd_run_hist[k]);
+		d->cmd_notify_hist[k] = sched_sub(b->cmd_notify_hist[k], a->cmd_notify_hist[k]);
+		d->bundle_gpu_hist[k] = sched_sub(b->bundle_gpu_hist[k], a->bundle_gpu_hist[k]);
 	}
+	d->submit_stamp_bad = sched_sub(b->submit_stamp_bad, a->submit_stamp_bad);
 	d->jit_compile_max_ns = b->jit_compile_max_ns;
 	d->max_members = b->max_members;
 	d->nclasses = sched_nclasses(b);
@@ -1350,6 +1384,15 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_num("hold_p99_ns", hist_quantile(c->hold_hist, 0.99), 0);
 	j_num("latency_p50_ns", hist_quantile(c->lat_hist, 0.5), 0);
 	j_num("latency_p99_ns", hist_quantile(c->lat_hist, 0.99), 0);
+	for (int h = 0; h < STAGES; h++) {
+		char sk[48];
+
+		snprintf(sk, sizeof(sk), "%s_p50_ns", stage_keys[h]);
+		j_num(sk, hist_quantile(stage_hist(c, h), 0.5), 0);
+		snprintf(sk, sizeof(sk), "%s_p99_ns", stage_keys[h]);
+		j_num(sk, hist_quantile(stage_hist(c, h), 0.99), 0);
+	}
+	j_u64("submit_stamps_bad", c->submit_stamp_bad);
 	j_arr("classes");
 	for (uint32_t i = 0; i < f->nclasses; i++) {
 		const struct ooo_sched_class_stats *k = &c->classes[i];
@@ -1460,6 +1503,17 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 			double q = r % 2 ? 0.99 : 0.5, vd = iv ? hist_quantile(hd, q) : NAN, vc = hist_quantile(hc, q);
 
 			sched_row(&t, iv, nm[r], iv ? (isnan(vd) ? "-" : fmt_dur(a, sizeof(a), (uint64_t)vd)) : "",
+				  isnan(vc) ? "-" : fmt_dur(b, sizeof(b), (uint64_t)vc));
+		}
+	}
+	for (int h = 0; h < STAGES; h++) {
+		for (int r = 0; r < 2; r++) {
+			const uint64_t *hd = stage_hist(k, h), *hc = stage_hist(c, h);
+			double q = r ? 0.99 : 0.5, vd = iv ? hist_quantile(hd, q) : NAN, vc = hist_quantile(hc, q);
+			char nm[48];
+
+			snprintf(nm, sizeof(nm), "%s %s", stage_rows[h], r ? "p99" : "p50");
+			sched_row(&t, iv, nm, iv ? (isnan(vd) ? "-" : fmt_dur(a, sizeof(a), (uint64_t)vd)) : "",
 				  isnan(vc) ? "-" : fmt_dur(b, sizeof(b), (uint64_t)vc));
 		}
 	}
@@ -2983,6 +3037,22 @@ static int do_metrics(int argc, char **argv)
 					prom_hist(hn[h], lab, h ? sr[i].c.lat_hist : sr[i].c.hold_hist, false, 0);
 			}
 		}
+		for (int h = 0; h < STAGES; h++) {
+			prom_family(stage_prom[h], "histogram", stage_help[h]);
+			for (size_t i = 0; i < nsr; i++) {
+				char lab[32];
+
+				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
+				if (sr[i].have)
+					prom_hist(stage_prom[h], lab, stage_hist(&sr[i].c, h), false, 0);
+			}
+		}
+		prom_family("ooo_exec_submit_stamps_bad_total", "counter",
+			    "Tenant submit stamps more than 10 s from the executor's clock (not in the submit histogram)");
+		for (size_t i = 0; i < nsr; i++)
+			if (sr[i].have)
+				printf("ooo_exec_submit_stamps_bad_total{gpu=\"%" PRIu32 "\"} %" PRIu64 "\n", sr[i].index,
+				       sr[i].c.submit_stamp_bad);
 		prom_family("ooo_sched_jit_compile_seconds_total", "counter", "Time the JIT spent compiling");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)

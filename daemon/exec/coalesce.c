@@ -478,6 +478,11 @@ void co_bundle_put(struct datapath *dp, struct dp_bundle *b)
 	}
 }
 
+uint64_t co_bundle_dispatched(const struct dp_bundle *b)
+{
+	return b->dispatch_ns;
+}
+
 bool co_bundle_done(const struct dp_bundle *b, int32_t *status)
 {
 	if (b->done)
@@ -892,7 +897,8 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			struct dp_pending *p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 
 			*p = (struct dp_pending){ .b = b, .user_data = cmd->e.user_data, .opcode = cmd->e.opcode,
-						  .status = merr, .notify = true };
+						  .status = merr, .notify = true, .taken_ns = cmd->arrival_ns,
+						  .issued_ns = b->dispatch_ns };
 			b->refs++;
 			q->len++;
 			s->inflight++;
@@ -939,8 +945,10 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 			dp_set_fatal(dp, r, "a bundle on the GPU");
 			b->status = -OOO_EFAULT;
 		} else if (b->start) {
-			if (dp->api->p_cuEventElapsedTime(&ms, b->start, b->end) == CUDA_SUCCESS && ms > 0)
+			if (dp->api->p_cuEventElapsedTime(&ms, b->start, b->end) == CUDA_SUCCESS && ms > 0) {
 				ns = (uint64_t)((double)ms * 1e6);
+				dp_hist(dp->gpu_hist, ns);
+			}
 		} else if (!b->fused) {
 			/* bundles end in order: this one ran since the later of its dispatch and the last end seen */
 			ns = now - (b->dispatch_ns > co->last_end_ns ? b->dispatch_ns : co->last_end_ns);
@@ -955,6 +963,7 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 			uint64_t hold = b->dispatch_ns > b->m[k].arrival ? b->dispatch_ns - b->m[k].arrival : 0;
 
 			co->st.hold_hist[ooo_tm_bucket(hold)]++;
+			dp_hist(dp->queue_hist, hold);
 			co->st.lat_hist[ooo_tm_bucket(lat)]++;
 			cs->launches++;
 			cs->lat_sum_ns += lat;
@@ -1284,6 +1293,12 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	out->commands = dp->commands;
 	out->take_ns = dp->take_ns;
 	out->dispatch_ns = dp->dispatch_ns;
+	memcpy(out->cmd_submit_hist, dp->submit_hist, sizeof(out->cmd_submit_hist));
+	memcpy(out->cmd_queue_hist, dp->queue_hist, sizeof(out->cmd_queue_hist));
+	memcpy(out->cmd_run_hist, dp->run_hist, sizeof(out->cmd_run_hist));
+	memcpy(out->cmd_notify_hist, dp->notify_hist, sizeof(out->cmd_notify_hist));
+	memcpy(out->bundle_gpu_hist, dp->gpu_hist, sizeof(out->bundle_gpu_hist));
+	out->submit_stamp_bad = dp->submit_bad;
 	if (!co)
 		return;
 	out->up_ns = now - co->start_ns;

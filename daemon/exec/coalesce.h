@@ -66,6 +66,8 @@ CUresult co_before_direct(struct datapath *dp, struct dp_queue *q);
  */
 struct dp_bundle *co_follow(struct datapath *dp, struct dp_queue *q);
 bool co_bundle_done(const struct dp_bundle *b, int32_t *status);
+/* When the bundle went to CUDA (dp_now_ns). */
+uint64_t co_bundle_dispatched(const struct dp_bundle *b);
 void co_bundle_put(struct datapath *dp, struct dp_bundle *b); /* accepts NULL */
 
 /* Issue everything s holds (unfused, in order) and wait for the GPU: before s's memory or modules go. */

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "datapath.h"
 
+#include <linux/types.h>
+
+#include "../../bpf/telemetry.h" /* ooo_tm_bucket: the histograms of the probes and of oooctl */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +20,11 @@
 
 #include "coalesce.h"
 #include "nvrtc.h"
+
+void dp_hist(uint64_t *h, uint64_t ns)
+{
+	h[ooo_tm_bucket(ns)]++;
+}
 
 uint64_t dp_now_ns(void)
 {
@@ -588,7 +597,9 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 
 		if (b) {
 			q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH] =
-				(struct dp_pending){ .b = b, .user_data = e->user_data, .opcode = e->opcode, .notify = true };
+				(struct dp_pending){ .b = b, .user_data = e->user_data, .opcode = e->opcode, .notify = true,
+						     .taken_ns = dp->now_ns, .issued_ns = dp->now_ns };
+			dp_hist(dp->queue_hist, 0);
 			q->len++;
 			s->inflight++;
 			dp->inflight++;
@@ -657,10 +668,16 @@ failed:
 		}
 		return -EIO;
 	}
-	if (!(e->flags & OOO_SQE_NOTIFY))
+	if (!(e->flags & OOO_SQE_NOTIFY)) {
+		if (dp->now_ns)
+			dp_hist(dp->queue_hist, dp_now_ns() - dp->now_ns);
 		return 0;
+	}
 	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 	p->b = NULL;
+	p->taken_ns = dp->now_ns;
+	p->issued_ns = dp_now_ns();
+	dp_hist(dp->queue_hist, p->issued_ns - p->taken_ns);
 	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
 		return -EIO;
 	if (ev_get(dp, &p->ev) < 0)
@@ -732,6 +749,15 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			break;
 		moved = true;
 		dp->commands++;
+		if (e.submit_us) {
+			/* modulo 2^32 us: a stamp within 10 s of our clock counts, anything else is noise */
+			uint32_t d = (uint32_t)(now / 1000u) - e.submit_us;
+
+			if (d <= 10000000u)
+				dp_hist(dp->submit_hist, (uint64_t)d * 1000u);
+			else
+				dp->submit_bad++;
+		}
 		r = validate_sqe(&e, &vs, &why);
 		if (r == 0) {
 			bool full;
@@ -752,6 +778,7 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 static bool reap(struct datapath *dp, struct dp_session *s)
 {
 	bool moved = false;
+	uint64_t seen = dp_now_ns();
 
 	for (uint32_t j = 0; j < s->nq; j++) {
 		uint16_t i = s->qlist[j];
@@ -781,6 +808,13 @@ static bool reap(struct datapath *dp, struct dp_session *s)
 				s->blocked = true; /* ring full: try again later */
 				return moved;
 			}
+			{
+				uint64_t issued = p->b ? co_bundle_dispatched(p->b) : p->issued_ns;
+
+				dp_hist(dp->run_hist, seen > issued ? seen - issued : 0);
+				if (!s->posted++)
+					s->seen_ns = seen;
+			}
 			if (p->b)
 				co_bundle_put(dp, p->b);
 			else
@@ -805,6 +839,7 @@ bool dp_progress(struct datapath *dp)
 	if (!dp->sessions)
 		return false;
 	now = dp_now_ns();
+	dp->now_ns = now;
 	dp->blocked = 0;
 	dp->pass_take_ns = dp->pass_dispatch_ns = 0;
 	moved = co_reap(dp, now);
@@ -824,6 +859,12 @@ bool dp_progress(struct datapath *dp)
 			ring_publish(&s->cq);
 			s->cq_dirty = false;
 			moved = true;
+			if (s->posted) {
+				uint64_t t = dp_now_ns();
+
+				dp->notify_hist[ooo_tm_bucket(t - s->seen_ns)] += s->posted;
+				s->posted = 0;
+			}
 		}
 		dp->blocked += s->blocked;
 	}

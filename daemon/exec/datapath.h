@@ -49,6 +49,8 @@ struct dp_cmd {
 struct dp_pending {
 	CUevent ev;           /* or, when b is set, the bundle's completion */
 	struct dp_bundle *b;  /* referenced */
+	uint64_t taken_ns;    /* taken from the submission ring */
+	uint64_t issued_ns;   /* issued to CUDA (its bundle dispatched) */
 	uint64_t user_data;
 	int32_t status;
 	uint8_t opcode;
@@ -88,6 +90,8 @@ struct dp_session {
 	bool broken; /* the tenant corrupted its ring: stop reading it */
 	bool blocked; /* a queue or the completion ring is full: wait for the tenant */
 	bool cq_dirty; /* completions posted outside this session's own pass (bundles): publish */
+	uint32_t posted;  /* completions of pending commands posted since the last publish */
+	uint64_t seen_ns; /* when the first of them was seen */
 	struct ooo_shm_hdr h;
 	struct ring sq, cq;
 	struct vbufs bufs;
@@ -125,7 +129,15 @@ struct datapath {
 	/* the serving loop's own cost (executor.c counts the passes, take_submissions the commands) */
 	uint64_t loops, work_ns, commands, take_ns, dispatch_ns;
 	uint64_t pass_take_ns, pass_dispatch_ns; /* of the last dp_progress */
+	uint64_t now_ns; /* the current pass's start */
+	/* per-command stages (struct ooo_sched_counters has their meaning) */
+	uint64_t submit_hist[OOO_TM_BUCKETS], queue_hist[OOO_TM_BUCKETS], run_hist[OOO_TM_BUCKETS],
+		notify_hist[OOO_TM_BUCKETS], gpu_hist[OOO_TM_BUCKETS];
+	uint64_t submit_bad;
 };
+
+/* Count one duration (ns) in a stage histogram. */
+void dp_hist(uint64_t *h, uint64_t ns);
 
 void dp_init(struct datapath *dp, struct cuda_api *api);
 void dp_fini(struct datapath *dp);

@@ -136,8 +136,8 @@ int validate_sqe(const struct ooo_sqe *e, const struct vsession *vs, const char 
 
 	if (!why)
 		why = &dummy;
-	if (e->flags & ~OOO_SQE_FLAGS_ALL || e->reserved)
-		BAD(-EINVAL, "unknown flags or reserved field set");
+	if (e->flags & ~OOO_SQE_FLAGS_ALL)
+		BAD(-EINVAL, "unknown flags");
 	if (e->opcode >= OOO_OP_MAX)
 		BAD(-EINVAL, "unknown opcode");
 	if (e->queue >= vs->nqueues || !vs->queue_live[e->queue])

@@ -372,6 +372,13 @@ struct ooo_sched_counters {
 	/* launches through the coalescer, as their bundle's completion is seen */
 	uint64_t hold_hist[OOO_TM_BUCKETS]; /* submission taken -> its bundle dispatched */
 	uint64_t lat_hist[OOO_TM_BUCKETS];  /* submission taken -> completion seen */
+	/* every command, from the executor's timestamps (docs/telemetry.md, "The executor's own data path") */
+	uint64_t cmd_submit_hist[OOO_TM_BUCKETS]; /* the tenant's stamp (sqe.submit_us, libooo) -> taken from the ring */
+	uint64_t cmd_queue_hist[OOO_TM_BUCKETS];  /* taken -> issued to CUDA, alone or in its bundle */
+	uint64_t cmd_run_hist[OOO_TM_BUCKETS];    /* issued -> completion seen (notified commands) */
+	uint64_t cmd_notify_hist[OOO_TM_BUCKETS]; /* completion seen -> published on the tenant's completion ring */
+	uint64_t bundle_gpu_hist[OOO_TM_BUCKETS]; /* GPU time between a bundle's start and end events (timed ones) */
+	uint64_t submit_stamp_bad; /* stamps more than 10 s from the executor's clock: not in cmd_submit_hist */
 };
 
 struct ooo_sched_rec {

@@ -98,7 +98,12 @@ struct ooo_sqe {
 	uint8_t opcode; /* enum ooo_sqe_op */
 	uint8_t flags;  /* OOO_SQE_* */
 	uint16_t queue; /* the session's queue index */
-	uint32_t reserved;
+	/*
+	 * CLOCK_MONOTONIC in microseconds, low 32 bits, when the tenant submitted
+	 * it (libooo sets it; 0: not stamped). The tenant's word: it feeds only
+	 * the executor's submit-to-taken histogram, never a decision.
+	 */
+	uint32_t submit_us;
 	uint64_t user_data; /* returned in the completion */
 	union {
 		struct {

@@ -143,7 +143,7 @@ static void check_table(const struct vbufs *t, const struct model *m)
 /* Would the rules accept it? Written from the headers, not from validate.c. */
 static bool reference_ok(const struct ooo_sqe *e, const struct vsession *vs, const struct model *m)
 {
-	if (e->flags & ~OOO_SQE_FLAGS_ALL || e->reserved || e->opcode >= OOO_OP_MAX)
+	if (e->flags & ~OOO_SQE_FLAGS_ALL || e->opcode >= OOO_OP_MAX) /* submit_us: any value */
 		return false;
 	if (e->queue >= vs->nqueues || !vs->queue_live[e->queue])
 		return false;
