@@ -162,10 +162,20 @@ int mps_run(struct server *srv, const char *cmd, char *reply, size_t cap)
 
 	if (m->state != OOO_MPS_RUNNING && m->state != OOO_MPS_STARTING && m->state != OOO_MPS_STOPPING)
 		return -ENOTCONN;
+	if (server_now_ns() < m->stall_until_ns) {
+		/* one hung command must not block the loop again and again (evict, shutdown) */
+		m->command_errors++;
+		return -ETIME;
+	}
 	r = run_control(m, cmd, reply, cap);
+	if (r == -ETIMEDOUT) {
+		/* ETIME, not ETIMEDOUT: oooctl reads that as its own request timing out */
+		r = -ETIME;
+		m->stall_until_ns = server_now_ns() + MPS_STALL_NS;
+	}
 	if (r < 0) {
 		m->command_errors++;
-		log_warn("mps: '%s': %s", cmd, r == -ETIMEDOUT ? "no answer within the time limit" : strerror(-r));
+		log_warn("mps: '%s': %s", cmd, r == -ETIME ? "no answer within 3 s (or within 10 s of one that had none)" : strerror(-r));
 	} else {
 		log_debug("mps: '%s' -> '%.200s'", cmd, reply);
 	}
@@ -177,7 +187,9 @@ static int run_checked(struct server *srv, int kind, const char *cmd, char *repl
 	int r = mps_run(srv, cmd, reply, cap);
 
 	if (r < 0) {
-		mps_why(why, wcap, "%s: %s", cmd, r == -ETIMEDOUT ? "no answer within 3 s" : strerror(-r));
+		mps_why(why, wcap, "%s: %s", cmd,
+			r == -ETIME ? "the control program gave no answer within 3 s (commands are refused for 10 s after that)"
+				    : strerror(-r));
 		return r;
 	}
 	r = mps_check_reply(kind, cmd, reply, why, wcap);

@@ -33,6 +33,7 @@
 #define MPS_BACKOFF_MIN_MS 1000u
 #define MPS_BACKOFF_MAX_MS 30000u
 #define MPS_CMD_MAX 128u            /* longest command line (oooctl mps run) */
+#define MPS_STALL_NS (10ull * 1000000000ull) /* a control program that did not answer is not asked again for this long */
 
 struct server;
 
@@ -47,6 +48,7 @@ struct mps {
 	uint32_t restarts, backoff_ms;
 	uint64_t started_ns, restart_at_ns, ready_by_ns, stop_by_ns, quit_sent_ns;
 	bool terminated; /* shutdown: terminate_client sent to the leased clients */
+	uint64_t stall_until_ns; /* after a command timed out: others fail at once until then */
 	int log_fd;
 	char control[PATH_MAX];
 	char dir[PATH_MAX], pipe_dir[PATH_MAX], log_dir[PATH_MAX];

@@ -175,6 +175,25 @@ grep -q "exited with status 3; restart 1 in" "$dir/log" && ok "a crashed control
 for _ in $(seq 120); do "$ctl" mps | grep -q '^mps *running' && break; sleep 0.05; done
 "$ctl" mps | grep -q "1 restarts" && ok "and restarted after its backoff" || { bad "not restarted"; "$ctl" mps; }
 
+# ---- a hung control program: one 3 s timeout, then evict falls back to signals -----------------
+: >"$pipe/fake.hang"
+lease q --sm 5 -- "$dir/tenant" && q=$tpid || bad "q: $(cat "$dir/run.q")"
+t0=$(date +%s)
+"$ctl" --timeout 20000 evict "$q" >"$dir/evict.q" 2>&1
+t1=$(date +%s)
+grep -q "no answer within 3 s" "$dir/evict.q" && grep -q "SIGTERM sent" "$dir/evict.q" &&
+	ok "a hung control program: evict gives up after 3 s and signals ($((t1 - t0)) s)" || bad "hung: $(cat "$dir/evict.q")"
+[ $((t1 - t0)) -le 6 ] && ok "the loop was blocked for at most one command's limit" || bad "evict took $((t1 - t0)) s"
+gone "$q" && ok "the signalled tenant exited" || bad "$q still running"
+rm -f "$pipe/fake.hang"
+sleep 0.2
+t0=$(date +%s)
+"$ctl" mps run get_server_list >"$dir/o" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "refused for 10 s" "$dir/o" && [ $(( $(date +%s) - t0 )) -le 1 ] &&
+	ok "commands are refused at once for a while after a timeout" || bad "after hang: $rc $(cat "$dir/o")"
+for _ in $(seq 150); do "$ctl" mps run get_server_list >/dev/null 2>&1 && break; sleep 0.1; done
+"$ctl" mps run get_server_list >/dev/null 2>&1 && ok "and answered again once the stall is over" || bad "still refused"
+
 # ---- shutdown: leased clients get stop_grace_ms, then terminate_client, then quit ---------------
 n=$(nleases)
 stop_oood && ok "oood exits 0 with $n leases live" || bad "oood exit status"
