@@ -143,7 +143,8 @@ static void spawn(struct server *srv, struct gpu *g)
 		set_backoff(srv, g, "cannot watch the executor (pidfd_open failed)");
 		return;
 	}
-	log_info("gpu%u: executor pid %d started", g->idx, (int)pid);
+	g->mps_client = mps_running(srv) && srv->mps.executor_client; /* what mps_executor_env gave it */
+	log_info("gpu%u: executor pid %d started%s", g->idx, (int)pid, g->mps_client ? " as an MPS client" : "");
 	{
 		char tmsg[OOO_ERRMSG_MAX];
 

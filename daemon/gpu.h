@@ -36,6 +36,7 @@ struct gpu {
 	uint32_t state; /* enum ooo_device_state */
 	pid_t pid;      /* 0 when no executor runs */
 	bool tm_tracked; /* pid is in the telemetry set */
+	bool mps_client; /* started with oood's MPS environment (counts against [mps] max_clients) */
 	int pidfd, ctl;
 	unsigned inflight; /* io_uring operations on pidfd/ctl */
 	bool exited;

@@ -114,7 +114,9 @@ static void fill_view(const struct server *srv, struct lease_view *v, uint32_t u
 
 	memset(v, 0, sizeof(*v));
 	v->ngpus = gpu_count(srv);
-	v->exec_clients = srv->mps.executor_client && srv->policy->executor ? 1 : 0;
+	v->exec_clients = 0;
+	for (uint32_t g = 0; g < srv->gpus.n; g++)
+		v->exec_clients |= srv->gpus.g[g].pid && srv->gpus.g[g].mps_client;
 	v->exec_reserve = srv->policy->mps.executor_reserve;
 	v->max_clients = srv->policy->mps.max_clients;
 	for (uint32_t i = 0; i < LEASE_MAX; i++) {
@@ -186,6 +188,7 @@ void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struc
 	}
 	for (uint32_t i = 0; i < LEASE_MAX; i++) {
 		if (L->slot[i].used && L->slot[i].pid == (pid_t)cred->pid) {
+			L->refused++;
 			server_reply_error(srv, c, OOO_MSG_LEASE, seq, -EEXIST, "pid %u already holds lease %llu",
 					   cred->pid, (unsigned long long)L->slot[i].id);
 			return;
@@ -211,6 +214,7 @@ void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struc
 	/* the connection is open, so its peer is alive: this is the process that will exec */
 	fd = pidfd_open_((pid_t)cred->pid);
 	if (fd < 0) {
+		L->refused++;
 		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -errno, "cannot watch pid %u: %s", cred->pid, strerror(errno));
 		return;
 	}
@@ -218,6 +222,7 @@ void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struc
 	visible_name(srv, l->g.device, visible, sizeof(visible));
 	if (lease_env(&l->g, L->next_id, srv->mps.pipe_dir, srv->mps.log_dir, visible, rep.env, sizeof(rep.env)) < 0) {
 		close(fd);
+		L->refused++;
 		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -ENAMETOOLONG, "the lease's environment is too long");
 		return;
 	}
@@ -378,8 +383,9 @@ static void evict_one(struct server *srv, struct lease *l, uint32_t grace_ms, st
 	uint64_t now = server_now_ns(), g = (uint64_t)grace_ms * 1000000ull;
 	int r = mps_reachable(srv) ? mps_terminate_pid(srv, l->pid, why, sizeof(why)) : -ENOTCONN;
 
+	if (!(l->flags & OOO_LEASE_EVICTED))
+		srv->leases.evicted++; /* once per lease, however often it is asked to go */
 	l->flags |= OOO_LEASE_EVICTED;
-	srv->leases.evicted++;
 	if (r == 0) {
 		rep->how = OOO_EVICT_MPS;
 		l->term_at_ns = now + g;
@@ -424,7 +430,7 @@ void lease_terminate_all(struct server *srv)
 
 		if (!L->slot[i].used)
 			continue;
-		evict_one(srv, &L->slot[i], 2000, &rep);
+		evict_one(srv, &L->slot[i], srv->policy->mps.evict_grace_ms ? srv->policy->mps.evict_grace_ms : 1, &rep);
 		log_info("shutdown: %s", rep.msg);
 	}
 }

@@ -55,7 +55,8 @@ int lease_decide(const struct lease_view *v, const struct ooo_class *cls, const 
 /* Pure: the environment lines ("KEY=VALUE\n"). Returns 0 or -ENAMETOOLONG. */
 int lease_env(const struct lease_grant *g, uint64_t id, const char *pipe_dir, const char *log_dir, const char *visible,
 	      char *out, size_t cap);
-/* Pure: whether a lease with these telemetry figures missed its class's SLO (enough syncs, p99 above slo_us). */
+/* Pure: whether a lease with these telemetry figures missed its class's SLO: enough syncs, and its p99 bucket
+ * (a log2 bucket's upper bound) lies wholly above slo_us. */
 bool lease_is_slow(uint64_t syncs, uint64_t sync_p99_ns, uint32_t slo_us);
 /* Pure: a class's next offer after one of its leases missed its SLO: offer (0: native_sm) + step, at most sm_share. */
 uint32_t lease_raise_offer(uint32_t offer, const struct ooo_class *cls, uint32_t step);

@@ -158,7 +158,8 @@ uint64_t lease_hist_quantile(const uint64_t *hist, unsigned nb, double q)
 
 bool lease_is_slow(uint64_t syncs, uint64_t sync_p99_ns, uint32_t slo_us)
 {
-	return syncs >= LEASE_FEEDBACK_MIN && sync_p99_ns > (uint64_t)slo_us * 1000ull;
+	/* p99 is a log2 bucket's upper bound: slow only when the whole bucket lies above the SLO */
+	return syncs >= LEASE_FEEDBACK_MIN && sync_p99_ns / 2 >= (uint64_t)slo_us * 1000ull;
 }
 
 uint32_t lease_raise_offer(uint32_t offer, const struct ooo_class *cls, uint32_t step)

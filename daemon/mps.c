@@ -195,7 +195,8 @@ static int run_checked(struct server *srv, int kind, const char *cmd, char *repl
 	r = mps_check_reply(kind, cmd, reply, why, wcap);
 	if (r < 0)
 		srv->mps.command_errors++;
-	return r;
+	/* a reply that does not parse is the control program's, not a protocol error with oood's peer */
+	return r == -EPROTO ? -EBADMSG : r;
 }
 
 int mps_admin_command(struct server *srv, const char *line, char *reply, size_t cap, char *why, size_t wcap)
@@ -473,14 +474,18 @@ void mps_start(struct server *srv)
 		return;
 	}
 	if (!find_control(pm->control, m->control, sizeof(m->control))) {
-		if (pm->enabled == POLICY_MPS_AUTO) {
+		if (pm->enabled == POLICY_MPS_AUTO && !pm->control[0]) {
 			snprintf(m->reason, sizeof(m->reason), "nvidia-cuda-mps-control not found%s%.100s",
 				 pm->control[0] ? " at " : " in /usr/local/nvidia/bin, /usr/bin, /usr/sbin, /usr/local/bin, /usr/local/cuda/bin",
 				 pm->control);
 			log_info("mps: off (%s); native leases are refused", m->reason);
 			return;
 		}
-		set_failed(m, "[mps] enabled = yes but %s is not an executable", pm->control[0] ? pm->control : "nvidia-cuda-mps-control (searched the usual directories)");
+		if (pm->control[0])
+			set_failed(m, "[mps] control = %s is not an executable", pm->control);
+		else
+			set_failed(m, "[mps] enabled = yes but nvidia-cuda-mps-control is not in /usr/local/nvidia/bin, "
+				      "/usr/bin, /usr/sbin, /usr/local/bin or /usr/local/cuda/bin");
 		return;
 	}
 	if ((size_t)snprintf(m->dir, sizeof(m->dir), "%s/mps", srv->rundir) >= sizeof(m->dir) - 8 ||
@@ -588,7 +593,10 @@ void mps_tick(struct server *srv, uint64_t now)
 			lease_terminate_all(srv);
 			m->terminated = true;
 		}
-		if ((!clients || m->terminated) && !m->quit_sent_ns) {
+		/* after terminate_client, the clients get evict_grace_ms (and the SIGTERM of evict) to go */
+		if ((!clients || (m->terminated && now >= m->stop_by_ns +
+							 2ull * srv->policy->mps.evict_grace_ms * 1000000ull)) &&
+		    !m->quit_sent_ns) {
 			if (run_checked(srv, MPS_QUIT, "quit", reply, sizeof(reply), why, sizeof(why)) < 0)
 				log_warn("mps: quit: %s", why);
 			m->quit_sent_ns = now;

@@ -863,6 +863,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 			return;
 		}
 		if (srv->stopping) {
+			srv->leases.refused++;
 			conn_reply_error(srv, c, type, seq, -OOO_ESHUTDOWN, "oood is shutting down");
 			return;
 		}

@@ -2384,7 +2384,7 @@ static int do_top(int argc, char **argv)
 		if (tty && !opt_json)
 			fputs("\033[H\033[2J", stdout);
 		if (!opt_json)
-			printf("oooctl top: every %.1f s (TRACK: s session, x executor, o operator, L launches probed)\n",
+			printf("oooctl top: every %.1f s (TRACK: s session, x executor, n native lease, o operator, L launches probed)\n",
 			       (double)interval / 1000.0);
 		print_top(a, na, b, nb, (double)(t1 - t0) / 1e9);
 		free(a);
@@ -3160,7 +3160,8 @@ static const struct cmd cmds[] = {
 	  "\n"
 	  "Percentiles are the upper bounds of log2 buckets of microseconds, over the\n"
 	  "refresh interval. TRACK says why oood watches the pid: s session, x executor,\n"
-	  "o operator (oooctl trace), L its launches are probed.\n" },
+	  "n native tenant with an MPS lease, o operator (oooctl trace), L its launches\n"
+	  "are probed.\n" },
 	{ "hist", do_hist, "Histograms of one process or one uid: sync time, launch gaps, run-queue delay",
 	  "[-m|--metric sync|gap|rq] PID|uid:N",
 	  "  -m, --metric M  only M: sync (time in cuStreamSynchronize, cuCtxSynchronize,\n"

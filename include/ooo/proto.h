@@ -529,7 +529,7 @@ struct ooo_msg_lease {
 	uint32_t sm_pct;    /* as granted */
 	uint32_t priority;  /* OOO_LEASE_PRIO_NORMAL or _BELOW */
 	uint32_t reserved;
-	uint64_t mem_bytes; /* 0: no limit */
+	uint64_t mem_bytes; /* the pinned device memory limit given (native_mem, else mem_limit, or asked for) */
 	char class_name[OOO_NAME_MAX];
 	char env[OOO_LEASE_ENV_MAX]; /* what to set before exec, "KEY=VALUE\n" each */
 	char msg[OOO_ERRMSG_MAX];    /* how the grant differs from the request, or "" */

@@ -232,8 +232,22 @@ refused n -- "$dir/tenant" && grep -q "MPS is not running" "$dir/run.n" && ok "e
 stop_oood || bad "third oood exit status"
 printf '[daemon]\nexecutor = no\n[telemetry]\nenabled = no\n[mps]\ncontrol = /nonexistent/nvidia-cuda-mps-control\n[class default]\nmatch_uid = *\n' >"$dir/oood.conf"
 start_oood || bad "fourth oood"
-"$ctl" mps | grep -q 'not found at /nonexistent' && ok "enabled = auto without the program: off, with the path" || { bad "auto"; "$ctl" mps; }
+"$ctl" mps | grep -q '^mps *failed: \[mps\] control = /nonexistent/nvidia-cuda-mps-control is not an executable' &&
+	ok "a control path that is not an executable: failed, with the path" || { bad "bad control path"; "$ctl" mps; }
+refused o -- "$dir/tenant" && grep -q "not an executable" "$dir/run.o" && ok "and leases say why" || bad "o: $(cat "$dir/run.o")"
 stop_oood || bad "fourth oood exit status"
+found=
+for d in /usr/local/nvidia/bin /usr/bin /usr/sbin /usr/local/bin /usr/local/cuda/bin; do
+	[ -x "$d/nvidia-cuda-mps-control" ] && found=$d
+done
+if [ -z "$found" ]; then
+	printf '[daemon]\nexecutor = no\n[telemetry]\nenabled = no\n[class default]\nmatch_uid = *\n' >"$dir/oood.conf"
+	start_oood || bad "fifth oood"
+	"$ctl" mps | grep -q '^mps *off: nvidia-cuda-mps-control not found in' && ok "enabled = auto where there is no MPS: off" || { bad "auto"; "$ctl" mps; }
+	stop_oood || bad "fifth oood exit status"
+else
+	echo "info: $found has nvidia-cuda-mps-control: the auto-off case is not checked here"
+fi
 printf '[mps]\nenabled = maybe\n' >"$dir/bad.conf"
 "$b/oood" -n -c "$dir/bad.conf" >"$dir/o" 2>&1
 grep -q "auto, yes or no" "$dir/o" && ok "a bad [mps] value is a config error" || bad "config: $(cat "$dir/o")"

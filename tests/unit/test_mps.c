@@ -1178,8 +1178,10 @@ static void test_feedback(void **state)
 	/* too few syncs to judge, or within the SLO */
 	assert_false(lease_is_slow(LEASE_FEEDBACK_MIN - 1, 50000000, 10000));
 	assert_false(lease_is_slow(LEASE_FEEDBACK_MIN, 10000000, 10000));
-	assert_true(lease_is_slow(LEASE_FEEDBACK_MIN, 10000001, 10000));
-	assert_true(lease_is_slow(1000, 16384000, 10000));
+	/* the bucket (8.2, 16.4] ms is not wholly above 10 ms; (16.4, 32.8] is */
+	assert_false(lease_is_slow(LEASE_FEEDBACK_MIN, 16384000, 10000));
+	assert_true(lease_is_slow(LEASE_FEEDBACK_MIN, 32768000, 10000));
+	assert_true(lease_is_slow(1000, 20000000, 10000));
 	/* the first raise starts from native_sm, later ones from the offer, capped at sm_share */
 	assert_int_equal(lease_raise_offer(0, &c, 10), 35);
 	assert_int_equal(lease_raise_offer(35, &c, 10), 45);
