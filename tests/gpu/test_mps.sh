@@ -22,7 +22,7 @@ ok() { pass=$((pass + 1)); echo "ok: $*"; }
 bad() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
 
 gpu_mps="[mps]\ncontrol = $control\nstop_grace_ms = 3000\nevict_grace_ms = 2000\n"
-gpu_start 'sm_share = 100\nmem_limit = 64G\nslo_us = 100\nmax_leases = 64\n'
+gpu_start 'sm_share = 100\nmem_limit = 64G\nslo_us = 50\nmax_leases = 64\n'
 run="$build/ooo-run --socket $sock"
 $ctl mps
 $ctl mps | grep -q '^mps *running' || fail "MPS did not start: $($ctl mps | head -1)"
@@ -84,7 +84,7 @@ l1=$(sed -n 's/^launches //p' "$rundir/n1.out")
 l2=$(sed -n 's/^launches //p' "$rundir/n2.out")
 [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "${l1:-0}" -gt 0 ] && [ "${l2:-0}" -gt 0 ] &&
 	ok "both native tenants ran throughout ($l1 and $l2 probe batches in 8 s)" || bad "natives: $r1 $r2: $(cat "$rundir/n1.out" "$rundir/n2.out")"
-# telemetry feedback: a native tenant whose syncs take longer than the class's slo_us (100 us here)
+# telemetry feedback: a native tenant whose syncs take longer than the class's slo_us (50 us here)
 if $ctl --json telemetry | grep -q '"state": *"running"'; then
 	$run --sm 10 -- "$check" "$libcuda" spin 6 >"$rundir/slow.out" 2>&1 &
 	sp=$!
