@@ -4,6 +4,8 @@
  *   ooo-jit inspect [--json] FILE.ptx...
  *   ooo-jit fuse [--check] [--arch SM] [--json] [-o OUT.ptx] MEMBER...
  *   ooo-jit print FILE.ptx
+ *   ooo-jit fence FILE.ptx KERNEL
+ *   ooo-jit fence-check FILE.ptx
  *   ooo-jit bench [--iters N] [--cache DIR] MEMBER...
  * MEMBER is FILE.ptx:KERNEL[*N][@GX[,GY[,GZ]]].
  * Exit: 0 done, 1 not fusible / ptxas refused / check failed, 2 usage, I/O or parse error.
@@ -50,6 +52,14 @@ static const char usage_text[] =
 	"      or the one on PATH. Without -o the PTX goes to standard output.\n"
 	"  print FILE.ptx\n"
 	"      parse and print the module back (comments and debug sections dropped)\n"
+	"  fence FILE.ptx KERNEL\n"
+	"      print the module with KERNEL_ooo_fenced: KERNEL with every global and\n"
+	"      generic memory access guarded by the tenant's address window (two more\n"
+	"      parameters, ooo_fence_base and ooo_fence_mask); exit 1 with the reason\n"
+	"      when the kernel cannot be fenced completely\n"
+	"  fence-check FILE.ptx\n"
+	"      prove that every *_ooo_fenced entry guards each memory instruction with\n"
+	"      the exact guard for its address; exit 1 naming the first that does not\n"
 	"  bench [--iters N] [--cache DIR] MEMBER...\n"
 	"      time parsing, fusing (per member) and a cache hit, memory and disk\n"
 	"\n"
@@ -621,6 +631,60 @@ static int cmd_print(int argc, char **argv)
 	return RC_OK;
 }
 
+static int cmd_fence(int argc, char **argv)
+{
+	struct jit_buf b = { 0 };
+	struct ptx_module *m;
+	char err[512];
+	int rc;
+
+	if (argc != 3) {
+		fprintf(stderr, "ooo-jit fence: want FILE.ptx KERNEL\n");
+		return RC_USAGE;
+	}
+	if (!(m = load(argv[1])))
+		return RC_USAGE;
+	rc = jit_fence(m, argv[2], &b, err, sizeof(err));
+	if (rc == -EINVAL) {
+		fprintf(stderr, "ooo-jit: fence: %s\n", err);
+		jit_buf_free(&b);
+		return RC_FAIL;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "ooo-jit: fence: %s\n", strerror(-rc));
+		jit_buf_free(&b);
+		return RC_USAGE;
+	}
+	fwrite(b.data, 1, b.len, stdout);
+	jit_buf_free(&b);
+	return RC_OK;
+}
+
+static int cmd_fence_check(int argc, char **argv)
+{
+	char err[512], *text;
+	unsigned n = 0;
+	size_t len;
+	int rc;
+
+	if (argc != 2) {
+		fprintf(stderr, "ooo-jit fence-check: want one PTX file\n");
+		return RC_USAGE;
+	}
+	if (!(text = slurp(argv[1], &len))) {
+		fprintf(stderr, "ooo-jit: %s: %s\n", argv[1], strerror(errno));
+		return RC_USAGE;
+	}
+	rc = jit_fence_check(text, len, &n, err, sizeof(err));
+	free(text);
+	if (rc < 0) {
+		fprintf(stderr, "ooo-jit: fence-check: %s: %s\n", argv[1], rc == -EINVAL ? err : strerror(-rc));
+		return rc == -EINVAL ? RC_FAIL : RC_USAGE;
+	}
+	printf("%s: %u fenced entr%s, every memory access guarded\n", argv[1], n, n == 1 ? "y" : "ies");
+	return RC_OK;
+}
+
 /* ---- bench ------------------------------------------------------------- */
 
 static double now_us(void)
@@ -819,6 +883,10 @@ int main(int argc, char **argv)
 		rc = cmd_fuse(argc - 1, argv + 1);
 	else if (!strcmp(argv[1], "print"))
 		rc = cmd_print(argc - 1, argv + 1);
+	else if (!strcmp(argv[1], "fence"))
+		rc = cmd_fence(argc - 1, argv + 1);
+	else if (!strcmp(argv[1], "fence-check"))
+		rc = cmd_fence_check(argc - 1, argv + 1);
 	else if (!strcmp(argv[1], "bench"))
 		rc = cmd_bench(argc - 1, argv + 1);
 	else {

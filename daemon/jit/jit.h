@@ -79,6 +79,24 @@ const struct ptx_kernel *ptx_kernel_find(const struct ptx_module *m, const char 
 /* Print the module back as PTX (comments and debug sections dropped). */
 int ptx_print(const struct ptx_module *m, struct jit_buf *out);
 
+/*
+ * Fencing (fence.c): print the module with a copy of `kernel`, named
+ * KERNEL_ooo_fenced and taking two more parameters (ooo_fence_base,
+ * ooo_fence_mask = ~(window size - 1)), whose every global and generic
+ * memory access traps unless (address & mask) == base; generic addresses in
+ * shared or local space pass. Returns 0, or -EINVAL with the reason when the
+ * kernel cannot be fenced completely (calls, textures, bulk copies, module
+ * .global variables, ...): such a kernel is never fenced in part.
+ */
+int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *out, char *err, size_t errlen);
+/*
+ * The static proof: every *_ooo_fenced entry of the PTX guards each of its
+ * memory instructions with the exact guard for its address and predicate,
+ * and writes the window registers only in its prologue. Returns 0 (with the
+ * number of fenced entries), or -EINVAL naming the first offence.
+ */
+int jit_fence_check(const char *ptx, size_t len, unsigned *nfenced, char *err, size_t errlen);
+
 /* One body of a fused kernel: a kernel of a parsed module. */
 struct jit_body {
 	const struct ptx_module *mod;

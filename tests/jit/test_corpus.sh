@@ -12,6 +12,10 @@
 #  5. heterogeneous sets (sliding windows of 2..8 fusible kernels sorted by
 #     name) fuse; a set holding a rejected kernel fails and names it
 #  6. ooo-jit fuse of a rejected kernel alone exits 1 with its reason
+#  7. ooo-jit fence of every kernel (fusible or not): either a reason
+#     (exit 1), or PTX that ptxas accepts and that ooo-jit fence-check
+#     proves guarded; the same PTX with one guard's trap removed fails
+#     the check
 #
 # Needs the CUDA toolkit at ${CUDA_HOME:-/usr/local/cuda} (no GPU); exits 77
 # without nvcc. Prints "test_corpus: FAIL: ..." per failed check, then one
@@ -127,6 +131,30 @@ if [ "${1:-}" = "--job" ]; then
 			pass "fuse of set $name with rejected $bad fails"
 		else
 			fail "fuse of set $name failed without naming $bad" $rc "$log"
+		fi
+		;;
+	fence) # fence PTX KERNEL TAG
+		out=$work/out/$3.fenced.ptx
+		limit "$jit" fence "$1" "$2" >"$out" 2>"$log"
+		rc=$?
+		if [ $rc -eq 1 ] && grep -q "cannot be fenced" "$log"; then
+			pass "fence $3 refused with a reason ($(head -c 200 "$log" | tr '\n' ' '))"
+		elif [ $rc -ne 0 ]; then
+			fail "fence $3" $rc "$log"
+		elif ! limit "$OOOJ_PTXAS" -arch=sm_90 -o /dev/null "$out" >"$log" 2>&1; then
+			fail "ptxas on fenced $3" 1 "$log"
+		elif ! limit "$jit" fence-check "$out" >"$log" 2>&1; then
+			fail "fence-check of fenced $3" 1 "$log"
+		else
+			pass "fence $3: ptxas accepts it, fence-check proves it"
+			if grep -q "trap;" "$out"; then
+				awk 'done != 1 && /trap;/ { done = 1; next } { print }' "$out" >"$out.broken"
+				if limit "$jit" fence-check "$out.broken" >"$log" 2>&1; then
+					echo "FAIL fence-check accepted $3 with a guard removed" >>"$res"
+				else
+					pass "fence-check refuses $3 with a guard removed"
+				fi
+			fi
 		fi
 		;;
 	alone) # alone PTX KERNEL REASON TAG
@@ -447,6 +475,11 @@ done <"$work/files.lst"
 while IFS="$tab" read -r k b r; do
 	job homo "$ptxdir/$b.ptx" "$k" "$b.$k"
 done <"$work/fusible.lst"
+for lst in fusible reject; do
+	while IFS="$tab" read -r k b r; do
+		job fence "$ptxdir/$b.ptx" "$k" "$b.$k"
+	done <"$work/$lst.lst"
+done
 
 # heterogeneous sets: sliding windows over the fusible kernels sorted by name
 LC_ALL=C sort -t "$tab" -k1,1 -k2,2 "$work/fusible.lst" >"$work/fusible.sorted"

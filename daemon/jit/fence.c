@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fencing (docs/jit.md, "Fencing"): a copy of one kernel whose every global
+ * and generic memory access traps unless its address lies in the tenant's
+ * window, an aligned power-of-two range [base, base + size): the address
+ * masked with ~(size - 1) must equal base. Generic addresses that point
+ * into shared or local space (isspacep) pass. The window arrives as two
+ * parameters appended to the kernel's own, ooo_fence_base and
+ * ooo_fence_mask (= ~(size - 1)).
+ *
+ * What cannot be guarded instruction by instruction is refused, never
+ * passed through: calls (the callee would need the window too), texture
+ * and surface instructions (handles), bulk and tensor copies, multimem and
+ * asynchronous stores, cluster shared memory, the address of a module
+ * .global variable, 32-bit addressing, names in the reserved %ooo_ prefix.
+ *
+ * jit_fence_check() is the proof: independent of the rewriter, it walks a
+ * fenced entry statement by statement and accepts it only when every
+ * memory instruction that needs a guard is immediately preceded by the
+ * exact guard for its own address and predicate, and the window registers
+ * are written only by the prologue.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx.h"
+
+#define FENCE_SUFFIX "_ooo_fenced"
+
+static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* What an instruction's opcode asks of the fence. */
+enum fkind {
+	FK_NONE = 0, /* not a memory access, or one the fence leaves alone (shared, local, const, param) */
+	FK_GLOBAL,   /* .global: the address must be in the window */
+	FK_GENERIC,  /* no state space: in the window, or shared or local */
+	FK_ASYNC,    /* cp.async ... .shared.global: the second address is global */
+	FK_REFUSE,   /* cannot be fenced */
+};
+
+static bool has_part(const char *op, size_t n, const char *part)
+{
+	size_t pl = strlen(part);
+
+	for (size_t i = 0; i + pl <= n; i++) {
+		if (op[i] == '.' && memcmp(op + i, part, pl) == 0 && (i + pl == n || op[i + pl] == '.' || op[i + pl] == ':'))
+			return true;
+	}
+	return false;
+}
+
+static bool starts(const char *op, size_t n, const char *w)
+{
+	size_t wl = strlen(w);
+
+	return n >= wl && memcmp(op, w, wl) == 0 && (n == wl || op[wl] == '.');
+}
+
+/* Classify opcode token text op (n bytes); why names a refusal. */
+static enum fkind classify(const char *op, size_t n, const char **why)
+{
+	static const char *const refused[] = { "tex", "tld4", "suld", "sust", "sured", "suq", "txq", "multimem",
+					       "cp.async.bulk", "cp.reduce.async", "st.async", "red.async", "tensormap",
+					       NULL };
+	bool mem;
+
+	*why = NULL;
+	if (starts(op, n, "call")) {
+		*why = "a call (the callee would need the window too)";
+		return FK_REFUSE;
+	}
+	for (int i = 0; refused[i]; i++) {
+		if (starts(op, n, refused[i])) {
+			*why = "a texture, surface, bulk, tensor, multimem or asynchronous store instruction";
+			return FK_REFUSE;
+		}
+	}
+	if (starts(op, n, "cp.async.commit_group") || starts(op, n, "cp.async.wait_group") ||
+	    starts(op, n, "cp.async.wait_all") || starts(op, n, "cp.async.mbarrier"))
+		return FK_NONE; /* no address of their own */
+	if (starts(op, n, "cp.async")) {
+		if (has_part(op, n, ".shared") && has_part(op, n, ".global"))
+			return FK_ASYNC;
+		*why = "a cp.async form other than .shared.global";
+		return FK_REFUSE;
+	}
+	mem = starts(op, n, "ld") || starts(op, n, "ldu") || starts(op, n, "st") || starts(op, n, "atom") ||
+	      starts(op, n, "red") || starts(op, n, "prefetch") || starts(op, n, "prefetchu") ||
+	      starts(op, n, "applypriority") || starts(op, n, "discard") || starts(op, n, "createpolicy");
+	if (!mem || starts(op, n, "createpolicy"))
+		return FK_NONE;
+	if (memmem(op, n, "::cluster", 9)) {
+		*why = "shared memory of other blocks of a cluster";
+		return FK_REFUSE;
+	}
+	if (has_part(op, n, ".global"))
+		return FK_GLOBAL;
+	if (has_part(op, n, ".shared") || has_part(op, n, ".local") || has_part(op, n, ".const") ||
+	    has_part(op, n, ".param"))
+		return FK_NONE;
+	return FK_GENERIC;
+}
+
+/* The opcode token, after a guard predicate `@%p` or `@!%p` (described in pred and neg). */
+static uint32_t opcode_of(const struct ptx_module *m, const struct stmt *s, uint32_t *pred, bool *neg)
+{
+	uint32_t op = s->first, end = stmt_end(s);
+
+	*pred = UINT32_MAX;
+	*neg = false;
+	if (op < end && tok_punct(m, op, '@')) {
+		*neg = op + 1 < end && tok_punct(m, op + 1, '!');
+		*pred = op + 1 + *neg;
+		op = *pred + 1;
+	}
+	return op;
+}
+
+/* The k-th (0-based) [ ... ] group of the statement: tokens inside, in *first and *n. */
+static bool addr_group(const struct ptx_module *m, const struct stmt *s, uint32_t from, unsigned k, uint32_t *first,
+		       uint32_t *n, unsigned *count)
+{
+	uint32_t end = stmt_end(s);
+	unsigned seen = 0;
+	bool found = false;
+
+	for (uint32_t t = from; t < end; t++) {
+		if (!tok_punct(m, t, '['))
+			continue;
+		uint32_t c = t + 1;
+
+		while (c < end && !tok_punct(m, c, ']'))
+			c++;
+		if (c >= end)
+			return false;
+		if (seen == k) {
+			*first = t + 1;
+			*n = c - t - 1;
+			found = true;
+		}
+		seen++;
+		t = c;
+	}
+	*count = seen;
+	return found;
+}
+
+/* The address expression of a group, as register, offset and/or absolute: REG, REG+IMM, REG+-IMM, REG-IMM, IMM. */
+struct addr {
+	uint32_t reg; /* token, or UINT32_MAX */
+	int64_t imm;
+	bool sym;     /* a symbol instead of a register */
+};
+
+static bool parse_addr(const struct ptx_module *m, uint32_t first, uint32_t n, struct addr *a)
+{
+	uint32_t t = first, end = first + n;
+	int64_t v;
+
+	a->reg = UINT32_MAX;
+	a->imm = 0;
+	a->sym = false;
+	if (t >= end)
+		return false;
+	if (m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) {
+		a->reg = t;
+		a->sym = m->toks[t].kind == T_IDENT;
+		t++;
+		if (t == end)
+			return true;
+		if (tok_punct(m, t, '+') && t + 2 == end && m->toks[t + 1].kind == T_NUM &&
+		    parse_num(tok_s(m, t + 1), m->toks[t + 1].len, &v)) {
+			a->imm = v;
+			return true;
+		}
+		if (tok_punct(m, t, '+') && t + 3 == end && tok_punct(m, t + 1, '-') && m->toks[t + 2].kind == T_NUM &&
+		    parse_num(tok_s(m, t + 2), m->toks[t + 2].len, &v)) {
+			a->imm = -v;
+			return true;
+		}
+		if (tok_punct(m, t, '-') && t + 2 == end && m->toks[t + 1].kind == T_NUM &&
+		    parse_num(tok_s(m, t + 1), m->toks[t + 1].len, &v)) {
+			a->imm = -v;
+			return true;
+		}
+		return false;
+	}
+	if (m->toks[t].kind == T_NUM && t + 1 == end && parse_num(tok_s(m, t), m->toks[t].len, &v)) {
+		a->imm = v;
+		return true;
+	}
+	return false;
+}
+
+static bool reserved_name(const struct ptx_module *m, uint32_t t)
+{
+	const char *s = tok_s(m, t);
+	uint32_t n = m->toks[t].len;
+
+	return (n >= 5 && memcmp(s, "%ooo_", 5) == 0) || (n >= 4 && memcmp(s, "ooo_", 4) == 0);
+}
+
+/* The guard for one address, as text; `kind` FK_GLOBAL or FK_GENERIC; pred/neg the instruction's predicate. */
+static void emit_guard(const struct ptx_module *m, const struct addr *a, enum fkind kind, uint32_t pred, bool neg,
+		       struct jit_buf *b)
+{
+	if (a->reg == UINT32_MAX) {
+		buf_printf(b, "\tmov.u64 %%ooo_fa, %lld;\n", (long long)a->imm);
+	} else {
+		buf_puts(b, "\tadd.s64 %ooo_fa, ");
+		buf_put(b, tok_s(m, a->reg), m->toks[a->reg].len);
+		buf_printf(b, ", %lld;\n", (long long)a->imm);
+	}
+	buf_puts(b, "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fk;\n");
+	buf_puts(b, "\tsetp.eq.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n");
+	if (kind == FK_GENERIC) {
+		buf_puts(b, "\tisspacep.shared %ooo_fp1, %ooo_fa;\n");
+		buf_puts(b, "\tor.pred %ooo_fp0, %ooo_fp0, %ooo_fp1;\n");
+		buf_puts(b, "\tisspacep.local %ooo_fp1, %ooo_fa;\n");
+		buf_puts(b, "\tor.pred %ooo_fp0, %ooo_fp0, %ooo_fp1;\n");
+	}
+	if (pred == UINT32_MAX) {
+		buf_puts(b, "\t@!%ooo_fp0 trap;\n");
+		return;
+	}
+	/* only when the access itself would run: trap = !ok && (pred, or !pred) */
+	buf_puts(b, "\tnot.pred %ooo_fp2, %ooo_fp0;\n");
+	if (neg) {
+		buf_puts(b, "\tnot.pred %ooo_fp1, ");
+		buf_put(b, tok_s(m, pred), m->toks[pred].len);
+		buf_puts(b, ";\n\tand.pred %ooo_fp2, %ooo_fp2, %ooo_fp1;\n");
+	} else {
+		buf_puts(b, "\tand.pred %ooo_fp2, %ooo_fp2, ");
+		buf_put(b, tok_s(m, pred), m->toks[pred].len);
+		buf_puts(b, ";\n");
+	}
+	buf_puts(b, "\t@%ooo_fp2 trap;\n");
+}
+
+struct fence_gen {
+	const struct ptx_module *m;
+	const struct func *f;
+	bool header_done;
+};
+
+/* The entry's header: its name gets the suffix, its parameter list the window. */
+static uint32_t sub_header(void *ctx, const struct ptx_module *m, uint32_t t, uint32_t end, struct jit_buf *b)
+{
+	struct fence_gen *g = ctx;
+
+	(void)end;
+	if (t == g->f->name) {
+		buf_put(b, tok_s(m, t), m->toks[t].len);
+		buf_puts(b, FENCE_SUFFIX);
+		return 1;
+	}
+	if (t == g->f->par_first + g->f->par_n && tok_punct(m, t, ')')) {
+		buf_puts(b, g->f->par_n ? ", .param .u64 ooo_fence_base, .param .u64 ooo_fence_mask)"
+					: ".param .u64 ooo_fence_base, .param .u64 ooo_fence_mask)");
+		return 1;
+	}
+	return 0;
+}
+
+/* Does the entry, in its body, name a module .global variable (its address, or a direct access)? */
+static const char *global_var_use(const struct ptx_module *m, const struct func *f, uint32_t *where)
+{
+	for (uint32_t i = 0; i < f->body_n; i++) {
+		const struct stmt *s = &m->stmts[f->body_first + i];
+
+		if (s->kind != ST_INSN)
+			continue;
+		for (uint32_t t = s->first; t < stmt_end(s); t++) {
+			int64_t v;
+
+			if (m->toks[t].kind != T_IDENT || !strmap_get(m->syms, tok_s(m, t), m->toks[t].len, &v) ||
+			    SYM_KIND(v) != SYM_VAR)
+				continue;
+			if (m->vars[SYM_IDX(v)].space == SP_GLOBAL) {
+				*where = m->toks[t].line;
+				return "a module .global variable (outside every tenant's window)";
+			}
+		}
+	}
+	return NULL;
+}
+
+int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *out, char *err, size_t errlen)
+{
+	const struct ptx_kernel *k = ptx_kernel_find(m, kernel);
+	const struct func *f = NULL;
+	struct fence_gen g;
+	const char *why;
+	uint32_t line = 0;
+
+	if (!k)
+		return failf(err, errlen, "no kernel '%s' in the module", kernel);
+	for (uint32_t i = 0; i < m->nfunc; i++) {
+		if (m->funcs[i].entry && m->funcs[i].has_body && tok_is(m, m->funcs[i].name, kernel))
+			f = &m->funcs[i];
+	}
+	if (!f)
+		return failf(err, errlen, "kernel '%s' has no body", kernel);
+	for (uint32_t i = 0; i < m->nitem; i++) {
+		const struct item *it = &m->items[i];
+
+		if (it->kind == IT_LINE && tok_is(m, m->stmts[it->idx].first, ".address_size") &&
+		    !tok_is(m, m->stmts[it->idx].first + 1, "64"))
+			return failf(err, errlen, "%s: 32-bit addressing cannot be fenced", kernel);
+	}
+	/* every statement first: refuse before printing anything */
+	for (uint32_t i = 0; i < f->body_n; i++) {
+		const struct stmt *s = &m->stmts[f->body_first + i];
+		uint32_t pred, op, first, n;
+		unsigned count;
+		struct addr a;
+		bool neg;
+		enum fkind kind;
+
+		for (uint32_t t = s->first; t < stmt_end(s); t++) {
+			if ((m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) && reserved_name(m, t))
+				return failf(err, errlen, "%s: line %u uses the reserved name '%.*s'", kernel, m->toks[t].line,
+					     (int)m->toks[t].len, tok_s(m, t));
+		}
+		if (s->kind != ST_INSN)
+			continue;
+		op = opcode_of(m, s, &pred, &neg);
+		if (op >= stmt_end(s))
+			continue;
+		kind = classify(tok_s(m, op), m->toks[op].len, &why);
+		if (kind == FK_REFUSE)
+			return failf(err, errlen, "%s: line %u: '%.*s' is %s: cannot be fenced", kernel, m->toks[op].line,
+				     (int)m->toks[op].len, tok_s(m, op), why);
+		if (kind == FK_NONE)
+			continue;
+		if (!addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) ||
+		    count != (kind == FK_ASYNC ? 2u : 1u) || !parse_addr(m, first, n, &a))
+			return failf(err, errlen, "%s: line %u: the address of '%.*s' is not REG[+IMM] or IMM: cannot be fenced",
+				     kernel, m->toks[op].line, (int)m->toks[op].len, tok_s(m, op));
+		if (a.sym)
+			return failf(err, errlen, "%s: line %u: '%.*s' addresses the variable '%.*s' (a module .global variable "
+				     "or another symbol outside every tenant's window): cannot be fenced", kernel,
+				     m->toks[op].line, (int)m->toks[op].len, tok_s(m, op), (int)m->toks[a.reg].len,
+				     tok_s(m, a.reg));
+	}
+
+	if ((why = global_var_use(m, f, &line)))
+		return failf(err, errlen, "%s: line %u uses %s: cannot be fenced", kernel, line, why);
+	g.m = m;
+	g.f = f;
+	g.header_done = false;
+	/* the module around it, as it was (other kernels too: only this copy is fenced) */
+	for (uint32_t i = 0; i < m->nitem; i++) {
+		const struct item *it = &m->items[i];
+
+		if (it->kind != IT_FUNC || &m->funcs[it->idx] != f) {
+			struct ptx_module *mm = (struct ptx_module *)m;
+			struct item *save = mm->items;
+			uint32_t nsave = mm->nitem;
+
+			/* print this one item through ptx_print's rules */
+			mm->items = (struct item *)it;
+			mm->nitem = 1;
+			ptx_print(mm, out);
+			mm->items = save;
+			mm->nitem = nsave;
+			continue;
+		}
+		print_toks(m, f->hdr_first, f->hdr_n, sub_header, &g, out);
+		if (f->perf_n) {
+			buf_put(out, " ", 1);
+			print_toks(m, f->perf_first, f->perf_n, NULL, NULL, out);
+		}
+		buf_puts(out, "\n{\n");
+		buf_puts(out, "\t.reg .b64 %ooo_fb, %ooo_fk, %ooo_fa, %ooo_fm;\n"
+			      "\t.reg .pred %ooo_fp<3>;\n"
+			      "\tld.param.u64 %ooo_fb, [ooo_fence_base];\n"
+			      "\tld.param.u64 %ooo_fk, [ooo_fence_mask];\n");
+		for (uint32_t j = 0; j < f->body_n; j++) {
+			const struct stmt *s = &m->stmts[f->body_first + j];
+			uint32_t pred, op, first, n;
+			unsigned count;
+			struct addr a;
+			bool neg;
+			enum fkind kind;
+
+			if (s->kind == ST_INSN) {
+				op = opcode_of(m, s, &pred, &neg);
+				kind = op < stmt_end(s) ? classify(tok_s(m, op), m->toks[op].len, &why) : FK_NONE;
+				if (kind != FK_NONE &&
+				    addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) &&
+				    parse_addr(m, first, n, &a))
+					emit_guard(m, &a, kind == FK_GENERIC ? FK_GENERIC : FK_GLOBAL, pred, neg, out);
+			}
+			switch (s->kind) {
+			case ST_OPEN:
+				buf_puts(out, "{\n");
+				break;
+			case ST_CLOSE:
+				buf_puts(out, "}\n");
+				break;
+			case ST_LABEL:
+				print_toks(m, s->first, 1, NULL, NULL, out);
+				buf_puts(out, ":\n");
+				break;
+			default:
+				buf_put(out, "\t", 1);
+				print_toks(m, s->first, s->n, NULL, NULL, out);
+				buf_puts(out, ";\n");
+			}
+		}
+		buf_puts(out, "}\n");
+	}
+	return out->err;
+}
+
+/* ---- the checker ------------------------------------------------------------------------ */
+
+/* Statement i's text, normalised through the printer (one space between tokens as print_toks spaces them). */
+static void stmt_text(const struct ptx_module *m, const struct stmt *s, struct jit_buf *b)
+{
+	b->len = 0;
+	print_toks(m, s->first, s->n, NULL, NULL, b);
+	buf_put(b, "", 0);
+}
+
+static bool text_is(struct jit_buf *b, const char *want)
+{
+	size_t n = strlen(want);
+
+	return b->len == n && memcmp(b->data, want, n) == 0;
+}
+
+/* Parse the guard texts our rewriter writes, with the printer's spacing, into a reference to compare. */
+static int check_entry(const struct ptx_module *m, const struct func *f, char *err, size_t errlen)
+{
+	struct jit_buf t = { 0 }, want = { 0 };
+	const char *name = tok_s(m, f->name), *why;
+	int nlen = (int)m->toks[f->name].len, rc = 0;
+	uint32_t i = 0, guards = 0;
+
+	/* the prologue: the register declarations, then the two loads, then nothing else writes them */
+	if (f->body_n < 4)
+		rc = failf(err, errlen, "%.*s: no fence prologue", nlen, name);
+	for (; !rc && i < 4; i++) {
+		static const char *const pro[4] = { ".reg .b64 %ooo_fb, %ooo_fk, %ooo_fa, %ooo_fm", ".reg .pred %ooo_fp<3>",
+						    "ld.param.u64 %ooo_fb, [ooo_fence_base]",
+						    "ld.param.u64 %ooo_fk, [ooo_fence_mask]" };
+
+		stmt_text(m, &m->stmts[f->body_first + i], &t);
+		if (pro[i] && !text_is(&t, pro[i]))
+			rc = failf(err, errlen, "%.*s: statement %u is not the fence prologue", nlen, name, i + 1);
+	}
+	for (; !rc && i < f->body_n; i++) {
+		const struct stmt *s = &m->stmts[f->body_first + i];
+		uint32_t pred, op, first, n;
+		unsigned count;
+		struct addr a;
+		bool neg;
+		enum fkind kind;
+
+		if (s->kind != ST_INSN)
+			continue;
+		op = opcode_of(m, s, &pred, &neg);
+		if (op >= stmt_end(s))
+			continue;
+		/* nothing but a guard writes the fence's registers: their first operand */
+		if (op + 1 < stmt_end(s) && m->toks[op + 1].kind == T_REG && reserved_name(m, op + 1)) {
+			if (tok_is(m, op + 1, "%ooo_fb") || tok_is(m, op + 1, "%ooo_fk")) {
+				rc = failf(err, errlen, "%.*s: line %u writes a window register", nlen, name, m->toks[op].line);
+				break;
+			}
+			continue; /* a guard's own statement: checked with the access it guards */
+		}
+		if (tok_is(m, op, "trap"))
+			continue;
+		kind = classify(tok_s(m, op), m->toks[op].len, &why);
+		if (kind == FK_REFUSE) {
+			rc = failf(err, errlen, "%.*s: line %u: '%.*s' (%s) in a fenced kernel", nlen, name,
+				   m->toks[op].line, (int)m->toks[op].len, tok_s(m, op), why);
+			break;
+		}
+		if (kind == FK_NONE)
+			continue;
+		if (!addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) ||
+		    count != (kind == FK_ASYNC ? 2u : 1u) || !parse_addr(m, first, n, &a) || a.sym) {
+			rc = failf(err, errlen, "%.*s: line %u: an address the fence does not cover", nlen, name,
+				   m->toks[op].line);
+			break;
+		}
+		/* the guard, statement by statement, right before: no label, no other statement between */
+		want.len = 0;
+		emit_guard(m, &a, kind == FK_GENERIC ? FK_GENERIC : FK_GLOBAL, pred, neg, &want);
+		{
+			uint32_t lines = 0, k;
+			char *p, *save = NULL, *copy;
+
+			for (size_t c = 0; c < want.len; c++)
+				lines += want.data[c] == '\n';
+			if (i < lines + 4) {
+				rc = failf(err, errlen, "%.*s: line %u: access without its guard", nlen, name, m->toks[op].line);
+				break;
+			}
+			copy = strndup(want.data, want.len);
+			if (!copy) {
+				rc = -ENOMEM;
+				break;
+			}
+			k = i - lines;
+			for (p = strtok_r(copy, "\n", &save); p; p = strtok_r(NULL, "\n", &save), k++) {
+				const struct stmt *gs = &m->stmts[f->body_first + k];
+				size_t pl;
+
+				while (*p == '\t')
+					p++;
+				pl = strlen(p);
+				if (pl && p[pl - 1] == ';')
+					p[--pl] = '\0';
+				/* the printer's spacing of the reference: parse it the same way */
+				stmt_text(m, gs, &t);
+				if (gs->kind != ST_INSN || t.len != pl || memcmp(t.data, p, pl) != 0) {
+					rc = failf(err, errlen, "%.*s: line %u: access without its exact guard", nlen, name,
+						   m->toks[op].line);
+					break;
+				}
+			}
+			free(copy);
+			if (rc)
+				break;
+			guards++;
+		}
+	}
+	jit_buf_free(&t);
+	jit_buf_free(&want);
+	return rc;
+}
+
+int jit_fence_check(const char *ptx, size_t len, unsigned *nguards_out, char *err, size_t errlen)
+{
+	struct ptx_module *m = NULL;
+	unsigned fenced = 0;
+	int rc = ptx_parse(ptx, len, &m, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; !rc && i < m->nfunc; i++) {
+		const struct func *f = &m->funcs[i];
+		size_t n = m->toks[f->name].len, sl = strlen(FENCE_SUFFIX);
+
+		if (!f->entry || !f->has_body || n < sl || memcmp(tok_s(m, f->name) + n - sl, FENCE_SUFFIX, sl) != 0)
+			continue;
+		rc = check_entry(m, f, err, errlen);
+		fenced++;
+	}
+	if (!rc && !fenced)
+		rc = failf(err, errlen, "no fenced entry (*%s) in the module", FENCE_SUFFIX);
+	if (nguards_out)
+		*nguards_out = fenced;
+	ptx_module_free(m);
+	return rc;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fencing (daemon/jit/fence.c): which accesses get which guard, what is
+ * refused, and that the checker rejects every way a guard can be missing,
+ * wrong or bypassed. The corpus-wide checks (ptxas, every kernel) are in
+ * tests/jit/test_corpus.sh.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../daemon/jit/jit.h"
+
+#define HDR ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+/* Fence kernel k of src; returns 0 with the text in *out (malloc'd), or the error with err filled. */
+static int fence(const char *src, const char *k, char **out, char *err, size_t cap)
+{
+	struct ptx_module *m = NULL;
+	struct jit_buf b = { 0 };
+	int rc = ptx_parse(src, strlen(src), &m, err, cap);
+
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	rc = jit_fence(m, k, &b, err, cap);
+	ptx_module_free(m);
+	if (rc < 0) {
+		jit_buf_free(&b);
+		return rc;
+	}
+	*out = strndup(b.data, b.len);
+	jit_buf_free(&b);
+	return 0;
+}
+
+static int check(const char *ptx, char *err, size_t cap)
+{
+	unsigned n = 0;
+
+	return jit_fence_check(ptx, strlen(ptx), &n, err, cap);
+}
+
+/* Replace the first occurrence of a with b (in a new string). */
+static char *replace(const char *s, const char *a, const char *b)
+{
+	const char *p = strstr(s, a);
+	size_t n;
+	char *r;
+
+	assert_non_null(p);
+	n = strlen(s) - strlen(a) + strlen(b) + 1;
+	r = malloc(n);
+	assert_non_null(r);
+	snprintf(r, n, "%.*s%s%s", (int)(p - s), s, b, p + strlen(a));
+	return r;
+}
+
+static const char k_all[] = HDR
+	".visible .entry k(.param .u64 p, .param .u32 n)\n"
+	"{\n"
+	"\t.reg .pred %p<3>;\n"
+	"\t.reg .b32 %r<8>;\n"
+	"\t.reg .b64 %rd<8>;\n"
+	"\t.shared .align 16 .b8 sm[64];\n"
+	"\tld.param.u64 %rd1, [p];\n"
+	"\tld.param.u32 %r1, [n];\n"
+	"\tcvta.to.global.u64 %rd2, %rd1;\n"
+	"\tld.global.u32 %r2, [%rd2+4];\n"
+	"\tst.global.v2.u32 [%rd2+-8], {%r2, %r2};\n"
+	"\tatom.global.add.u32 %r3, [%rd2], 1;\n"
+	"\tred.global.add.u32 [%rd2+12], %r3;\n"
+	"\tld.u32 %r4, [%rd1];\n"
+	"\tsetp.ne.u32 %p1, %r1, 0;\n"
+	"\t@%p1 st.u32 [%rd1+16], %r4;\n"
+	"\t@!%p1 ld.global.nc.u32 %r5, [%rd2];\n"
+	"\tmov.u32 %r6, sm;\n"
+	"\tcp.async.ca.shared.global [%r6], [%rd2+32], 16;\n"
+	"\tcp.async.commit_group;\n"
+	"\tcp.async.wait_group 0;\n"
+	"\tld.shared.u32 %r7, [%r6];\n"
+	"\tst.shared.u32 [%r6+4], %r7;\n"
+	"\tret;\n"
+	"}\n";
+
+static void test_guards(void **state)
+{
+	char err[256], *out;
+
+	(void)state;
+	assert_int_equal(fence(k_all, "k", &out, err, sizeof(err)), 0);
+	/* the window as two more parameters, loaded first */
+	assert_non_null(strstr(out, ".entry k_ooo_fenced("));
+	assert_non_null(strstr(out, ".param .u32 n, .param .u64 ooo_fence_base, .param .u64 ooo_fence_mask)"));
+	assert_non_null(strstr(out, "ld.param.u64 %ooo_fb, [ooo_fence_base];"));
+	/* global: offset folded, no space test */
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 4;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fk;\n"
+				    "\tsetp.eq.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\t@!%ooo_fp0 trap;\n\tld.global.u32"));
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, -8;"));
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 12;"));
+	/* generic: shared and local pass */
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd1, 0;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fk;\n"
+				    "\tsetp.eq.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\tisspacep.shared %ooo_fp1, %ooo_fa;"));
+	/* predicated: the trap only where the access would run */
+	assert_non_null(strstr(out, "not.pred %ooo_fp2, %ooo_fp0;\n\tand.pred %ooo_fp2, %ooo_fp2, %p1;\n"
+				    "\t@%ooo_fp2 trap;\n\t@%p1 st.u32"));
+	assert_non_null(strstr(out, "not.pred %ooo_fp1, %p1;\n\tand.pred %ooo_fp2, %ooo_fp2, %ooo_fp1;\n"
+				    "\t@%ooo_fp2 trap;\n\t@!%p1 ld.global.nc"));
+	/* cp.async: the global source */
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 32;"));
+	/* shared accesses and cp.async bookkeeping are left alone */
+	assert_null(strstr(out, "%ooo_fa, %r6"));
+	assert_int_equal(check(out, err, sizeof(err)), 0);
+	free(out);
+}
+
+static void test_refused(void **state)
+{
+	static const struct {
+		const char *body, *why;
+	} cases[] = {
+		{ "\tcall.uni f, ();\n", "a call" },
+		{ "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n", "texture" },
+		{ "\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];\n",
+		  "bulk" },
+		{ "\tld.shared::cluster.u32 %r1, [%r2];\n", "cluster" },
+		{ "\tld.global.u32 %r1, [g];\n", "module .global variable" },
+		{ "\tmov.u64 %rd1, g;\n", "module .global variable" },
+		{ "\tld.global.u32 %r1, [%rd1+%rd2];\n", "not REG[+IMM]" },
+		{ "\tmov.u64 %ooo_fb, 0;\n", "reserved name" },
+		{ "\tcp.async.ca.shared.shared [%r1], [%r2], 4;\n", "cp.async form" },
+	};
+	char src[2048], err[256], *out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(src, sizeof(src),
+			 HDR ".global .u32 g;\n.func f()\n{\n\tret;\n}\n.global .texref t;\n"
+			     ".visible .entry k()\n{\n\t.reg .b32 %%r<4>;\n\t.reg .b64 %%rd<4>;\n\t.reg .f32 %%f<5>;\n%s\tret;\n}\n",
+			 cases[i].body);
+		err[0] = '\0';
+		assert_int_equal(fence(src, "k", &out, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, cases[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].why);
+		assert_null(out);
+	}
+	/* 32-bit addressing */
+	assert_int_equal(fence(".version 8.0\n.target sm_90\n.address_size 32\n.visible .entry k()\n{\n\tret;\n}\n", "k",
+			       &out, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "address_size 64")); /* the parser already refuses it */
+	assert_int_equal(fence(k_all, "nosuch", &out, err, sizeof(err)), -EINVAL);
+}
+
+/* Every way of breaking a fenced kernel is caught. */
+static void test_checker(void **state)
+{
+	static const struct {
+		const char *from, *to, *why;
+	} breaks[] = {
+		/* a guard gone */
+		{ "\t@!%ooo_fp0 trap;\n\tld.global.u32", "\tld.global.u32", "guard" },
+		/* the guard checks another address */
+		{ "add.s64 %ooo_fa, %rd2, 4;", "add.s64 %ooo_fa, %rd2, 0;", "exact guard" },
+		/* the guard's test weakened */
+		{ "setp.eq.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\t@!%ooo_fp0 trap;\n\tld.global.u32",
+		  "setp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\t@!%ooo_fp0 trap;\n\tld.global.u32", "exact guard" },
+		/* a label between guard and access: a branch could skip the guard */
+		{ "\t@!%ooo_fp0 trap;\n\tld.global.u32", "\t@!%ooo_fp0 trap;\nL_sneak:\n\tld.global.u32", "guard" },
+		/* the window register overwritten */
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u64 %ooo_fb, 0;\n",
+		  "window register" },
+		/* the prologue changed */
+		{ "ld.param.u64 %ooo_fk, [ooo_fence_mask];", "mov.u64 %ooo_fk, 0;", "prologue" },
+		/* a generic access given a global guard (shared/local test dropped, wrong for generic) */
+		{ "\tisspacep.shared %ooo_fp1, %ooo_fa;\n\tor.pred %ooo_fp0, %ooo_fp0, %ooo_fp1;\n"
+		  "\tisspacep.local %ooo_fp1, %ooo_fa;\n\tor.pred %ooo_fp0, %ooo_fp0, %ooo_fp1;\n\t@!%ooo_fp0 trap;\n\tld.u32",
+		  "\t@!%ooo_fp0 trap;\n\tld.u32", "guard" },
+		/* a predicated access guarded as if unconditional is accepted? no: the guard must match its predicate */
+		{ "\tnot.pred %ooo_fp2, %ooo_fp0;\n\tand.pred %ooo_fp2, %ooo_fp2, %p1;\n\t@%ooo_fp2 trap;\n\t@%p1 st.u32",
+		  "\tnot.pred %ooo_fp2, %ooo_fp0;\n\tand.pred %ooo_fp2, %ooo_fp2, %p2;\n\t@%ooo_fp2 trap;\n\t@%p1 st.u32",
+		  "exact guard" },
+	};
+	char err[256], *out;
+
+	(void)state;
+	assert_int_equal(fence(k_all, "k", &out, err, sizeof(err)), 0);
+	assert_int_equal(check(out, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
+		char *bad = replace(out, breaks[i].from, breaks[i].to);
+
+		err[0] = '\0';
+		if (check(bad, err, sizeof(err)) != -EINVAL)
+			fail_msg("break %zu accepted", i);
+		if (!strstr(err, breaks[i].why))
+			fail_msg("break %zu: '%s' lacks '%s'", i, err, breaks[i].why);
+		free(bad);
+	}
+	/* an unfenced module has nothing to prove */
+	assert_int_equal(check(k_all, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no fenced entry"));
+	/* a refused instruction smuggled into a fenced entry */
+	{
+		char *bad = replace(out, "\tret;\n}", "\tcall.uni f, ();\n\tret;\n}");
+
+		assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
+		free(bad);
+	}
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_guards),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_checker),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
