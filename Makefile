@@ -71,7 +71,7 @@ BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUIL
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check \
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check $(BUILD)/tests/gpu/mps_check
-GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check
+GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check $(BUILD)/tests/gpu/fence_check
 # helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
@@ -254,7 +254,9 @@ $(GPU_TEST_BINS):
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl -lpthread
 
-$(GPU_JIT_CHECK): $(OBJ)/tests/gpu/jit_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libjit.a
+$(BUILD)/tests/gpu/jit_check: $(OBJ)/tests/gpu/jit_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libjit.a
+$(BUILD)/tests/gpu/fence_check: $(OBJ)/tests/gpu/fence_check.o $(OBJ)/daemon/exec/cuda.o $(BUILD)/libjit.a
+$(GPU_JIT_CHECK):
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl -lm
