@@ -293,7 +293,7 @@ FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitiz
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c client/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
 $(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
-$(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c daemon/jit/ptx.c daemon/jit/fuse.c
+$(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/fence.c
 $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/ldcache.c
 $(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps_text.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):

@@ -6,6 +6,7 @@
  * Nothing may crash, leak or hang.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 		jit_fused_free(f);
+	}
+	/* fencing: whatever the rewriter accepts, the checker must prove */
+	for (size_t i = 0; i < ptx_kernel_count(m) && i < 4; i++) {
+		struct jit_buf fb = { 0 };
+		unsigned nf = 0;
+
+		if (jit_fence(m, ptx_kernel_at(m, i)->name, &fb, err, sizeof(err)) == 0 &&
+		    jit_fence_check(fb.data, fb.len, &nf, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fenced %s refused by the checker: %s\n", ptx_kernel_at(m, i)->name, err);
+			abort();
+		}
+		jit_buf_free(&fb);
+	}
+	/* and the checker itself on anything */
+	{
+		unsigned nf = 0;
+
+		(void)jit_fence_check((const char *)data, size, &nf, err, sizeof(err));
 	}
 	jit_buf_free(&b);
 	ptx_module_free(m2);
