@@ -251,13 +251,114 @@ static void emit_guard(const struct ptx_module *m, const struct addr *a, enum fk
 	buf_puts(b, "\t@%ooo_fp2 trap;\n");
 }
 
+/* A function with a body called name (the definition, not a prototype), or NULL. */
+static const struct func *func_named(const struct ptx_module *m, uint32_t t)
+{
+	for (uint32_t i = 0; i < m->nfunc; i++) {
+		const struct func *f = &m->funcs[i];
+
+		if (f->has_body && !f->entry && m->toks[f->name].len == m->toks[t].len &&
+		    memcmp(tok_s(m, f->name), tok_s(m, t), m->toks[t].len) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/*
+ * A direct call `call[.uni] [(RET),] NAME[, (ARGS)]`: its target token and,
+ * when present, the argument list's '(' and ')'. False for other shapes
+ * (indirect calls through a register, with a prototype).
+ */
+static bool call_shape(const struct ptx_module *m, const struct stmt *s, uint32_t op, uint32_t *target, uint32_t *lp,
+		       uint32_t *rp)
+{
+	uint32_t t = op + 1, end = stmt_end(s);
+
+	*lp = *rp = UINT32_MAX;
+	if (t < end && tok_punct(m, t, '(')) { /* the return list */
+		while (t < end && !tok_punct(m, t, ')'))
+			t++;
+		if (t + 1 >= end || !tok_punct(m, t + 1, ','))
+			return false;
+		t += 2;
+	}
+	if (t >= end || m->toks[t].kind != T_IDENT)
+		return false;
+	*target = t++;
+	if (t == end)
+		return true;
+	if (t + 1 >= end || !tok_punct(m, t, ',') || !tok_punct(m, t + 1, '('))
+		return false;
+	*lp = t + 1;
+	for (t = t + 2; t < end && !tok_punct(m, t, ')'); t++)
+		if (tok_punct(m, t, '('))
+			return false;
+	if (t + 1 != end) /* anything after the list: a prototype (indirect) */
+		return false;
+	*rp = t;
+	return true;
+}
+
+/* Check one function (the entry or a .func it reaches) before anything is printed. */
+static int check_fn(const struct ptx_module *m, const struct func *f, const char *kernel, char *err, size_t errlen)
+{
+	const char *why;
+
+	for (uint32_t i = 0; i < f->body_n; i++) {
+		const struct stmt *s = &m->stmts[f->body_first + i];
+		uint32_t pred, op, first, n, target, lp, rp;
+		unsigned count;
+		struct addr a;
+		bool neg;
+		enum fkind kind;
+
+		for (uint32_t t = s->first; t < stmt_end(s); t++) {
+			if ((m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) && reserved_name(m, t))
+				return failf(err, errlen, "%s: line %u uses the reserved name '%.*s'", kernel, m->toks[t].line,
+					     (int)m->toks[t].len, tok_s(m, t));
+		}
+		if (s->kind != ST_INSN)
+			continue;
+		op = opcode_of(m, s, &pred, &neg);
+		if (op >= stmt_end(s))
+			continue;
+		if (starts(tok_s(m, op), m->toks[op].len, "call")) {
+			if (!call_shape(m, s, op, &target, &lp, &rp))
+				return failf(err, errlen, "%s: line %u: an indirect call: cannot be fenced", kernel,
+					     m->toks[op].line);
+			if (!func_named(m, target))
+				return failf(err, errlen, "%s: line %u calls '%.*s', which has no body here to fence: cannot be fenced",
+					     kernel, m->toks[op].line, (int)m->toks[target].len, tok_s(m, target));
+			continue;
+		}
+		kind = classify(tok_s(m, op), m->toks[op].len, &why);
+		if (kind == FK_REFUSE)
+			return failf(err, errlen, "%s: line %u: '%.*s' is %s: cannot be fenced", kernel, m->toks[op].line,
+				     (int)m->toks[op].len, tok_s(m, op), why);
+		if (kind == FK_NONE)
+			continue;
+		if (!addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) ||
+		    count != (kind == FK_ASYNC ? 2u : 1u) || !parse_addr(m, first, n, &a))
+			return failf(err, errlen, "%s: line %u: the address of '%.*s' is not REG[+IMM] or IMM: cannot be fenced",
+				     kernel, m->toks[op].line, (int)m->toks[op].len, tok_s(m, op));
+		if (a.sym)
+			return failf(err, errlen, "%s: line %u: '%.*s' addresses the variable '%.*s' (a module .global variable "
+				     "or another symbol outside every tenant's window): cannot be fenced", kernel,
+				     m->toks[op].line, (int)m->toks[op].len, tok_s(m, op), (int)m->toks[a.reg].len,
+				     tok_s(m, a.reg));
+	}
+	return 0;
+}
+
 struct fence_gen {
 	const struct ptx_module *m;
 	const struct func *f;
-	bool header_done;
+	bool call;         /* printing a call statement */
+	uint32_t target, lp, rp;
+	unsigned ncall;    /* calls printed in this function, for unique .param names */
 };
 
-/* The entry's header: its name gets the suffix, its parameter list the window. */
+/* The header of a fenced copy: the name gets the suffix, the parameter list the window. */
 static uint32_t sub_header(void *ctx, const struct ptx_module *m, uint32_t t, uint32_t end, struct jit_buf *b)
 {
 	struct fence_gen *g = ctx;
@@ -276,7 +377,104 @@ static uint32_t sub_header(void *ctx, const struct ptx_module *m, uint32_t t, ui
 	return 0;
 }
 
-/* Does the entry, in its body, name a module .global variable (its address, or a direct access)? */
+/* A call: the fenced callee, and the window as its last two arguments. */
+static uint32_t sub_call(void *ctx, const struct ptx_module *m, uint32_t t, uint32_t end, struct jit_buf *b)
+{
+	struct fence_gen *g = ctx;
+
+	(void)end;
+	if (!g->call)
+		return 0;
+	if (t == g->target) {
+		buf_put(b, tok_s(m, t), m->toks[t].len);
+		buf_puts(b, FENCE_SUFFIX);
+		if (g->lp == UINT32_MAX)
+			buf_printf(b, ", (ooo_fpb%u, ooo_fpk%u)", g->ncall, g->ncall);
+		return 1;
+	}
+	if (t == g->rp) {
+		buf_printf(b, g->rp == g->lp + 1 ? "ooo_fpb%u, ooo_fpk%u)" : ", ooo_fpb%u, ooo_fpk%u)", g->ncall, g->ncall);
+		return 1;
+	}
+	return 0;
+}
+
+static void emit_header(struct fence_gen *g, struct jit_buf *out)
+{
+	const struct ptx_module *m = g->m;
+	const struct func *f = g->f;
+	/* .func copies lose their linkage (.visible, .weak): they are this module's own */
+	uint32_t skip = f->entry ? 0 : f->link_n;
+
+	print_toks(m, f->hdr_first + skip, f->hdr_n - skip, sub_header, g, out);
+	if (f->perf_n) {
+		buf_put(out, " ", 1);
+		print_toks(m, f->perf_first, f->perf_n, NULL, NULL, out);
+	}
+}
+
+static void emit_fn(struct fence_gen *g, struct jit_buf *out)
+{
+	const struct ptx_module *m = g->m;
+	const struct func *f = g->f;
+	const char *why;
+
+	emit_header(g, out);
+	buf_puts(out, "\n{\n");
+	buf_puts(out, "\t.reg .b64 %ooo_fb, %ooo_fk, %ooo_fa, %ooo_fm;\n"
+		      "\t.reg .pred %ooo_fp<3>;\n"
+		      "\tld.param.u64 %ooo_fb, [ooo_fence_base];\n"
+		      "\tld.param.u64 %ooo_fk, [ooo_fence_mask];\n");
+	g->ncall = 0;
+	for (uint32_t j = 0; j < f->body_n; j++) {
+		const struct stmt *s = &m->stmts[f->body_first + j];
+		uint32_t pred, op, first, n;
+		unsigned count;
+		struct addr a;
+		bool neg;
+		enum fkind kind;
+
+		g->call = false;
+		if (s->kind == ST_INSN) {
+			op = opcode_of(m, s, &pred, &neg);
+			if (op < stmt_end(s) && starts(tok_s(m, op), m->toks[op].len, "call") &&
+			    call_shape(m, s, op, &g->target, &g->lp, &g->rp)) {
+				g->call = true;
+				g->ncall++;
+				buf_printf(out,
+					   "\t.param .b64 ooo_fpb%u;\n\t.param .b64 ooo_fpk%u;\n"
+					   "\tst.param.b64 [ooo_fpb%u], %%ooo_fb;\n\tst.param.b64 [ooo_fpk%u], %%ooo_fk;\n",
+					   g->ncall, g->ncall, g->ncall, g->ncall);
+			} else {
+				kind = op < stmt_end(s) ? classify(tok_s(m, op), m->toks[op].len, &why) : FK_NONE;
+				if (kind != FK_NONE &&
+				    addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) &&
+				    parse_addr(m, first, n, &a))
+					emit_guard(m, &a, kind == FK_GENERIC ? FK_GENERIC : FK_GLOBAL, pred, neg, out);
+			}
+		}
+		switch (s->kind) {
+		case ST_OPEN:
+			buf_puts(out, "{\n");
+			break;
+		case ST_CLOSE:
+			buf_puts(out, "}\n");
+			break;
+		case ST_LABEL:
+			print_toks(m, s->first, 1, NULL, NULL, out);
+			buf_puts(out, ":\n");
+			break;
+		default:
+			buf_put(out, "\t", 1);
+			print_toks(m, s->first, s->n, g->call ? sub_call : NULL, g, out);
+			buf_puts(out, ";\n");
+		}
+	}
+	g->call = false;
+	buf_puts(out, "}\n");
+}
+
+/* Does the function, in its body, name a module .global variable (its address, or a direct access)? */
 static const char *global_var_use(const struct ptx_module *m, const struct func *f, uint32_t *where)
 {
 	for (uint32_t i = 0; i < f->body_n; i++) {
@@ -299,21 +497,45 @@ static const char *global_var_use(const struct ptx_module *m, const struct func 
 	return NULL;
 }
 
+/* The .funcs with a body that f reaches through direct calls, appended to list (no duplicates). */
+static void reach(const struct ptx_module *m, const struct func *f, uint32_t *list, uint32_t *n)
+{
+	for (uint32_t i = 0; i < f->body_n; i++) {
+		const struct stmt *s = &m->stmts[f->body_first + i];
+		uint32_t pred, op, target, lp, rp, idx;
+		const struct func *callee;
+		bool neg, seen = false;
+
+		if (s->kind != ST_INSN)
+			continue;
+		op = opcode_of(m, s, &pred, &neg);
+		if (op >= stmt_end(s) || !starts(tok_s(m, op), m->toks[op].len, "call") ||
+		    !call_shape(m, s, op, &target, &lp, &rp) || !(callee = func_named(m, target)))
+			continue;
+		idx = (uint32_t)(callee - m->funcs);
+		for (uint32_t j = 0; j < *n; j++)
+			seen |= list[j] == idx;
+		if (seen)
+			continue;
+		list[(*n)++] = idx;
+		reach(m, callee, list, n);
+	}
+}
+
 int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *out, char *err, size_t errlen)
 {
 	const struct ptx_kernel *k = ptx_kernel_find(m, kernel);
 	const struct func *f = NULL;
 	struct fence_gen g;
+	uint32_t *fl = NULL, nfl = 0;
 	const char *why;
 	uint32_t line = 0;
+	int rc;
 
 	if (!k)
 		return failf(err, errlen, "no kernel '%s' in the module", kernel);
-	for (uint32_t i = 0; i < m->nfunc; i++) {
-		if (m->funcs[i].entry && m->funcs[i].has_body && tok_is(m, m->funcs[i].name, kernel))
-			f = &m->funcs[i];
-	}
-	if (!f)
+	f = &m->funcs[m->kinfo[k - m->kernels].func];
+	if (!f->has_body)
 		return failf(err, errlen, "kernel '%s' has no body", kernel);
 	for (uint32_t i = 0; i < m->nitem; i++) {
 		const struct item *it = &m->items[i];
@@ -322,48 +544,28 @@ int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *ou
 		    !tok_is(m, m->stmts[it->idx].first + 1, "64"))
 			return failf(err, errlen, "%s: 32-bit addressing cannot be fenced", kernel);
 	}
-	/* every statement first: refuse before printing anything */
-	for (uint32_t i = 0; i < f->body_n; i++) {
-		const struct stmt *s = &m->stmts[f->body_first + i];
-		uint32_t pred, op, first, n;
-		unsigned count;
-		struct addr a;
-		bool neg;
-		enum fkind kind;
-
-		for (uint32_t t = s->first; t < stmt_end(s); t++) {
-			if ((m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) && reserved_name(m, t))
-				return failf(err, errlen, "%s: line %u uses the reserved name '%.*s'", kernel, m->toks[t].line,
-					     (int)m->toks[t].len, tok_s(m, t));
-		}
-		if (s->kind != ST_INSN)
-			continue;
-		op = opcode_of(m, s, &pred, &neg);
-		if (op >= stmt_end(s))
-			continue;
-		kind = classify(tok_s(m, op), m->toks[op].len, &why);
-		if (kind == FK_REFUSE)
-			return failf(err, errlen, "%s: line %u: '%.*s' is %s: cannot be fenced", kernel, m->toks[op].line,
-				     (int)m->toks[op].len, tok_s(m, op), why);
-		if (kind == FK_NONE)
-			continue;
-		if (!addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) ||
-		    count != (kind == FK_ASYNC ? 2u : 1u) || !parse_addr(m, first, n, &a))
-			return failf(err, errlen, "%s: line %u: the address of '%.*s' is not REG[+IMM] or IMM: cannot be fenced",
-				     kernel, m->toks[op].line, (int)m->toks[op].len, tok_s(m, op));
-		if (a.sym)
-			return failf(err, errlen, "%s: line %u: '%.*s' addresses the variable '%.*s' (a module .global variable "
-				     "or another symbol outside every tenant's window): cannot be fenced", kernel,
-				     m->toks[op].line, (int)m->toks[op].len, tok_s(m, op), (int)m->toks[a.reg].len,
-				     tok_s(m, a.reg));
+	/* every statement of everything it runs first: refuse before printing anything */
+	if ((rc = check_fn(m, f, kernel, err, errlen)) < 0)
+		return rc;
+	fl = calloc(m->nfunc ? m->nfunc : 1, sizeof(*fl));
+	if (!fl)
+		return -ENOMEM;
+	reach(m, f, fl, &nfl);
+	for (uint32_t i = 0; i < nfl && !rc; i++)
+		rc = check_fn(m, &m->funcs[fl[i]], kernel, err, errlen);
+	if (!rc && (why = global_var_use(m, f, &line)))
+		rc = failf(err, errlen, "%s: line %u uses %s: cannot be fenced", kernel, line, why);
+	for (uint32_t i = 0; i < nfl && !rc; i++)
+		if ((why = global_var_use(m, &m->funcs[fl[i]], &line)))
+			rc = failf(err, errlen, "%s: line %u uses %s: cannot be fenced", kernel, line, why);
+	if (rc) {
+		free(fl);
+		return rc;
 	}
 
-	if ((why = global_var_use(m, f, &line)))
-		return failf(err, errlen, "%s: line %u uses %s: cannot be fenced", kernel, line, why);
+	memset(&g, 0, sizeof(g));
 	g.m = m;
-	g.f = f;
-	g.header_done = false;
-	/* the module around it, as it was (other kernels too: only this copy is fenced) */
+	/* the module around it, as it was (other kernels too: only these copies are fenced) */
 	for (uint32_t i = 0; i < m->nitem; i++) {
 		const struct item *it = &m->items[i];
 
@@ -380,51 +582,20 @@ int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *ou
 			mm->nitem = nsave;
 			continue;
 		}
-		print_toks(m, f->hdr_first, f->hdr_n, sub_header, &g, out);
-		if (f->perf_n) {
-			buf_put(out, " ", 1);
-			print_toks(m, f->perf_first, f->perf_n, NULL, NULL, out);
+		/* the fenced .funcs: declared first (they may call one another), then defined */
+		for (uint32_t j = 0; j < nfl; j++) {
+			g.f = &m->funcs[fl[j]];
+			emit_header(&g, out);
+			buf_puts(out, ";\n");
 		}
-		buf_puts(out, "\n{\n");
-		buf_puts(out, "\t.reg .b64 %ooo_fb, %ooo_fk, %ooo_fa, %ooo_fm;\n"
-			      "\t.reg .pred %ooo_fp<3>;\n"
-			      "\tld.param.u64 %ooo_fb, [ooo_fence_base];\n"
-			      "\tld.param.u64 %ooo_fk, [ooo_fence_mask];\n");
-		for (uint32_t j = 0; j < f->body_n; j++) {
-			const struct stmt *s = &m->stmts[f->body_first + j];
-			uint32_t pred, op, first, n;
-			unsigned count;
-			struct addr a;
-			bool neg;
-			enum fkind kind;
-
-			if (s->kind == ST_INSN) {
-				op = opcode_of(m, s, &pred, &neg);
-				kind = op < stmt_end(s) ? classify(tok_s(m, op), m->toks[op].len, &why) : FK_NONE;
-				if (kind != FK_NONE &&
-				    addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) &&
-				    parse_addr(m, first, n, &a))
-					emit_guard(m, &a, kind == FK_GENERIC ? FK_GENERIC : FK_GLOBAL, pred, neg, out);
-			}
-			switch (s->kind) {
-			case ST_OPEN:
-				buf_puts(out, "{\n");
-				break;
-			case ST_CLOSE:
-				buf_puts(out, "}\n");
-				break;
-			case ST_LABEL:
-				print_toks(m, s->first, 1, NULL, NULL, out);
-				buf_puts(out, ":\n");
-				break;
-			default:
-				buf_put(out, "\t", 1);
-				print_toks(m, s->first, s->n, NULL, NULL, out);
-				buf_puts(out, ";\n");
-			}
+		for (uint32_t j = 0; j < nfl; j++) {
+			g.f = &m->funcs[fl[j]];
+			emit_fn(&g, out);
 		}
-		buf_puts(out, "}\n");
+		g.f = f;
+		emit_fn(&g, out);
 	}
+	free(fl);
 	return out->err;
 }
 
@@ -488,6 +659,41 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 		}
 		if (tok_is(m, op, "trap"))
 			continue;
+		if (starts(tok_s(m, op), m->toks[op].len, "call")) {
+			/* a fenced callee, handed the window: the four statements before store it into its last arguments */
+			uint32_t target, lp, rp, sl = (uint32_t)strlen(FENCE_SUFFIX);
+			const struct func *callee;
+			char expect[4][160];
+			const char *x, *y;
+			int xl, yl;
+
+			if (!call_shape(m, s, op, &target, &lp, &rp) || lp == UINT32_MAX || rp < lp + 4 ||
+			    m->toks[rp - 1].kind != T_IDENT || !tok_punct(m, rp - 2, ',') ||
+			    m->toks[rp - 3].kind != T_IDENT || !(callee = func_named(m, target)) ||
+			    m->toks[target].len <= sl ||
+			    memcmp(tok_s(m, target) + m->toks[target].len - sl, FENCE_SUFFIX, sl) != 0 || i < 4 + 4) {
+				rc = failf(err, errlen, "%.*s: line %u: a call that is not to a fenced function with the window",
+					   nlen, name, m->toks[op].line);
+				break;
+			}
+			x = tok_s(m, rp - 3);
+			xl = (int)m->toks[rp - 3].len;
+			y = tok_s(m, rp - 1);
+			yl = (int)m->toks[rp - 1].len;
+			snprintf(expect[0], sizeof(expect[0]), ".param .b64 %.*s", xl, x);
+			snprintf(expect[1], sizeof(expect[1]), ".param .b64 %.*s", yl, y);
+			snprintf(expect[2], sizeof(expect[2]), "st.param.b64 [%.*s], %%ooo_fb", xl, x);
+			snprintf(expect[3], sizeof(expect[3]), "st.param.b64 [%.*s], %%ooo_fk", yl, y);
+			for (int e = 0; e < 4 && !rc; e++) {
+				stmt_text(m, &m->stmts[f->body_first + i - 4 + (uint32_t)e], &t);
+				if (!text_is(&t, expect[e]))
+					rc = failf(err, errlen, "%.*s: line %u: a call without the window as its last arguments",
+						   nlen, name, m->toks[op].line);
+			}
+			if (rc)
+				break;
+			continue;
+		}
 		kind = classify(tok_s(m, op), m->toks[op].len, &why);
 		if (kind == FK_REFUSE) {
 			rc = failf(err, errlen, "%.*s: line %u: '%.*s' (%s) in a fenced kernel", nlen, name,
@@ -561,10 +767,10 @@ int jit_fence_check(const char *ptx, size_t len, unsigned *nguards_out, char *er
 		const struct func *f = &m->funcs[i];
 		size_t n = m->toks[f->name].len, sl = strlen(FENCE_SUFFIX);
 
-		if (!f->entry || !f->has_body || n < sl || memcmp(tok_s(m, f->name) + n - sl, FENCE_SUFFIX, sl) != 0)
+		if (!f->has_body || n < sl || memcmp(tok_s(m, f->name) + n - sl, FENCE_SUFFIX, sl) != 0)
 			continue;
 		rc = check_entry(m, f, err, errlen);
-		fenced++;
+		fenced += f->entry;
 	}
 	if (!rc && !fenced)
 		rc = failf(err, errlen, "no fenced entry (*%s) in the module", FENCE_SUFFIX);

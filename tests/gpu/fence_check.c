@@ -3,7 +3,7 @@
  * fence_check: fenced kernels (daemon/jit/fence.c) on a real GPU, without
  * oood, for tests/gpu/test_fence.sh.
  *
- *   fence_check LIBCUDA [generic]
+ *   fence_check LIBCUDA [generic|func]
  *
  * The tenant's window is a 1 GiB aligned range reserved with
  * cuMemAddressReserve, 256 MiB of it mapped (cuMemCreate/cuMemMap); the
@@ -17,9 +17,9 @@
  *    printed as "bench: ..." lines, no pass/fail: the benchmark is the result
  *  4 last (a trap ends the context): the unfenced poke writes host-mapped
  *    memory outside the window (the control: the write is possible); the
- *    fenced poke of another value there traps (through a global address, or
- *    with `generic` a generic one), and the host memory keeps the control's
- *    value
+ *    fenced poke of another value there traps (through a global address; with
+ *    `generic` a generic one; with `func` a global store in a .func the kernel
+ *    calls), and the host memory keeps the control's value
  * Exit 0 when none failed, 77 when there is no device.
  */
 #include <errno.h>
@@ -36,6 +36,30 @@ static const char ptx[] =
 	".version 8.0\n"
 	".target sm_90\n"
 	".address_size 64\n"
+	".func store(.param .b64 a, .param .b32 v)\n"
+	"{\n"
+	"\t.reg .b64 %rd<2>;\n"
+	"\t.reg .b32 %r<2>;\n"
+	"\tld.param.u64 %rd1, [a];\n"
+	"\tld.param.u32 %r1, [v];\n"
+	"\tst.global.u32 [%rd1], %r1;\n"
+	"\tret;\n"
+	"}\n"
+	".visible .entry poke_func(.param .u64 a, .param .u32 v)\n"
+	"{\n"
+	"\t.reg .b64 %rd<2>;\n"
+	"\t.reg .b32 %r<2>;\n"
+	"\tld.param.u64 %rd1, [a];\n"
+	"\tld.param.u32 %r1, [v];\n"
+	"\t{\n"
+	"\t.param .b64 p0;\n"
+	"\tst.param.b64 [p0], %rd1;\n"
+	"\t.param .b32 p1;\n"
+	"\tst.param.b32 [p1], %r1;\n"
+	"\tcall.uni store, (p0, p1);\n"
+	"\t}\n"
+	"\tret;\n"
+	"}\n"
 	".visible .entry poke(.param .u64 a, .param .u32 v)\n"
 	"{\n"
 	"\t.reg .b64 %rd<2>;\n"
@@ -120,8 +144,8 @@ static const char ptx[] =
 	"\tret;\n"
 	"}\n";
 
-static const char *const kernels[] = { "poke", "poke_generic", "copy", "fma", "shared_generic" };
-#define NK 5
+static const char *const kernels[] = { "poke", "poke_generic", "copy", "fma", "shared_generic", "poke_func" };
+#define NK 6
 #define WINDOW (1ull << 30)
 #define MAPPED (256ull << 20)
 
@@ -188,7 +212,8 @@ int main(int argc, char **argv)
 	char why[512], name[64];
 	struct ptx_module *m = NULL;
 	char *fenced_text = NULL;
-	int pk = argc > 2 && !strcmp(argv[2], "generic") ? 1 : 0; /* the kernel of the last check */
+	/* the kernel of the last check */
+	int pk = argc > 2 && !strcmp(argv[2], "generic") ? 1 : argc > 2 && !strcmp(argv[2], "func") ? 5 : 0;
 	CUmodule mod_plain, mod_fenced;
 	CUfunction fp[NK], ff[NK];
 	CUdevice dev;
@@ -371,7 +396,7 @@ int main(int argc, char **argv)
 			char msg[200];
 
 			snprintf(msg, sizeof(msg), "the fenced %s poke outside the window traps (%s) and writes nothing",
-				 pk ? "generic" : "global", cuerr(r));
+				 pk == 1 ? "generic" : pk == 5 ? "through a .func" : "global", cuerr(r));
 			ok("%s", msg);
 		} else {
 			bad("fenced poke", r == CUDA_SUCCESS ? "did not trap" : "trapped but the memory changed");

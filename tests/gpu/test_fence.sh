@@ -2,8 +2,8 @@
 # test_fence.sh BUILD: fenced kernels (daemon/jit/fence.c) on a real GPU,
 # without oood (tests/gpu/fence_check): a fenced copy inside the tenant's
 # window is exact, a generic access to shared memory passes, a write outside
-# the window traps and writes nothing (through a global and through a
-# generic address: two runs, since a trap ends the context), and the cost of
+# the window traps and writes nothing (through a global address, a generic
+# one and a .func: three runs, since a trap ends the context), and the cost of
 # the guards on a memory-bound and a compute-bound kernel (printed).
 set -u
 build=${1:-build}
@@ -12,7 +12,7 @@ name=test_fence
 gpu_require
 check=$build/tests/gpu/fence_check
 rc=0
-for mode in global generic; do
+for mode in global generic func; do
 	out=$(timeout 120 "$check" "$libcuda" $mode 2>&1)
 	r=$?
 	echo "$out"

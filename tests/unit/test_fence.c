@@ -126,7 +126,8 @@ static void test_refused(void **state)
 	static const struct {
 		const char *body, *why;
 	} cases[] = {
-		{ "\tcall.uni f, ();\n", "a call" },
+		{ "\tcall.uni ext, ();\n", "no body here to fence" },
+		{ "\tcall.uni %rd1, (), proto;\n", "indirect call" },
 		{ "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n", "texture" },
 		{ "\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];\n",
 		  "bulk" },
@@ -142,7 +143,7 @@ static void test_refused(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(src, sizeof(src),
-			 HDR ".global .u32 g;\n.func f()\n{\n\tret;\n}\n.global .texref t;\n"
+			 HDR ".global .u32 g;\n.func f()\n{\n\tret;\n}\n.extern .func ext();\n.global .texref t;\n"
 			     ".visible .entry k()\n{\n\t.reg .b32 %%r<4>;\n\t.reg .b64 %%rd<4>;\n\t.reg .f32 %%f<5>;\n%s\tret;\n}\n",
 			 cases[i].body);
 		err[0] = '\0';
@@ -208,11 +209,86 @@ static void test_checker(void **state)
 	assert_non_null(strstr(err, "no fenced entry"));
 	/* a refused instruction smuggled into a fenced entry */
 	{
-		char *bad = replace(out, "\tret;\n}", "\tcall.uni f, ();\n\tret;\n}");
+		char *bad = replace(out, "\tret;\n}", "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n\tret;\n}");
 
 		assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
 		free(bad);
 	}
+	free(out);
+}
+
+/* A kernel that calls .funcs: they get fenced copies, and every call hands them the window. */
+static const char k_calls[] = HDR
+	".func (.param .b32 r) leaf(.param .b64 a)\n"
+	"{\n"
+	"\t.reg .b64 %rd<2>;\n"
+	"\t.reg .b32 %r<2>;\n"
+	"\tld.param.u64 %rd1, [a];\n"
+	"\tld.global.u32 %r1, [%rd1+8];\n"
+	"\tst.param.b32 [r], %r1;\n"
+	"\tret;\n"
+	"}\n"
+	".func mid(.param .b64 a)\n"
+	"{\n"
+	"\t.reg .b64 %rd<2>;\n"
+	"\t.reg .b32 %r<2>;\n"
+	"\tld.param.u64 %rd1, [a];\n"
+	"\t{\n"
+	"\t.param .b64 p0;\n"
+	"\tst.param.b64 [p0], %rd1;\n"
+	"\t.param .b32 r0;\n"
+	"\tcall.uni (r0), leaf, (p0);\n"
+	"\tld.param.b32 %r1, [r0];\n"
+	"\t}\n"
+	"\tst.u32 [%rd1], %r1;\n"
+	"\tret;\n"
+	"}\n"
+	".func nop()\n"
+	"{\n"
+	"\tret;\n"
+	"}\n"
+	".visible .entry k(.param .u64 p)\n"
+	"{\n"
+	"\t.reg .b64 %rd<2>;\n"
+	"\tld.param.u64 %rd1, [p];\n"
+	"\t{\n"
+	"\t.param .b64 q0;\n"
+	"\tst.param.b64 [q0], %rd1;\n"
+	"\tcall.uni mid, (q0);\n"
+	"\t}\n"
+	"\tcall.uni nop, ();\n"
+	"\tcall.uni nop;\n"
+	"\tret;\n"
+	"}\n";
+
+static void test_calls(void **state)
+{
+	char err[256], *out, *bad;
+
+	(void)state;
+	assert_int_equal(fence(k_calls, "k", &out, err, sizeof(err)), 0);
+	assert_non_null(strstr(out, "leaf_ooo_fenced(.param .b64 a, .param .u64 ooo_fence_base, .param .u64 ooo_fence_mask)"));
+	assert_non_null(strstr(out, "nop_ooo_fenced(.param .u64 ooo_fence_base, .param .u64 ooo_fence_mask)"));
+	assert_non_null(strstr(out, "call.uni (r0), leaf_ooo_fenced, (p0, ooo_fpb1, ooo_fpk1)"));
+	assert_non_null(strstr(out, "call.uni mid_ooo_fenced, (q0, ooo_fpb1, ooo_fpk1)"));
+	assert_non_null(strstr(out, "call.uni nop_ooo_fenced, (ooo_fpb2, ooo_fpk2)"));
+	assert_non_null(strstr(out, "call.uni nop_ooo_fenced, (ooo_fpb3, ooo_fpk3)"));
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd1, 8;")); /* the guard in leaf */
+	assert_int_equal(check(out, err, sizeof(err)), 0);
+	/* a call to the unfenced original */
+	bad = replace(out, "call.uni (r0), leaf_ooo_fenced,", "call.uni (r0), leaf,");
+	assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not to a fenced function"));
+	free(bad);
+	/* the window not passed */
+	bad = replace(out, "st.param.b64 [ooo_fpk1], %ooo_fk;", "st.param.b64 [ooo_fpk1], 0;");
+	assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "without the window"));
+	free(bad);
+	/* a guard removed in a fenced .func is found too */
+	bad = replace(out, "\t@!%ooo_fp0 trap;\n\tld.global.u32", "\tld.global.u32");
+	assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
+	free(bad);
 	free(out);
 }
 
@@ -222,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_guards),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_checker),
+		cmocka_unit_test(test_calls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
