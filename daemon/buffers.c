@@ -75,7 +75,7 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, -EINVAL, "buffer size must be 1 byte .. 1 PiB");
 		return;
 	}
-	gpu = gpu_pick(srv, req->device);
+	gpu = gpu_pick(srv, s, req->device);
 	if (gpu < 0) {
 		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, gpu, "no usable GPU: %s", gpu_reason(srv));
 		return;

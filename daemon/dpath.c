@@ -386,7 +386,7 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 				   s->dp->gpu);
 		return;
 	}
-	gpu = gpu_pick(srv, req->device);
+	gpu = gpu_pick(srv, s, req->device);
 	if (gpu < 0) {
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, gpu, "no usable GPU: %s", gpu_reason(srv));
 		return;

@@ -19,6 +19,7 @@
 #include "buffers.h"
 #include "dpath.h"
 #include "log.h"
+#include "place.h"
 #include "server.h"
 #include "telemetry.h"
 
@@ -538,15 +539,35 @@ int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p,
 	return 0;
 }
 
-int gpu_pick(const struct server *srv, uint32_t want)
+int gpu_pick(const struct server *srv, const struct session *s, uint32_t want)
 {
+	struct place_gpu pg[GPU_MAX];
+	const struct list_node *n;
+	int affinity = -1, r;
+
 	if (want != OOO_DEVICE_ANY)
 		return want < srv->gpus.n && srv->gpus.g[want].state == OOO_DEV_READY ? (int)want : -OOO_ENODEV;
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		if (srv->gpus.g[i].state == OOO_DEV_READY)
-			return (int)i;
+	memset(pg, 0, sizeof(pg));
+	for (uint32_t i = 0; i < srv->gpus.n; i++)
+		pg[i].ready = srv->gpus.g[i].state == OOO_DEV_READY;
+	list_for_each(n, &srv->dpaths) {
+		const struct sdpath *d = list_entry(n, struct sdpath, node);
+
+		if (d->gpu < GPU_MAX)
+			pg[d->gpu].sessions++;
 	}
-	return -OOO_ENODEV;
+	list_for_each(n, &srv->buffers) {
+		const struct buffer *b = list_entry(n, struct buffer, anode);
+
+		if (b->gpu < GPU_MAX)
+			pg[b->gpu].mem_bytes += b->size;
+	}
+	if (s && s->dp)
+		affinity = (int)s->dp->gpu;
+	else if (s && s->bufs.next != &s->bufs)
+		affinity = (int)list_entry(s->bufs.next, struct buffer, snode)->gpu;
+	r = place_pick(pg, srv->gpus.n, affinity);
+	return r < 0 ? -OOO_ENODEV : r;
 }
 
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready)

@@ -88,8 +88,13 @@ void gpu_fini(struct server *srv);
 int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, int fd);
 /* The same with up to 4 descriptors (they stay the caller's). */
 int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, const int *fds, int nfds);
-/* Index of a ready GPU for a new buffer: `want`, or the first ready one for OOO_DEVICE_ANY; -OOO_ENODEV if none. */
-int gpu_pick(const struct server *srv, uint32_t want);
+/*
+ * Index of a ready GPU for session s's new buffer or data path: `want`, or
+ * for OOO_DEVICE_ANY the session's own GPU (attached, else its buffers'),
+ * else the least loaded ready one (daemon/place.h); -OOO_ENODEV if none.
+ */
+struct session;
+int gpu_pick(const struct server *srv, const struct session *s, uint32_t want);
 
 /* Counts for status: devices known, devices ready. */
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready);
