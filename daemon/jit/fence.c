@@ -623,6 +623,11 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 	const char *name = tok_s(m, f->name), *why;
 	int nlen = (int)m->toks[f->name].len, rc = 0;
 	uint32_t i = 0, guards = 0;
+	/* the fence's own statements (prologue, guards, window stores before calls): only they may name %ooo_ */
+	bool *own = calloc(f->body_n ? f->body_n : 1, sizeof(*own));
+
+	if (!own)
+		return -ENOMEM;
 
 	/* the prologue: the register declarations, then the two loads, then nothing else writes them */
 	if (f->body_n < 4)
@@ -635,6 +640,7 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 		stmt_text(m, &m->stmts[f->body_first + i], &t);
 		if (pro[i] && !text_is(&t, pro[i]))
 			rc = failf(err, errlen, "%.*s: statement %u is not the fence prologue", nlen, name, i + 1);
+		own[i] = true;
 	}
 	for (; !rc && i < f->body_n; i++) {
 		const struct stmt *s = &m->stmts[f->body_first + i];
@@ -649,13 +655,13 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 		op = opcode_of(m, s, &pred, &neg);
 		if (op >= stmt_end(s))
 			continue;
-		/* nothing but a guard writes the fence's registers: their first operand */
+		/* a guard's statements are checked with the access they guard; any other use of %ooo_ is refused below */
 		if (op + 1 < stmt_end(s) && m->toks[op + 1].kind == T_REG && reserved_name(m, op + 1)) {
 			if (tok_is(m, op + 1, "%ooo_fb") || tok_is(m, op + 1, "%ooo_fk")) {
 				rc = failf(err, errlen, "%.*s: line %u writes a window register", nlen, name, m->toks[op].line);
 				break;
 			}
-			continue; /* a guard's own statement: checked with the access it guards */
+			continue;
 		}
 		if (tok_is(m, op, "trap"))
 			continue;
@@ -689,9 +695,11 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 				if (!text_is(&t, expect[e]))
 					rc = failf(err, errlen, "%.*s: line %u: a call without the window as its last arguments",
 						   nlen, name, m->toks[op].line);
+				own[i - 4 + (uint32_t)e] = true;
 			}
 			if (rc)
 				break;
+			own[i] = true; /* the call itself names the window arguments */
 			continue;
 		}
 		kind = classify(tok_s(m, op), m->toks[op].len, &why);
@@ -743,6 +751,7 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 						   m->toks[op].line);
 					break;
 				}
+				own[k] = true;
 			}
 			free(copy);
 			if (rc)
@@ -750,6 +759,26 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 			guards++;
 		}
 	}
+	/*
+	 * Everything else must leave the fence's names alone: no declaration of
+	 * them in an inner scope (a shadow %ooo_fb would make the guards compare
+	 * against a register nobody set), no read or write of them, whatever the
+	 * operand position.
+	 */
+	for (uint32_t j = 0; !rc && j < f->body_n; j++) {
+		const struct stmt *s = &m->stmts[f->body_first + j];
+
+		if (own[j])
+			continue;
+		for (uint32_t tk = s->first; tk < stmt_end(s); tk++) {
+			if ((m->toks[tk].kind == T_REG || m->toks[tk].kind == T_IDENT) && reserved_name(m, tk)) {
+				rc = failf(err, errlen, "%.*s: line %u names '%.*s' outside the fence's own statements", nlen,
+					   name, m->toks[tk].line, (int)m->toks[tk].len, tok_s(m, tk));
+				break;
+			}
+		}
+	}
+	free(own);
 	jit_buf_free(&t);
 	jit_buf_free(&want);
 	return rc;

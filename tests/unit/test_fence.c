@@ -178,6 +178,14 @@ static void test_checker(void **state)
 		/* the window register overwritten */
 		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u64 %ooo_fb, 0;\n",
 		  "window register" },
+		/* a shadow of the window register in an inner scope (nobody sets it: the guards would compare with junk) */
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\t{\n\t.reg .b64 %ooo_fb;\n\t}\n",
+		  "outside the fence's own statements" },
+		/* the window register read (or written through a vector operand) by the kernel */
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.b64 %rd3, %ooo_fk;\n",
+		  "outside the fence's own statements" },
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n",
+		  "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.param.v2.u64 {%rd3, %ooo_fb}, [p];\n", "outside the fence's own statements" },
 		/* the prologue changed */
 		{ "ld.param.u64 %ooo_fk, [ooo_fence_mask];", "mov.u64 %ooo_fk, 0;", "prologue" },
 		/* a generic access given a global guard (shared/local test dropped, wrong for generic) */
