@@ -49,6 +49,7 @@ enum fkind {
 	FK_GLOBAL,   /* .global: the address must be in the window */
 	FK_GENERIC,  /* no state space: in the window, or shared or local */
 	FK_ASYNC,    /* cp.async ... .shared.global: the second address is global */
+	FK_PARAM,    /* ld/st.param: only [symbol(+imm)], never a computed address */
 	FK_REFUSE,   /* cannot be fenced */
 };
 
@@ -90,7 +91,7 @@ static enum fkind classify(const char *op, size_t n, const char **why)
 		}
 	}
 	if (starts(op, n, "cp.async.commit_group") || starts(op, n, "cp.async.wait_group") ||
-	    starts(op, n, "cp.async.wait_all") || starts(op, n, "cp.async.mbarrier"))
+	    starts(op, n, "cp.async.wait_all"))
 		return FK_NONE; /* no address of their own */
 	if (starts(op, n, "cp.async")) {
 		if (has_part(op, n, ".shared") && has_part(op, n, ".global"))
@@ -100,18 +101,36 @@ static enum fkind classify(const char *op, size_t n, const char **why)
 	}
 	mem = starts(op, n, "ld") || starts(op, n, "ldu") || starts(op, n, "st") || starts(op, n, "atom") ||
 	      starts(op, n, "red") || starts(op, n, "prefetch") || starts(op, n, "prefetchu") ||
-	      starts(op, n, "applypriority") || starts(op, n, "discard") || starts(op, n, "createpolicy");
-	if (!mem || starts(op, n, "createpolicy"))
-		return FK_NONE;
+	      starts(op, n, "applypriority") || starts(op, n, "discard");
+	if (!mem) {
+		/* fail closed: only instructions known to touch no memory pass unguarded */
+		static const char *const pure[] = {
+			"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max",
+			"popc", "clz", "bfind", "fns", "brev", "bfe", "bfi", "szext", "bmsk", "dp4a", "dp2a", "and", "or",
+			"xor", "not", "cnot", "lop3", "shf", "shl", "shr", "prmt", "testp", "copysign", "rcp", "sqrt",
+			"rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "fma", "set", "setp", "selp", "slct", "mov", "cvt",
+			"cvt.pack", "cvta", "isspacep", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar",
+			"fence", "vote", "shfl", "match", "activemask", "redux", "nanosleep", "pmevent", "elect",
+			"griddepcontrol", "createpolicy", "addc", "subc", "madc", "mad.hi", "mul.hi", "add.cc", "sub.cc",
+			"madc.hi", "setmaxnreg", "brkpt", NULL
+		};
+		for (int i = 0; pure[i]; i++) {
+			if (starts(op, n, pure[i]))
+				return FK_NONE;
+		}
+		*why = "an instruction the fence does not know to be free of memory accesses";
+		return FK_REFUSE;
+	}
 	if (memmem(op, n, "::cluster", 9)) {
 		*why = "shared memory of other blocks of a cluster";
 		return FK_REFUSE;
 	}
 	if (has_part(op, n, ".global"))
 		return FK_GLOBAL;
-	if (has_part(op, n, ".shared") || has_part(op, n, ".local") || has_part(op, n, ".const") ||
-	    has_part(op, n, ".param"))
+	if (has_part(op, n, ".shared") || has_part(op, n, ".local") || has_part(op, n, ".const"))
 		return FK_NONE;
+	if (has_part(op, n, ".param"))
+		return FK_PARAM;
 	return FK_GENERIC;
 }
 
@@ -251,6 +270,86 @@ static void emit_guard(const struct ptx_module *m, const struct addr *a, enum fk
 	buf_puts(b, "\t@%ooo_fp2 trap;\n");
 }
 
+/* ld/st.param with its one address a symbol(+imm): the kernel's or a call's own parameters, nothing computed. */
+static bool param_addr_ok(const struct ptx_module *m, const struct stmt *s, uint32_t op)
+{
+	uint32_t first, n;
+	unsigned count;
+	struct addr a;
+
+	return addr_group(m, s, op + 1, 0, &first, &n, &count) && count == 1 && parse_addr(m, first, n, &a) && a.sym;
+}
+
+/* `ld .global.u32 ...`: a modifier written apart from its opcode (ptxas takes it) would hide the state space. */
+static bool separated_modifier(const struct ptx_module *m, const struct stmt *s, uint32_t op)
+{
+	return op + 1 < stmt_end(s) && m->toks[op + 1].kind == T_DIR;
+}
+
+/*
+ * .loc and .file take what their syntax allows and nothing else. The parser
+ * drops them with the rest of their line, so an instruction written after
+ * one on the same line would be invisible here but compiled by ptxas: every
+ * token on such a line must belong to the directive.
+ */
+static bool line_directive_ok(const struct ptx_module *m, uint32_t t)
+{
+	uint32_t line = m->toks[t].line, end = t;
+
+	while (end < m->ntok && m->toks[end].line == line)
+		end++;
+	if (tok_is(m, t, ".loc")) {
+		if (end - t < 4)
+			return false;
+		for (uint32_t k = t + 1; k < t + 4; k++)
+			if (m->toks[k].kind != T_NUM)
+				return false;
+		/* `, function_name LABEL[+N], inlined_at N N N` */
+		for (uint32_t k = t + 4; k < end; k++) {
+			if (tok_punct(m, k, ',') || tok_punct(m, k, '+') || m->toks[k].kind == T_NUM ||
+			    tok_is(m, k, "function_name") || tok_is(m, k, "inlined_at"))
+				continue;
+			if (m->toks[k].kind == T_IDENT && tok_is(m, k - 1, "function_name"))
+				continue;
+			return false;
+		}
+		return true;
+	}
+	/* .file N "name" [, N, N] */
+	for (uint32_t k = t + 1; k < end; k++)
+		if (!(m->toks[k].kind == T_NUM || m->toks[k].kind == T_STR || tok_punct(m, k, ',')))
+			return false;
+	return true;
+}
+
+static int check_line_directives(const struct ptx_module *m, char *err, size_t errlen)
+{
+	for (uint32_t t = 0; t < m->ntok; t++) {
+		if ((tok_is(m, t, ".loc") || tok_is(m, t, ".file")) && (t == 0 || m->toks[t - 1].line != m->toks[t].line ||
+									tok_punct(m, t - 1, ';') || tok_punct(m, t - 1, '{') ||
+									tok_punct(m, t - 1, '}')) &&
+		    !line_directive_ok(m, t))
+			return failf(err, errlen, "line %u: a .loc or .file directive with more on its line than it takes",
+				     m->toks[t].line);
+	}
+	return 0;
+}
+
+/* A fenced function takes the window as its last two parameters, and names the fence nowhere else in its header. */
+static bool fenced_header_ok(const struct ptx_module *m, const struct func *f)
+{
+	if (f->nparams < 2 || !tok_is(m, f->params[f->nparams - 2].name, "ooo_fence_base") ||
+	    !tok_is(m, f->params[f->nparams - 1].name, "ooo_fence_mask"))
+		return false;
+	for (uint32_t t = f->hdr_first; t < f->hdr_first + f->hdr_n; t++) {
+		if (t == f->params[f->nparams - 2].name || t == f->params[f->nparams - 1].name)
+			continue;
+		if ((m->toks[t].kind == T_IDENT || m->toks[t].kind == T_REG) && reserved_name(m, t))
+			return false;
+	}
+	return true;
+}
+
 /* A function with a body called name (the definition, not a prototype), or NULL. */
 static const struct func *func_named(const struct ptx_module *m, uint32_t t)
 {
@@ -331,11 +430,17 @@ static int check_fn(const struct ptx_module *m, const struct func *f, const char
 					     kernel, m->toks[op].line, (int)m->toks[target].len, tok_s(m, target));
 			continue;
 		}
+		if (separated_modifier(m, s, op))
+			return failf(err, errlen, "%s: line %u: '%.*s' with a modifier written apart: cannot be fenced",
+				     kernel, m->toks[op].line, (int)m->toks[op].len, tok_s(m, op));
 		kind = classify(tok_s(m, op), m->toks[op].len, &why);
 		if (kind == FK_REFUSE)
 			return failf(err, errlen, "%s: line %u: '%.*s' is %s: cannot be fenced", kernel, m->toks[op].line,
 				     (int)m->toks[op].len, tok_s(m, op), why);
-		if (kind == FK_NONE)
+		if (kind == FK_PARAM && !param_addr_ok(m, s, op))
+			return failf(err, errlen, "%s: line %u: '%.*s' with a computed address: cannot be fenced", kernel,
+				     m->toks[op].line, (int)m->toks[op].len, tok_s(m, op));
+		if (kind == FK_NONE || kind == FK_PARAM)
 			continue;
 		if (!addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) ||
 		    count != (kind == FK_ASYNC ? 2u : 1u) || !parse_addr(m, first, n, &a))
@@ -447,7 +552,7 @@ static void emit_fn(struct fence_gen *g, struct jit_buf *out)
 					   g->ncall, g->ncall, g->ncall, g->ncall);
 			} else {
 				kind = op < stmt_end(s) ? classify(tok_s(m, op), m->toks[op].len, &why) : FK_NONE;
-				if (kind != FK_NONE &&
+				if (kind != FK_NONE && kind != FK_PARAM && kind != FK_REFUSE &&
 				    addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) &&
 				    parse_addr(m, first, n, &a))
 					emit_guard(m, &a, kind == FK_GENERIC ? FK_GENERIC : FK_GLOBAL, pred, neg, out);
@@ -545,7 +650,7 @@ int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *ou
 			return failf(err, errlen, "%s: 32-bit addressing cannot be fenced", kernel);
 	}
 	/* every statement of everything it runs first: refuse before printing anything */
-	if ((rc = check_fn(m, f, kernel, err, errlen)) < 0)
+	if ((rc = check_line_directives(m, err, errlen)) < 0 || (rc = check_fn(m, f, kernel, err, errlen)) < 0)
 		return rc;
 	fl = calloc(m->nfunc ? m->nfunc : 1, sizeof(*fl));
 	if (!fl)
@@ -628,6 +733,9 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 
 	if (!own)
 		return -ENOMEM;
+	if (!fenced_header_ok(m, f))
+		rc = failf(err, errlen, "%.*s: the window is not its last two parameters (ooo_fence_base, ooo_fence_mask)",
+			   nlen, name);
 
 	/* the prologue: the register declarations, then the two loads, then nothing else writes them */
 	if (f->body_n < 4)
@@ -699,8 +807,22 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 			}
 			if (rc)
 				break;
-			own[i] = true; /* the call itself names the window arguments */
+			/* the call may name the fence only as its last two arguments: not in its return list */
+			for (uint32_t tk = s->first; tk < stmt_end(s) && !rc; tk++) {
+				if (tk != rp - 3 && tk != rp - 1 &&
+				    (m->toks[tk].kind == T_REG || m->toks[tk].kind == T_IDENT) && reserved_name(m, tk))
+					rc = failf(err, errlen, "%.*s: line %u: a call that names '%.*s'", nlen, name,
+						   m->toks[op].line, (int)m->toks[tk].len, tok_s(m, tk));
+			}
+			if (rc)
+				break;
+			own[i] = true;
 			continue;
+		}
+		if (separated_modifier(m, s, op)) {
+			rc = failf(err, errlen, "%.*s: line %u: a modifier written apart from its opcode", nlen, name,
+				   m->toks[op].line);
+			break;
 		}
 		kind = classify(tok_s(m, op), m->toks[op].len, &why);
 		if (kind == FK_REFUSE) {
@@ -708,7 +830,12 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 				   m->toks[op].line, (int)m->toks[op].len, tok_s(m, op), why);
 			break;
 		}
-		if (kind == FK_NONE)
+		if (kind == FK_PARAM && !param_addr_ok(m, s, op)) {
+			rc = failf(err, errlen, "%.*s: line %u: a parameter access through a computed address", nlen, name,
+				   m->toks[op].line);
+			break;
+		}
+		if (kind == FK_NONE || kind == FK_PARAM)
 			continue;
 		if (!addr_group(m, s, op + 1, kind == FK_ASYNC ? 1 : 0, &first, &n, &count) ||
 		    count != (kind == FK_ASYNC ? 2u : 1u) || !parse_addr(m, first, n, &a) || a.sym) {
@@ -792,6 +919,7 @@ int jit_fence_check(const char *ptx, size_t len, unsigned *nguards_out, char *er
 
 	if (rc < 0)
 		return rc;
+	rc = check_line_directives(m, err, errlen);
 	for (uint32_t i = 0; !rc && i < m->nfunc; i++) {
 		const struct func *f = &m->funcs[i];
 		size_t n = m->toks[f->name].len, sl = strlen(FENCE_SUFFIX);
