@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,6 +36,46 @@ static int pidfd_open_(pid_t pid)
 static int pidfd_signal(int fd, int sig)
 {
 	return (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* A pidfd of the process that connected on sock (cred from SO_PEERCRED), alive now; or -errno with why. */
+static int peer_pidfd(int sock, const struct peer_cred *cred, char *why, size_t cap)
+{
+	socklen_t len = sizeof(int);
+	int fd = -1;
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0) {
+		/* a pidfd of the connector itself: a reused pid cannot be it */
+		if (pidfd_signal(fd, 0) < 0) {
+			close(fd);
+			snprintf(why, cap, "pid %u, which connected, has exited: a lease is for the process that asks",
+				 cred->pid);
+			return -ESRCH;
+		}
+		return fd;
+	}
+	/* kernels before 6.5: the pid, held only if it still belongs to the connector's uid */
+	fd = pidfd_open_((pid_t)cred->pid);
+	if (fd < 0) {
+		snprintf(why, cap, "cannot watch pid %u: %s", cred->pid, strerror(errno));
+		return -errno ? -errno : -ESRCH;
+	}
+	{
+		char path[64];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/%u", cred->pid);
+		if (stat(path, &st) < 0 || st.st_uid != cred->uid || pidfd_signal(fd, 0) < 0) {
+			close(fd);
+			snprintf(why, cap, "pid %u is not the connecting uid %u's process any more", cred->pid, cred->uid);
+			return -ESRCH;
+		}
+	}
+	return fd;
 }
 
 int lease_init(struct server *srv)
@@ -114,9 +155,8 @@ static void fill_view(const struct server *srv, struct lease_view *v, uint32_t u
 
 	memset(v, 0, sizeof(*v));
 	v->ngpus = gpu_count(srv);
-	v->exec_clients = 0;
-	for (uint32_t g = 0; g < srv->gpus.n; g++)
-		v->exec_clients |= srv->gpus.g[g].pid && srv->gpus.g[g].mps_client;
+	/* the executor's slot is kept while it restarts too: a lease must not take it meanwhile */
+	v->exec_clients = mps_running(srv) && srv->mps.executor_client && srv->policy->executor ? 1 : 0;
 	v->exec_reserve = srv->policy->mps.executor_reserve;
 	v->max_clients = srv->policy->mps.max_clients;
 	for (uint32_t i = 0; i < LEASE_MAX; i++) {
@@ -207,15 +247,19 @@ void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struc
 	r = lease_decide(&v, cls, req, &l->g, why, sizeof(why));
 	if (r < 0) {
 		L->refused++;
-		log_info("lease refused: pid %u uid %u class '%s': %s", cred->pid, cred->uid, cls->name, why);
+		log_debug("lease refused: pid %u uid %u class '%s': %s", cred->pid, cred->uid, cls->name, why);
 		server_reply_error(srv, c, OOO_MSG_LEASE, seq, r, "%s", why);
 		return;
 	}
-	/* the connection is open, so its peer is alive: this is the process that will exec */
-	fd = pidfd_open_((pid_t)cred->pid);
+	/*
+	 * The process that connected, not whoever has its pid now: the socket can
+	 * outlive its connector (fork, descriptor passing) and the pid be reused
+	 * by another uid's process. SO_PEERPIDFD names the connector itself.
+	 */
+	fd = peer_pidfd(server_conn_fd(c), cred, why, sizeof(why));
 	if (fd < 0) {
 		L->refused++;
-		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -errno, "cannot watch pid %u: %s", cred->pid, strerror(errno));
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, fd, "%s", why);
 		return;
 	}
 	memset(&rep, 0, sizeof(rep));

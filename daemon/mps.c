@@ -148,8 +148,23 @@ static int run_control(struct mps *m, const char *input, char *reply, size_t cap
 	close(out[0]);
 	if (r < 0)
 		kill(pid, SIGKILL);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	/* its output closed: it must still exit within the limit */
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (w == 0 && now_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			if (!r)
+				r = -ETIMEDOUT;
+			break;
+		}
+		if (w == 0)
+			usleep(1000);
+	}
 	if (!r && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		r = WIFEXITED(st) && WEXITSTATUS(st) == 127 ? -ENOEXEC : -EIO;
 	return r;
@@ -337,7 +352,14 @@ static bool answers(struct server *srv)
 	pid_t pids[MPS_MAX_PIDS];
 	size_t n;
 
-	if (run_control(&srv->mps, "get_server_list", reply, sizeof(reply)) < 0)
+	int r;
+
+	if (server_now_ns() < srv->mps.stall_until_ns)
+		return false; /* the last probe hung: not again for a while */
+	r = run_control(&srv->mps, "get_server_list", reply, sizeof(reply));
+	if (r == -ETIMEDOUT)
+		srv->mps.stall_until_ns = server_now_ns() + MPS_STALL_NS;
+	if (r < 0)
 		return false;
 	return mps_parse_pids(reply, pids, MPS_MAX_PIDS, &n, why, sizeof(why)) == 0;
 }
@@ -579,7 +601,7 @@ void mps_tick(struct server *srv, uint64_t now)
 		} else if (now >= m->ready_by_ns) {
 			log_warn("mps: the control daemon (pid %d) did not answer within %u ms, killing it", (int)m->pid,
 				 MPS_READY_TIMEOUT_MS);
-			kill(m->pid, SIGKILL); /* the pidfd poll reaps it and schedules the restart */
+			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0); /* the pidfd poll reaps it and schedules the restart */
 			m->ready_by_ns = UINT64_MAX;
 		}
 		break;
@@ -603,7 +625,7 @@ void mps_tick(struct server *srv, uint64_t now)
 		}
 		if (m->quit_sent_ns && now >= m->quit_sent_ns + 5000000000ull) {
 			log_warn("mps: the control daemon (pid %d) is still running 5 s after quit, killing it", (int)m->pid);
-			kill(m->pid, SIGKILL);
+			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0);
 			m->quit_sent_ns = UINT64_MAX - 10000000000ull; /* once */
 		}
 		break;
@@ -641,11 +663,17 @@ void mps_fini(struct server *srv)
 	struct mps *m = &srv->mps;
 
 	if (m->pid && m->child) {
-		kill(m->pid, SIGTERM);
-		for (int i = 0; i < 100 && waitpid(m->pid, NULL, WNOHANG) == 0; i++)
+		bool reaped = false;
+
+		/* through the pidfd: once reaped, a raw pid could be someone else's */
+		if (m->pidfd >= 0)
+			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGTERM, NULL, 0);
+		for (int i = 0; i < 100 && !(reaped = waitpid(m->pid, NULL, WNOHANG) == m->pid); i++)
 			usleep(20000);
-		kill(m->pid, SIGKILL);
-		waitpid(m->pid, NULL, WNOHANG);
+		if (!reaped && m->pidfd >= 0) {
+			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0);
+			waitpid(m->pid, NULL, 0);
+		}
 	}
 	m->pid = 0;
 	if (m->pidfd >= 0)

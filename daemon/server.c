@@ -405,6 +405,11 @@ const struct peer_cred *server_conn_cred(const struct conn *c)
 	return &c->cred;
 }
 
+int server_conn_fd(const struct conn *c)
+{
+	return c->fd;
+}
+
 struct session *server_conn_session(const struct conn *c)
 {
 	return c->sess;
@@ -1542,7 +1547,8 @@ int server_run(struct server *srv)
 		    gpu_all_stopped(srv) && mps_stopped(srv))
 			break;
 		if (srv->stopping && server_now_ns() > srv->stop_deadline_ns + 5000000000ull &&
-		    (mps_stopped(srv) || server_now_ns() > srv->mps.stop_by_ns + 10000000000ull)) {
+		    (mps_stopped(srv) || server_now_ns() > srv->mps.stop_by_ns + 10000000000ull +
+							     2ull * srv->policy->mps.evict_grace_ms * 1000000ull)) {
 			log_warn("%u connections still busy after the grace period, exiting anyway", srv->nconns);
 			break;
 		}

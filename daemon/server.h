@@ -133,6 +133,7 @@ struct conn_ref server_conn_ref(const struct conn *c);
 struct conn *server_conn_get(struct server *srv, struct conn_ref ref);
 struct session *server_conn_session(const struct conn *c);
 const struct peer_cred *server_conn_cred(const struct conn *c);
+int server_conn_fd(const struct conn *c);
 /* Queue a reply (type without OOO_MSG_REPLY); takes ownership of fd if >= 0. */
 void server_reply(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *p, size_t n, int fd);
 void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt,

@@ -84,9 +84,11 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return errno || *end || *out > max ? -EINVAL : 0;
 }
 
-/* Set each "KEY=VALUE" line of env. */
+/* Set each "KEY=VALUE" line of env: only the variables a lease gives, and those it must give. */
 static int apply_env(char *env)
 {
+	bool pipe = false, pct = false;
+
 	for (char *line = env, *nl; *line; line = nl + 1) {
 		char *eq;
 
@@ -98,12 +100,16 @@ static int apply_env(char *env)
 		if (!eq || eq == line)
 			return -EINVAL;
 		*eq = '\0';
+		if (strncmp(line, "CUDA_MPS_", 9) && strcmp(line, "CUDA_VISIBLE_DEVICES") && strcmp(line, "OOO_LEASE"))
+			return -EINVAL; /* never LD_PRELOAD and the like, whoever answers on the socket */
+		pipe |= !strcmp(line, "CUDA_MPS_PIPE_DIRECTORY");
+		pct |= !strcmp(line, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
 		if (setenv(line, eq + 1, 1) < 0)
 			return -errno;
 		*eq = '=';
 		*nl = '\n';
 	}
-	return 0;
+	return pipe && pct ? 0 : -EINVAL;
 }
 
 int main(int argc, char **argv)
