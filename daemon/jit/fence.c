@@ -403,6 +403,13 @@ static int check_fn(const struct ptx_module *m, const struct func *f, const char
 {
 	const char *why;
 
+	/* the header too: the fenced copy's header may name the fence only where the rewriter puts it */
+	for (uint32_t t = f->hdr_first; t < f->hdr_first + f->hdr_n; t++) {
+		if ((m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) && reserved_name(m, t))
+			return failf(err, errlen, "%s: line %u uses the reserved name '%.*s'", kernel, m->toks[t].line,
+				     (int)m->toks[t].len, tok_s(m, t));
+	}
+
 	for (uint32_t i = 0; i < f->body_n; i++) {
 		const struct stmt *s = &m->stmts[f->body_first + i];
 		uint32_t pred, op, first, n, target, lp, rp;
