@@ -371,6 +371,10 @@ static void feedback(struct server *srv, struct lease *l)
 void lease_tick(struct server *srv, uint64_t now)
 {
 	struct leases *L = &srv->leases;
+	bool read = now - L->read_ns >= LEASE_READ_NS; /* the timers below every tick, the maps less often */
+
+	if (read)
+		L->read_ns = now;
 
 	for (uint32_t i = 0; L->slot && i < LEASE_MAX; i++) {
 		struct lease *l = &L->slot[i];
@@ -389,7 +393,7 @@ void lease_tick(struct server *srv, uint64_t now)
 			if (pidfd_signal(l->pidfd, SIGKILL) == 0)
 				log_warn("lease %llu: pid %d still running, SIGKILL", (unsigned long long)l->id, (int)l->pid);
 		}
-		if (telemetry_proc(srv, l->pid, &pr) == 0) {
+		if (read && telemetry_proc(srv, l->pid, &pr) == 0) {
 			const struct ooo_class *cls = policy_find_class(srv->policy, l->class_name);
 
 			l->syncs = pr.syncs[0] + pr.syncs[1] + pr.syncs[2];

@@ -25,6 +25,7 @@
 
 #define LEASE_MAX 1024u         /* live leases, all GPUs together */
 #define LEASE_FEEDBACK_MIN 20u  /* syncs seen before a lease's p99 counts */
+#define LEASE_READ_NS (2ull * 1000000000ull) /* how often the leases' telemetry is read */
 
 struct server;
 struct conn;
@@ -95,6 +96,7 @@ struct leases {
 	struct lease_offer offers[POLICY_MAX_CLASSES]; /* feedback: a class's raised offer */
 	uint32_t noffers;
 	char feedback[OOO_ERRMSG_MAX];
+	uint64_t read_ns; /* the last pass over the telemetry (every LEASE_READ_NS, not every tick) */
 };
 
 int lease_init(struct server *srv);
