@@ -708,7 +708,21 @@ int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *ou
 		emit_fn(&g, out);
 	}
 	free(fl);
-	return out->err;
+	if (out->err)
+		return out->err;
+	{
+		/* never hand out what the checker cannot prove (input the parser took but ptxas would not, ...) */
+		char why2[256];
+		unsigned nf = 0;
+		int cr = jit_fence_check(out->data, out->len, &nf, why2, sizeof(why2));
+
+		if (cr == -ENOMEM)
+			return cr;
+		if (cr < 0)
+			return failf(err, errlen, "%s: the fenced copy does not pass the checker (%s): cannot be fenced", kernel,
+				     why2);
+	}
+	return 0;
 }
 
 /* ---- the checker ------------------------------------------------------------------------ */
