@@ -19,14 +19,10 @@
 #include "buffers.h"
 #include "dpath.h"
 #include "log.h"
+#include "pidfd.h"
 #include "place.h"
 #include "server.h"
 #include "telemetry.h"
-
-static int pidfd_open_(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-}
 
 /* Bounded copy that tolerates overlap (message text moves between buffers of one gpu). */
 static void copy_text(char *dst, size_t cap, const char *src)
@@ -130,7 +126,7 @@ static void spawn(struct server *srv, struct gpu *g)
 	}
 	g->pid = pid;
 	g->ctl = sv[0];
-	g->pidfd = pidfd_open_(pid);
+	g->pidfd = sys_pidfd_open(pid);
 	g->started_ns = server_now_ns();
 	g->state = OOO_DEV_STARTING;
 	if (g->pidfd < 0) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pidfd.h"
 #include "mps.h"
 #include "server.h"
 #include "telemetry.h"
@@ -27,16 +28,6 @@ static const char *prio_name(uint32_t p)
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
-
-static int pidfd_open_(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-}
-
-static int pidfd_signal(int fd, int sig)
-{
-	return (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
-}
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
@@ -50,7 +41,7 @@ static int peer_pidfd(int sock, const struct peer_cred *cred, char *why, size_t 
 
 	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0) {
 		/* a pidfd of the connector itself: a reused pid cannot be it */
-		if (pidfd_signal(fd, 0) < 0) {
+		if (sys_pidfd_signal(fd, 0) < 0) {
 			close(fd);
 			snprintf(why, cap, "pid %u, which connected, has exited: a lease is for the process that asks",
 				 cred->pid);
@@ -59,7 +50,7 @@ static int peer_pidfd(int sock, const struct peer_cred *cred, char *why, size_t 
 		return fd;
 	}
 	/* kernels before 6.5: the pid, held only if it still belongs to the connector's uid */
-	fd = pidfd_open_((pid_t)cred->pid);
+	fd = sys_pidfd_open((pid_t)cred->pid);
 	if (fd < 0) {
 		snprintf(why, cap, "cannot watch pid %u: %s", cred->pid, strerror(errno));
 		return -errno ? -errno : -ESRCH;
@@ -69,7 +60,7 @@ static int peer_pidfd(int sock, const struct peer_cred *cred, char *why, size_t 
 		struct stat st;
 
 		snprintf(path, sizeof(path), "/proc/%u", cred->pid);
-		if (stat(path, &st) < 0 || st.st_uid != cred->uid || pidfd_signal(fd, 0) < 0) {
+		if (stat(path, &st) < 0 || st.st_uid != cred->uid || sys_pidfd_signal(fd, 0) < 0) {
 			close(fd);
 			snprintf(why, cap, "pid %u is not the connecting uid %u's process any more", cred->pid, cred->uid);
 			return -ESRCH;
@@ -385,12 +376,12 @@ void lease_tick(struct server *srv, uint64_t now)
 		arm(srv, i);
 		if (l->term_at_ns && now >= l->term_at_ns) {
 			l->term_at_ns = 0;
-			if (pidfd_signal(l->pidfd, SIGTERM) == 0)
+			if (sys_pidfd_signal(l->pidfd, SIGTERM) == 0)
 				log_info("lease %llu: pid %d still running, SIGTERM", (unsigned long long)l->id, (int)l->pid);
 		}
 		if (l->kill_at_ns && now >= l->kill_at_ns) {
 			l->kill_at_ns = 0;
-			if (pidfd_signal(l->pidfd, SIGKILL) == 0)
+			if (sys_pidfd_signal(l->pidfd, SIGKILL) == 0)
 				log_warn("lease %llu: pid %d still running, SIGKILL", (unsigned long long)l->id, (int)l->pid);
 		}
 		if (read && telemetry_proc(srv, l->pid, &pr) == 0) {
@@ -444,7 +435,7 @@ static void evict_one(struct server *srv, struct lease *l, uint32_t grace_ms, st
 		return;
 	}
 	rep->how = OOO_EVICT_SIGNAL;
-	pidfd_signal(l->pidfd, SIGTERM);
+	sys_pidfd_signal(l->pidfd, SIGTERM);
 	l->term_at_ns = 0;
 	l->kill_at_ns = now + g;
 	snprintf(rep->msg, sizeof(rep->msg), "lease %llu: pid %d is not an MPS client (%.100s): SIGTERM sent, SIGKILL in %u ms",

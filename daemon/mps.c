@@ -21,6 +21,7 @@
 
 #include "lease.h"
 #include "log.h"
+#include "pidfd.h"
 #include "server.h"
 
 /* ---- running the control program ----------------------------------------------------------- */
@@ -31,11 +32,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static int pidfd_open_(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 /* The control program's environment: only what MPS reads, plus PATH and the driver's directory. */
@@ -170,23 +166,42 @@ static int run_control(struct mps *m, const char *input, char *reply, size_t cap
 	return r;
 }
 
+/*
+ * run_control, unless one hung within MPS_STALL_NS: a hung control program
+ * must not block the loop again and again (evict, shutdown, readiness
+ * probes). -ETIME for both, not -ETIMEDOUT: oooctl reads that as its own
+ * request timing out.
+ */
+static int run_guarded(struct mps *m, const char *cmd, char *reply, size_t cap, bool *ran)
+{
+	int r;
+
+	*ran = false;
+	if (server_now_ns() < m->stall_until_ns) {
+		reply[0] = '\0';
+		return -ETIME;
+	}
+	*ran = true;
+	r = run_control(m, cmd, reply, cap);
+	if (r == -ETIMEDOUT) {
+		r = -ETIME;
+		m->stall_until_ns = server_now_ns() + MPS_STALL_NS;
+	}
+	return r;
+}
+
 int mps_run(struct server *srv, const char *cmd, char *reply, size_t cap)
 {
 	struct mps *m = &srv->mps;
+	bool ran;
 	int r;
 
 	if (m->state != OOO_MPS_RUNNING && m->state != OOO_MPS_STARTING && m->state != OOO_MPS_STOPPING)
 		return -ENOTCONN;
-	if (server_now_ns() < m->stall_until_ns) {
-		/* one hung command must not block the loop again and again (evict, shutdown) */
-		m->command_errors++;
-		return -ETIME;
-	}
-	r = run_control(m, cmd, reply, cap);
-	if (r == -ETIMEDOUT) {
-		/* ETIME, not ETIMEDOUT: oooctl reads that as its own request timing out */
-		r = -ETIME;
-		m->stall_until_ns = server_now_ns() + MPS_STALL_NS;
+	r = run_guarded(m, cmd, reply, cap, &ran);
+	if (!ran) {
+		m->command_errors++; /* refused during a stall: counted, not logged each time */
+		return r;
 	}
 	if (r < 0) {
 		m->command_errors++;
@@ -351,15 +366,9 @@ static bool answers(struct server *srv)
 	char reply[MPS_REPLY_MAX], why[OOO_ERRMSG_MAX];
 	pid_t pids[MPS_MAX_PIDS];
 	size_t n;
+	bool ran;
 
-	int r;
-
-	if (server_now_ns() < srv->mps.stall_until_ns)
-		return false; /* the last probe hung: not again for a while */
-	r = run_control(&srv->mps, "get_server_list", reply, sizeof(reply));
-	if (r == -ETIMEDOUT)
-		srv->mps.stall_until_ns = server_now_ns() + MPS_STALL_NS;
-	if (r < 0)
+	if (run_guarded(&srv->mps, "get_server_list", reply, sizeof(reply), &ran) < 0)
 		return false;
 	return mps_parse_pids(reply, pids, MPS_MAX_PIDS, &n, why, sizeof(why)) == 0;
 }
@@ -395,7 +404,7 @@ static void launch(struct server *srv)
 		schedule_restart(srv, r == -ENOENT ? "the control program is gone" : "cannot start the control program");
 		return;
 	}
-	m->pidfd = pidfd_open_(pid);
+	m->pidfd = sys_pidfd_open(pid);
 	if (m->pidfd < 0) {
 		log_err("mps: pidfd_open: %s", strerror(errno));
 		kill(pid, SIGKILL);
@@ -465,7 +474,7 @@ static bool adopt(struct server *srv)
 	fclose(f);
 	if (pid <= 0 || kill(pid, 0) < 0 || !answers(srv))
 		return false;
-	m->pidfd = pidfd_open_(pid);
+	m->pidfd = sys_pidfd_open(pid);
 	if (m->pidfd < 0)
 		return false;
 	m->pid = pid;
@@ -601,7 +610,7 @@ void mps_tick(struct server *srv, uint64_t now)
 		} else if (now >= m->ready_by_ns) {
 			log_warn("mps: the control daemon (pid %d) did not answer within %u ms, killing it", (int)m->pid,
 				 MPS_READY_TIMEOUT_MS);
-			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0); /* the pidfd poll reaps it and schedules the restart */
+			(void)sys_pidfd_signal(m->pidfd, SIGKILL); /* the pidfd poll reaps it and schedules the restart */
 			m->ready_by_ns = UINT64_MAX;
 		}
 		break;
@@ -625,7 +634,7 @@ void mps_tick(struct server *srv, uint64_t now)
 		}
 		if (m->quit_sent_ns && now >= m->quit_sent_ns + 5000000000ull) {
 			log_warn("mps: the control daemon (pid %d) is still running 5 s after quit, killing it", (int)m->pid);
-			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0);
+			(void)sys_pidfd_signal(m->pidfd, SIGKILL);
 			m->quit_sent_ns = UINT64_MAX - 10000000000ull; /* once */
 		}
 		break;
@@ -667,11 +676,11 @@ void mps_fini(struct server *srv)
 
 		/* through the pidfd: once reaped, a raw pid could be someone else's */
 		if (m->pidfd >= 0)
-			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGTERM, NULL, 0);
+			(void)sys_pidfd_signal(m->pidfd, SIGTERM);
 		for (int i = 0; i < 100 && !(reaped = waitpid(m->pid, NULL, WNOHANG) == m->pid); i++)
 			usleep(20000);
 		if (!reaped && m->pidfd >= 0) {
-			(void)syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0);
+			(void)sys_pidfd_signal(m->pidfd, SIGKILL);
 			waitpid(m->pid, NULL, 0);
 		}
 	}

@@ -40,6 +40,7 @@
 
 #include "ldcache.h"
 #include "log.h"
+#include "pidfd.h"
 #include "policy.h"
 #include "server.h"
 #include "telemetry.h"
@@ -922,11 +923,6 @@ void telemetry_reload(struct server *srv)
 
 /* ---- tracking ------------------------------------------------------------------ */
 
-static int pidfd_open_(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-}
-
 /* The owner of /proc/PID (the process's uid), or (uid_t)-1 when it is gone. */
 static uid_t proc_uid(pid_t pid)
 {
@@ -958,7 +954,7 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 
 		if (poll(&pf, 1, 0) == 1) {
 			/* the pid we knew exited and the number was reused: a new process, a new entry */
-			int nfd = pidfd_open_(pid);
+			int nfd = sys_pidfd_open(pid);
 
 			if (nfd < 0) {
 				snprintf(msg, cap, "pid %d: %s", (int)pid, errno == ESRCH ? "no such process" : strerror(errno));
@@ -994,7 +990,7 @@ int telemetry_track(struct server *srv, pid_t pid, uint32_t why, bool launches, 
 				return -ENOSPC;
 			}
 		}
-		fd = pidfd_open_(pid);
+		fd = sys_pidfd_open(pid);
 		if (fd < 0) {
 			snprintf(msg, cap, "pid %d: %s", (int)pid, errno == ESRCH ? "no such process" : strerror(errno));
 			return -errno;
