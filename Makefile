@@ -78,7 +78,7 @@ TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint
                 $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
-all: $(BINS) $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS)
+all: $(BINS) $(BUILD)/libooo-sampler.so $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -210,6 +210,12 @@ $(BENCH_KERNELS:%=$(OBJ)/gen/bench_%_ptx.o): $(OBJ)/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 $(OBJ)/tools/bench/env.o $(OBJ)/tools/bench/cli.o: $(BUILD)/gen/version.h
+
+# a CPU sampling profiler to preload into oood (bench/sampler.c; not installed)
+$(BUILD)/libooo-sampler.so: bench/sampler.c
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lpthread
 
 $(BUILD)/ooo-bench: $(BENCH_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
