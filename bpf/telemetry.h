@@ -75,12 +75,15 @@ struct ooo_tm_drops {
 };
 
 /*
- * The bucket of a duration in ns. Shared by the probes and the executor's
- * scheduler counters; a loop of constant bound, which the verifier accepts.
+ * The bucket of a duration in ns: the bit length of its microseconds, capped
+ * at the last bucket. Shared by the probes and the executor's counters; in
+ * BPF a loop of constant bound (which the verifier accepts), elsewhere one
+ * count-leading-zeros (the executor takes several per launch).
  */
 static inline __u32 ooo_tm_bucket(__u64 ns)
 {
 	__u64 us = ns / 1000;
+#if defined(__bpf__)
 	__u32 b = 0;
 
 	for (int i = 0; i < OOO_TM_HIST - 1; i++) {
@@ -90,6 +93,11 @@ static inline __u32 ooo_tm_bucket(__u64 ns)
 		}
 	}
 	return b;
+#else
+	__u32 b = us ? 64u - (__u32)__builtin_clzll(us) : 0u;
+
+	return b < OOO_TM_HIST - 1 ? b : OOO_TM_HIST - 1;
+#endif
 }
 
 #endif

@@ -11,6 +11,9 @@
 
 #include <cmocka.h>
 
+#include <linux/types.h>
+
+#include "../../bpf/telemetry.h"
 #include "../../daemon/sched/sched.h"
 
 #define US 1000ull
@@ -1155,6 +1158,37 @@ static void test_large_window_cost(void **state)
 	sched_free(s);
 }
 
+/* The executor's histogram bucket (count leading zeros) is the probes' loop, bucket for bucket. */
+static uint32_t bucket_loop(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	uint32_t b = 0;
+
+	for (int i = 0; i < OOO_TM_HIST - 1; i++)
+		if (us) {
+			b++;
+			us >>= 1;
+		}
+	return b;
+}
+
+static void test_tm_bucket(void **state)
+{
+	(void)state;
+	for (uint64_t ns = 0; ns < 3000000; ns += 7)
+		assert_int_equal(ooo_tm_bucket(ns), bucket_loop(ns));
+	for (int sh = 0; sh < 64; sh++)
+		for (uint64_t d = 0; d < 5; d++) {
+			uint64_t v = (1ull << sh) + d - 2;
+
+			assert_int_equal(ooo_tm_bucket(v), bucket_loop(v));
+		}
+	assert_int_equal(ooo_tm_bucket(0), 0);
+	assert_int_equal(ooo_tm_bucket(999), 0);
+	assert_int_equal(ooo_tm_bucket(1000), 1);
+	assert_int_equal(ooo_tm_bucket(UINT64_MAX), OOO_TM_HIST - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1169,6 +1203,7 @@ int main(void)
 		cmocka_unit_test(test_drop_active_list),  cmocka_unit_test(test_sort_many),
 		cmocka_unit_test(test_model_many_queues), cmocka_unit_test(test_no_starvation_fused),
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
+		cmocka_unit_test(test_tm_bucket),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
