@@ -1533,7 +1533,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	ROW_RATE("commands/s", commands_s);
 	sched_row(&t, iv, "busy ns/command", iv ? fmt_fig(a, sizeof(a), fd->ns_per_command, 0) : "",
 		  fmt_fig(b, sizeof(b), fc->ns_per_command, 0));
-	sched_row(&t, iv, "busy: taking", iv ? fmt_share(a, sizeof(a), fd->take_share) : "",
+	sched_row(&t, iv, "busy: sessions", iv ? fmt_share(a, sizeof(a), fd->take_share) : "",
 		  fmt_share(b, sizeof(b), fc->take_share));
 	sched_row(&t, iv, "busy: dispatching", iv ? fmt_share(a, sizeof(a), fd->disp_share) : "",
 		  fmt_share(b, sizeof(b), fc->disp_share));

@@ -365,7 +365,8 @@ struct ooo_sched_counters {
 	uint64_t work_ns;        /* time in passes that moved something (the rest is polling) */
 	uint64_t commands;       /* commands taken from the tenants' submission rings */
 	uint64_t param_bundles;  /* fused bundles whose table went as the launch's parameter (no copy first) */
-	uint64_t take_ns;        /* of work_ns: taking and validating submissions (issuing what goes at once) */
+	uint64_t take_ns;        /* of work_ns: the sessions' pass (reaping completions, taking and validating
+	                            submissions, issuing what goes at once, publishing) */
 	uint64_t dispatch_ns;    /* of work_ns: moving backlogs, the scheduler, forming and launching bundles */
 	struct ooo_sched_class_stats classes[OOO_SCHED_CLASSES];
 	struct ooo_sched_part_stats parts[OOO_SCHED_PARTITIONS];
