@@ -78,7 +78,7 @@ TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint
                 $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
-all: $(BINS) $(BUILD)/libooo-sampler.so $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS)
+all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -216,6 +216,11 @@ $(BUILD)/libooo-sampler.so: bench/sampler.c
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lpthread
+
+# the host cost of the calls the executor makes (bench/callcost.c; not installed)
+$(BUILD)/ooo-callcost: $(OBJ)/bench/callcost.o $(OBJ)/daemon/exec/cuda.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl
 
 $(BUILD)/ooo-bench: $(BENCH_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)

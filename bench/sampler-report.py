@@ -17,13 +17,15 @@ def main():
         sys.exit(__doc__)
     path = sys.argv[1]
     binary = sys.argv[2] if len(sys.argv) > 2 else "build/oood"
-    maps, samples = [], []
+    maps, samples, ysym = [], [], {}
     with open(path) as f:
         for line in f:
             w = line.split()
             if w[0] == "map" and len(w) >= 6:
                 lo, hi = (int(x, 16) for x in w[1].split("-"))
                 maps.append((lo, hi, int(w[3], 16), w[-1] if len(w) >= 7 else "[anon]"))
+            elif w[0] == "y" and len(w) == 3:
+                ysym[int(w[1], 16)] = w[2].split("+")[0]
             elif w[0] == "s" and len(w) == 6:
                 samples.append((int(w[1]), [int(x, 16) for x in w[2:]]))
     if not samples:
@@ -56,7 +58,8 @@ def main():
         name, off = where(a)
         if off in sym and (name.endswith("/oood") or name == binary):
             return sym[off]
-        return "[" + name.rsplit("/", 1)[-1] + "]"
+        lib = name.rsplit("/", 1)[-1]
+        return "[%s %s]" % (lib, ysym[a]) if a in ysym else "[" + lib + "]"
 
     main_s = [pcs for tid, pcs in samples if pid is None or tid == pid]
     other = len(samples) - len(main_s)

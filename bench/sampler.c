@@ -9,13 +9,15 @@
  * Only a process whose command line holds "--executor" samples itself; it
  * writes DIR/exec-PID.txt (rewritten every second and at exit): its
  * executable mappings, then one line per sample, "tid leaf caller1 caller2
- * caller3" in hex. The leaf is where the CPU was (ITIMER_PROF, so process CPU
+ * caller3" in hex, and for a leaf outside oood a line "y ADDR SYMBOL+OFF"
+ * (dladdr: the nearest exported symbol). The leaf is where the CPU was (ITIMER_PROF, so process CPU
  * time, 1 kHz asked); the callers are the first words on the main thread's
  * stack that point into oood's text (a stack scan: libcuda keeps no frame
  * pointers, so a leaf there is charged to our code that called it; stale
  * words can appear, so treat callers as hints). bench/sampler-report.sh turns
  * the file into a flat and a caller profile with addr2line.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -98,6 +100,15 @@ static void dump(void)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct sample *s = &samples[i];
 
+		Dl_info di;
+
+		if ((s->pc[0] < text_lo || s->pc[0] >= text_hi) && dladdr((void *)(uintptr_t)s->pc[0], &di) && di.dli_sname) {
+			/* outside oood: the nearest exported symbol (right for libc, a hint for libcuda) */
+			len = snprintf(line, sizeof(line), "y %llx %s+%llx\n", (unsigned long long)s->pc[0], di.dli_sname,
+				       (unsigned long long)(s->pc[0] - (uintptr_t)di.dli_saddr));
+			if (len > 0 && len < (int)sizeof(line) && pwrite(out_fd, line, (size_t)len, off) == len)
+				off += len;
+		}
 		len = snprintf(line, sizeof(line), "s %u %llx %llx %llx %llx\n", s->tid, (unsigned long long)s->pc[0],
 			       (unsigned long long)s->pc[1], (unsigned long long)s->pc[2], (unsigned long long)s->pc[3]);
 		if (pwrite(out_fd, line, (size_t)len, off) != len)
