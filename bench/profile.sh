@@ -4,7 +4,7 @@
 # the bench's table, the scheduler's counters over the middle of the measured
 # window (oooctl sched --json, rates from the executor's own timestamps), and
 # the CPU time of the executor, oood and the tenants over the same interval
-# (from /proc, in cores). BUILD (default build) holds ooo-bench, oood, oooctl.
+# (from /proc, in cores). The measured window must last 3 s or more. BUILD (default build) holds ooo-bench, oood, oooctl.
 # Default args: --duration 6 --warmup 1.
 set -eu
 out=${1:?usage: bench/profile.sh OUTDIR WORKLOAD T [ooo-bench args]}
@@ -41,12 +41,13 @@ ticks() {
 	echo "command: $build/ooo-bench $wl --mode ooo --tenants $t --libcuda $libcuda --rundir $rd $*"
 	echo
 } >"$f"
-"$build/ooo-bench" "$wl" --mode ooo --tenants "$t" --libcuda "$libcuda" --rundir "$rd" -q "$@" >"$out/bench.txt" 2>&1 &
+OOO_BENCH_MARK=$rd/measuring "$build/ooo-bench" "$wl" --mode ooo --tenants "$t" --libcuda "$libcuda" --rundir "$rd" -q "$@" >"$out/bench.txt" 2>&1 &
 bp=$!
-# into the measured window: set-up, warm-up, then a second
+# into the measured window (the bench creates the mark when it opens, after
+# every tenant's set-up and the warm-up), then a second more
 i=0
-while [ ! -S "$rd/admin.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 4
+while [ ! -e "$rd/measuring" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
 e0=$(ticks '*--executor*') o0=$(ticks '*oood -f*') b0=$(ticks '*ooo-bench*--tenant*')
 t0=$(date +%s.%N)
 "$build/oooctl" --rundir "$rd" --json sched --interval 2000 >"$out/sched.json" 2>&1 || true

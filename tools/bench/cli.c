@@ -118,6 +118,7 @@ void bench_gpu_usage(FILE *f)
 		"  --lease-sm PCT       lease: every tenant's share (default 100/T, at least 1)\n"
 		"  --lease-critical-sm PCT  lease, mix: the critical tenant's share (default 50)\n"
 		"  OOO_COMMIT           recorded as the commit (default: the build's, %s)\n"
+		"  OOO_BENCH_MARK       a file created when each point's measured window opens\n"
 		"  -h, --help           this help\n"
 		"\n"
 		"The JSON records the device, driver, SM clocks (nvidia-smi, when there is one),\n"

@@ -550,6 +550,7 @@ static void run_point(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 	struct tenant_cfg *cfg = malloc(sizeof(*cfg));
 	char label[128], why[BENCH_ERR_MAX + 64] = "";
 	int64_t deadline, t_start, t_warm, next_live = 0;
+	bool marked = false;
 	unsigned nready, ndone;
 	bool called_off = false;
 
@@ -657,6 +658,15 @@ static void run_point(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 		int64_t now = bench_now_ns();
 		uint64_t done = 0;
 
+		if (now >= t_warm && !marked) {
+			/* OOO_BENCH_MARK=FILE: created when the measured window opens (bench/profile.sh waits for it) */
+			const char *mark = getenv("OOO_BENCH_MARK");
+			int mfd = mark && *mark ? open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+
+			if (mfd >= 0)
+				close(mfd);
+			marked = true;
+		}
 		ndone = 0;
 		for (unsigned i = 0; i < tenants; i++) {
 			ndone += s[i].eof;
