@@ -41,7 +41,8 @@ ticks() {
 	echo "command: $build/ooo-bench $wl --mode ooo --tenants $t --libcuda $libcuda --rundir $rd $*"
 	echo
 } >"$f"
-OOO_BENCH_MARK=$rd/measuring "$build/ooo-bench" "$wl" --mode ooo --tenants "$t" --libcuda "$libcuda" --rundir "$rd" -q "$@" >"$out/bench.txt" 2>&1 &
+# a preloaded bench/sampler.c counts from the same mark
+OOO_SAMPLER_START=$rd/measuring OOO_BENCH_MARK=$rd/measuring "$build/ooo-bench" "$wl" --mode ooo --tenants "$t" --libcuda "$libcuda" --rundir "$rd" -q "$@" >"$out/bench.txt" 2>&1 &
 bp=$!
 # into the measured window (the bench creates the mark when it opens, after
 # every tenant's set-up and the warm-up), then a second more

@@ -17,17 +17,22 @@ def main():
         sys.exit(__doc__)
     path = sys.argv[1]
     binary = sys.argv[2] if len(sys.argv) > 2 else "build/oood"
-    maps, samples, ysym = [], [], {}
+    maps, samples, ysym, start = [], [], {}, 0
     with open(path) as f:
         for line in f:
             w = line.split()
             if w[0] == "map" and len(w) >= 6:
                 lo, hi = (int(x, 16) for x in w[1].split("-"))
                 maps.append((lo, hi, int(w[3], 16), w[-1] if len(w) >= 7 else "[anon]"))
+            elif w[0] == "start" and len(w) == 2:
+                start = int(w[1])
             elif w[0] == "y" and len(w) == 3:
                 ysym[int(w[1], 16)] = w[2].split("+")[0]
             elif w[0] == "s" and len(w) == 6:
                 samples.append((int(w[1]), [int(x, 16) for x in w[2:]]))
+    if start:
+        print("%d samples before the start mark left out" % start)
+        samples = samples[start:]
     if not samples:
         sys.exit("%s: no samples" % path)
     pid = int(path.rsplit("-", 1)[-1].split(".")[0]) if "-" in path else None

@@ -14,7 +14,7 @@
  * time, 1 kHz asked); the callers are the first words on the main thread's
  * stack that point into oood's text (a stack scan: libcuda keeps no frame
  * pointers, so a leaf there is charged to our code that called it; stale
- * words can appear, so treat callers as hints). bench/sampler-report.sh turns
+ * words can appear, so treat callers as hints). bench/sampler-report.py turns
  * the file into a flat and a caller profile with addr2line.
  */
 #include <dlfcn.h>
@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ struct sample {
 
 static struct sample *samples;
 static volatile uint32_t nsamples;
+static volatile uint32_t start_idx = UINT32_MAX; /* the sample when OOO_SAMPLER_START appeared */
 static int out_fd = -1;
 static uintptr_t text_lo, text_hi, stack_lo, stack_hi;
 static pid_t main_tid;
@@ -97,6 +99,11 @@ static void dump(void)
 			}
 		fclose(m);
 	}
+	if (start_idx != UINT32_MAX) {
+		len = snprintf(line, sizeof(line), "start %u\n", start_idx);
+		if (pwrite(out_fd, line, (size_t)len, off) == len)
+			off += len;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct sample *s = &samples[i];
 
@@ -119,10 +126,17 @@ static void dump(void)
 
 static void *dumper(void *arg)
 {
+	const char *start = getenv("OOO_SAMPLER_START");
+
 	(void)arg;
-	for (;;) {
-		sleep(1);
-		dump();
+	for (unsigned t = 0;; t++) {
+		struct timespec ts = { 0, 100000000 };
+
+		nanosleep(&ts, NULL);
+		if (start && *start && start_idx == UINT32_MAX && access(start, F_OK) == 0)
+			start_idx = nsamples;
+		if (t % 10 == 9)
+			dump();
 	}
 	return NULL;
 }
