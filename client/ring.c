@@ -42,6 +42,7 @@ int ring_init(struct ring *r, void *base, uint64_t size, uint64_t ctl_off, uint6
 		r->mine = __atomic_load_n(&r->ctl->head, __ATOMIC_RELAXED);
 		r->theirs = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
 	}
+	r->shown = r->mine;
 	return 0;
 }
 
@@ -63,6 +64,14 @@ int ring_publish(struct ring *r)
 {
 	uint64_t one = 1;
 
+	/*
+	 * Nothing new since the last publish: that one stored the tail and woke
+	 * a sleeper that had not seen it, so there is nothing to store or wake
+	 * (a store would only take the line from a consumer spinning on it).
+	 */
+	if (r->mine == r->shown)
+		return 0;
+	r->shown = r->mine;
 	__atomic_store_n(&r->ctl->tail, r->mine, __ATOMIC_RELEASE);
 	/* pairs with the fence in ring_sleep_prepare: either we see the flag or it sees our tail */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -102,6 +111,9 @@ int ring_pop(struct ring *r, void *out)
 
 void ring_release(struct ring *r)
 {
+	if (r->mine == r->shown)
+		return; /* nothing consumed since the last release */
+	r->shown = r->mine;
 	__atomic_store_n(&r->ctl->head, r->mine, __ATOMIC_RELEASE);
 }
 

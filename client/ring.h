@@ -21,6 +21,7 @@ struct ring {
 	uint32_t n, mask, esize;
 	uint32_t mine;   /* producer: tail; consumer: head */
 	uint32_t theirs; /* last value read of the other index */
+	uint32_t shown;  /* the index last stored to ctl (mine at publish/release): unchanged ones are not stored again */
 	int doorbell;    /* producer: eventfd to signal; consumer: eventfd to wait on */
 };
 

@@ -180,6 +180,17 @@ static void test_doorbell_only_when_sleeping(void **state)
 	assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
 	ring_awake(&c);
 	assert_int_equal(ring_publish(&p), 0);
+	/* nothing new since the last publish: a sleeper has seen it all, so no store and no doorbell */
+	assert_int_equal(ring_pop(&c, &e), 1);
+	ring_release(&c);
+	assert_true(ring_sleep_prepare(&c));
+	assert_int_equal(ring_publish(&p), 0);
+	assert_int_equal(read(efd, &v, sizeof(v)), -1);
+	/* and the next entry still rings */
+	assert_non_null(ring_reserve(&p));
+	assert_int_equal(ring_publish(&p), 1);
+	assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	assert_false(ring_sleep_prepare(&c));
 	close(efd);
 	munmap(a, AREA);
 }
