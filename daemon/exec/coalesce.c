@@ -29,6 +29,7 @@
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SLOTS 8u            /* descriptor tables in flight */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
+#define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
 #define CO_INFLIGHT 8u         /* bundles in flight on the partition (a queue's chain pipelines like direct launches) */
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
@@ -108,7 +109,8 @@ struct coalescer {
 	struct co_job *todo, *done;
 	atomic_uint ndone;
 	/* bundles in flight, in dispatch order */
-	struct dp_bundle *fl_head, *fl_tail, *spare;
+	struct dp_bundle *fl_head, *fl_tail, *spare; /* spare: freed bundles kept for reuse, nspare of them */
+	uint32_t nspare;
 	uint32_t nflight;
 	uint64_t last_end_ns; /* when the last bundle's end was seen */
 	unsigned char *host;
@@ -470,9 +472,10 @@ void co_bundle_put(struct datapath *dp, struct dp_bundle *b)
 		return;
 	tev_put(dp, b->start);
 	tev_put(dp, b->end);
-	if (!co->spare) {
-		b->next = NULL;
+	if (co->nspare < CO_SPARE) {
+		b->next = co->spare;
 		co->spare = b;
+		co->nspare++;
 	} else {
 		free(b);
 	}
@@ -731,9 +734,10 @@ static struct dp_bundle *bundle_new(struct coalescer *co)
 {
 	struct dp_bundle *b = co->spare;
 
-	if (b)
-		co->spare = NULL;
-	else if (!(b = malloc(sizeof(*b))))
+	if (b) {
+		co->spare = b->next;
+		co->nspare--;
+	} else if (!(b = malloc(sizeof(*b))))
 		return NULL;
 	b->next = NULL;
 	b->refs = 1; /* the in-flight list's */
@@ -1256,7 +1260,13 @@ void co_stop(struct datapath *dp)
 		co->classes = c->next;
 		class_free(co, c, api);
 	}
-	free(co->spare);
+	while (co->spare) {
+		struct dp_bundle *b = co->spare;
+
+		co->spare = b->next;
+		free(b);
+	}
+	co->nspare = 0;
 	while (co->ntev)
 		api->p_cuEventDestroy(co->tev[--co->ntev]);
 	free(co->tev);
