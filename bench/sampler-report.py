@@ -28,7 +28,7 @@ def main():
                 start = int(w[1])
             elif w[0] == "y" and len(w) == 3:
                 ysym[int(w[1], 16)] = w[2].split("+")[0]
-            elif w[0] == "s" and len(w) == 6:
+            elif w[0] == "s" and len(w) >= 4:
                 samples.append((int(w[1]), [int(x, 16) for x in w[2:]]))
     if start:
         print("%d samples before the start mark left out" % start)

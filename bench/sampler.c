@@ -9,12 +9,14 @@
  * Only a process whose command line holds "--executor" samples itself; it
  * writes DIR/exec-PID.txt (rewritten every second and at exit): its
  * executable mappings, then one line per sample, "tid leaf caller1 caller2
- * caller3" in hex, and for a leaf outside oood a line "y ADDR SYMBOL+OFF"
+ * ... caller6" in hex, and for a leaf outside oood a line "y ADDR SYMBOL+OFF"
  * (dladdr: the nearest exported symbol). The leaf is where the CPU was (ITIMER_PROF, so process CPU
- * time, 1 kHz asked); the callers are the first words on the main thread's
- * stack that point into oood's text (a stack scan: libcuda keeps no frame
- * pointers, so a leaf there is charged to our code that called it; stale
- * words can appear, so treat callers as hints). bench/sampler-report.py turns
+ * time, 1 kHz asked); the callers come from the main thread's frame-pointer
+ * chain: build the oood to profile with -fno-omit-frame-pointer (see
+ * bench/README.md). A leaf in a library without frame pointers (libcuda) is
+ * charged to the first frame record of ours found above the stack pointer;
+ * with no frame record at all, the callers are the first words on the stack
+ * that point into oood's text (stale words appear: hints only). bench/sampler-report.py turns
  * the file into a flat and a caller profile with addr2line.
  */
 #include <dlfcn.h>
@@ -33,7 +35,7 @@
 #include <unistd.h>
 
 #define MAX_SAMPLES (1u << 20)
-#define NCALLERS 3
+#define NCALLERS 6
 
 struct sample {
 	uint32_t tid;
@@ -46,6 +48,8 @@ static volatile uint32_t start_idx = UINT32_MAX; /* the sample when OOO_SAMPLER_
 static int out_fd = -1;
 static uintptr_t text_lo, text_hi, stack_lo, stack_hi;
 static pid_t main_tid;
+
+static int in_text(uintptr_t x) { return x >= text_lo && x < text_hi; }
 
 static void on_prof(int sig, siginfo_t *si, void *ctx)
 {
@@ -63,15 +67,45 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
 	s->tid = (uint32_t)syscall(SYS_gettid);
 	s->pc[0] = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
 	if ((pid_t)s->tid == main_tid) {
-		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], top = stack_hi - 16;
+		uintptr_t *a = NULL;
 		int n = 1;
 
-		if (sp >= stack_lo && sp < stack_hi)
-			for (uintptr_t *w = (uintptr_t *)sp; (uintptr_t)(w + 1) <= stack_hi && w < (uintptr_t *)sp + 4096 &&
-							      n <= NCALLERS;
-			     w++)
-				if (*w >= text_lo && *w < text_hi)
-					s->pc[n++] = *w;
+		if (sp >= stack_lo && sp < stack_hi) {
+			/* in oood (built with frame pointers) the chain starts at rbp */
+			uintptr_t bp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+
+			if (in_text(s->pc[0]) && bp >= sp && bp < top && !(bp & 7))
+				a = (uintptr_t *)bp;
+			/* elsewhere (libcuda keeps none), the first frame record of ours above sp: (saved rbp, return address) */
+			for (uintptr_t *w = (uintptr_t *)sp; !a && (uintptr_t)w < top && w < (uintptr_t *)sp + 4096; w++)
+				if (in_text(w[1]) && w[0] > (uintptr_t)w && w[0] < top && !(w[0] & 7) &&
+				    in_text(((uintptr_t *)w[0])[1])) {
+					a = w;
+					/*
+					 * That record is the frame of our function that called the library;
+					 * the return address into it is the nearest word below the record
+					 * that points into our text (its locals lie between: a hint)
+					 */
+					for (uintptr_t *r = w - 1; r >= (uintptr_t *)sp; r--)
+						if (in_text(*r)) {
+							s->pc[n++] = *r;
+							break;
+						}
+				}
+			for (; a && n <= NCALLERS && in_text(a[1]); n++) {
+				s->pc[n] = a[1];
+				if (a[0] <= (uintptr_t)a || a[0] >= top)
+					break;
+				a = (uintptr_t *)a[0];
+			}
+			if (n == 1) /* no frame record: the first words that point into oood's text (hints) */
+				for (uintptr_t *w = (uintptr_t *)sp; (uintptr_t)(w + 1) <= stack_hi && w < (uintptr_t *)sp + 4096 &&
+								      n <= NCALLERS;
+				     w++)
+					if (in_text(*w))
+						s->pc[n++] = *w;
+		}
 	}
 	nsamples = i + 1;
 	errno = saved;
@@ -116,8 +150,10 @@ static void dump(void)
 			if (len > 0 && len < (int)sizeof(line) && pwrite(out_fd, line, (size_t)len, off) == len)
 				off += len;
 		}
-		len = snprintf(line, sizeof(line), "s %u %llx %llx %llx %llx\n", s->tid, (unsigned long long)s->pc[0],
-			       (unsigned long long)s->pc[1], (unsigned long long)s->pc[2], (unsigned long long)s->pc[3]);
+		len = snprintf(line, sizeof(line), "s %u", s->tid);
+		for (int k = 0; k <= NCALLERS; k++)
+			len += snprintf(line + len, sizeof(line) - (size_t)len, " %llx", (unsigned long long)s->pc[k]);
+		line[len++] = '\n';
 		if (pwrite(out_fd, line, (size_t)len, off) != len)
 			return;
 		off += len;
