@@ -70,11 +70,20 @@ static struct sdpath *attached(struct server *srv, struct conn *c, uint16_t type
 void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd)
 {
 	struct session *s = server_conn_session(c);
-	struct sdpath *d = attached(srv, c, OOO_MSG_MODULE_LOAD, seq);
 	struct exec_module m = { .session = s->id, .kind = req->kind, .len = req->len };
+	struct sdpath *d;
 	struct xreq *x;
 	int r;
 
+	/* the class's word first: it holds whatever the GPU's state */
+	if ((req->kind == OOO_MODULE_CUBIN || req->kind == OOO_MODULE_FATBIN) && !s->tenant->terms.binary_modules) {
+		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -EPERM,
+				   "class '%s' may not load CUBIN or FATBIN modules (binary_modules = no): load PTX or "
+				   "CUDA C, which ooo can analyse",
+				   s->tenant->terms.name);
+		goto out;
+	}
+	d = attached(srv, c, OOO_MSG_MODULE_LOAD, seq);
 	if (!d)
 		goto out;
 	if (session_charge(s, OOO_RES_MODULES, 1) < 0) {

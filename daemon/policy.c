@@ -59,7 +59,7 @@ enum key_field {
 	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
-	F_TRACE_LAUNCHES, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
+	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
 	F_MPS_ENABLED, F_MPS_CONTROL, F_MPS_MULTIUSER, F_MPS_EXEC_CLIENT, F_MPS_MAX_CLIENTS, F_MPS_EXEC_RESERVE,
 	F_MPS_EVICT_GRACE, F_MPS_STOP_GRACE, F_MPS_DEVICES, F_MPS_FEEDBACK, F_MPS_FEEDBACK_STEP,
 	F_TM_ENABLED, F_TM_ALL, F_TM_LAUNCH, F_TM_LIBCUDA, F_TM_SLOW, F_TM_MAXPROCS, F_TM_MAXTRACKED, F_TM_RINGBUF,
@@ -101,6 +101,7 @@ static const struct key_def class_keys[] = {
 	{ "max_modules", F_MODULES, T_U32, 0, 65536 },
 	{ "max_inflight", F_INFLIGHT, T_U32, 0, 1048576 },
 	{ "trace_launches", F_TRACE_LAUNCHES, T_BOOL, 0, 0 },
+	{ "binary_modules", F_BINARY_MODULES, T_BOOL, 0, 0 },
 	{ "native_sm", F_NATIVE_SM, T_U32, 1, 100 },
 	{ "native_mem", F_NATIVE_MEM, T_SIZE, 1, MAX_SIZE_LIMIT },
 	{ "native_priority", F_NATIVE_PRIO, T_LPRIO, 0, 0 },
@@ -588,6 +589,8 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			p->telemetry.all_processes = b;
 		else if (k->field == F_TRACE_LAUNCHES)
 			cls->trace_launches = b;
+		else if (k->field == F_BINARY_MODULES)
+			cls->binary_modules = b;
 		else if (k->field == F_MPS_MULTIUSER)
 			p->mps.multiuser = b;
 		else if (k->field == F_MPS_EXEC_CLIENT)
@@ -844,6 +847,7 @@ static void class_defaults(struct ooo_class *cls)
 {
 	memset(cls, 0, sizeof(*cls));
 	cls->admit = true;
+	cls->binary_modules = true;
 	cls->priority = 50;
 	cls->slo_us = 10000;
 	cls->sm_share = 100;

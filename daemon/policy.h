@@ -37,6 +37,7 @@ struct ooo_class {
 	uint32_t sm_share; /* 1..100 percent; default 100 */
 	uint64_t limit[OOO_RES_COUNT]; /* per tenant, indexed by enum ooo_res */
 	bool trace_launches; /* telemetry: uprobe its sessions' cuLaunchKernel calls (default no) */
+	bool binary_modules; /* may load CUBIN and FATBIN modules (default yes): the JIT cannot analyse or fence them */
 	/* native tenants (ooo-run leases, daemon/lease.c) */
 	uint32_t native_sm;       /* share of a lease that asks for none; default 25; never above sm_share */
 	uint64_t native_mem;      /* pinned device memory limit of a lease that asks for none; 0: mem_limit */

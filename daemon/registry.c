@@ -25,6 +25,7 @@ static void terms_from_class(struct class_terms *t, const struct ooo_class *c)
 	t->slo_us = c->slo_us;
 	t->sm_share = c->sm_share;
 	t->trace_launches = c->trace_launches;
+	t->binary_modules = c->binary_modules;
 	memcpy(t->limit, c->limit, sizeof(t->limit));
 }
 

@@ -47,6 +47,7 @@ struct class_terms {
 	uint32_t slo_us;
 	uint32_t sm_share;
 	bool trace_launches; /* telemetry probes its sessions' cuLaunchKernel calls */
+	bool binary_modules; /* may load CUBIN and FATBIN modules */
 	uint64_t limit[OOO_RES_COUNT];
 };
 

@@ -1305,6 +1305,81 @@ static void test_oooctl(void **state)
 }
 
 /* OOO_MSG_SCHED and `oooctl sched` without a GPU: one record per GPU slot, no counters, and why. */
+/* A class with binary_modules = no: a CUBIN or FATBIN load is refused with EPERM, the session goes on. */
+static void send_module_load(int fd, uint32_t seq, uint32_t kind, int img)
+{
+	unsigned char m[128];
+	struct ooo_msg_module_load ml = { .kind = kind, .len = 16 };
+	ssize_t n = wire_encode(m, sizeof(m), OOO_MSG_MODULE_LOAD, seq, 0, &ml, sizeof(ml));
+	struct iovec iov = { m, (size_t)n };
+	union {
+		struct cmsghdr c;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	assert_true(n > 0);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &img, sizeof(int));
+	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), n);
+}
+
+static void expect_reply(int fd, uint32_t seq, int status, const char *text)
+{
+	static unsigned char rb[OOO_MSG_MAX];
+	struct wire_msg m;
+	ssize_t n = raw_recv(fd, rb, sizeof(rb), 5000);
+
+	assert_true(n > 0);
+	assert_int_equal(wire_decode(rb, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+	assert_int_equal(m.hdr.seq, seq);
+	assert_int_equal(m.hdr.status, status);
+	if (text && !strstr(((const struct ooo_msg_error *)m.payload)->msg, text))
+		fail_msg("error '%s' does not mention '%s'", ((const struct ooo_msg_error *)m.payload)->msg, text);
+}
+
+static void test_binary_modules_refused(void **state)
+{
+	struct daemon d;
+	unsigned char rb[OOO_MSG_MAX];
+	int img = open("/dev/null", O_RDONLY | O_CLOEXEC), fd, before;
+
+	(void)state;
+	assert_true(img >= 0);
+	daemon_start(&d, "[daemon]\nexecutor = no\n[class ptxonly]\nmatch_uid = *\nbinary_modules = no\n");
+	before = settled_fds(d.pid);
+	fd = raw_connect(d.sock);
+	raw_hello(fd);
+	assert_true(raw_recv(fd, rb, sizeof(rb), 5000) > 0);
+	send_module_load(fd, 2, OOO_MODULE_CUBIN, img);
+	expect_reply(fd, 2, -EPERM, "binary_modules = no");
+	send_module_load(fd, 3, OOO_MODULE_FATBIN, img);
+	expect_reply(fd, 3, -EPERM, "class 'ptxonly' may not load CUBIN or FATBIN");
+	/* PTX passes the class's check (and then needs an attached session: no GPU here) */
+	send_module_load(fd, 4, OOO_MODULE_PTX, img);
+	{
+		struct wire_msg m;
+		ssize_t n = raw_recv(fd, rb, sizeof(rb), 5000);
+
+		assert_true(n > 0);
+		assert_int_equal(wire_decode(rb, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+		assert_int_equal(m.hdr.seq, 4);
+		assert_true(m.hdr.status < 0);
+		assert_int_not_equal(m.hdr.status, -EPERM);
+	}
+	/* the session is still served, and the refused images were closed */
+	raw_send(fd, OOO_MSG_PING, 5, "x", 1);
+	expect_reply(fd, 5, 0, NULL);
+	close(fd);
+	close(img);
+	wait_sessions(&d, 0);
+	assert_int_equal(settled_fds(d.pid), before);
+	daemon_stop(&d);
+}
+
 static void test_sched_without_gpu(void **state)
 {
 	struct daemon d;
@@ -1440,6 +1515,7 @@ int main(void)
 		cmocka_unit_test(test_revoked_peer_that_never_reads),
 		cmocka_unit_test(test_no_gpu_reported),
 		cmocka_unit_test(test_sched_without_gpu),
+		cmocka_unit_test(test_binary_modules_refused),
 		cmocka_unit_test(test_sigterm_with_sessions),
 		cmocka_unit_test(test_shutdown_notice),
 	};

@@ -864,6 +864,21 @@ static void test_telemetry_keys(void **state)
 	check_err("[class a]\nmatch_uid = 1\ntrace_launches = sometimes\n", 3, "trace_launches must be yes or no");
 }
 
+static void test_binary_modules_key(void **state)
+{
+	struct policy *p = parse_ok("[class a]\nmatch_uid = 1\n[class b]\nmatch_uid = 2\nbinary_modules = no\n"
+				    "[class c]\nmatch_uid = 3\nbinary_modules = yes\n");
+
+	(void)state;
+	assert_int_equal(p->nclasses, 3);
+	assert_true(p->classes[0].binary_modules); /* default yes */
+	assert_false(p->classes[1].binary_modules);
+	assert_true(p->classes[2].binary_modules);
+	policy_free(p);
+	check_err("[class a]\nmatch_uid = 1\nbinary_modules = ptx\n", 3, "binary_modules must be yes or no");
+	check_err("[daemon]\nbinary_modules = no\n", 2, "unknown key 'binary_modules' in [daemon]");
+}
+
 static void test_mps_keys(void **state)
 {
 	struct policy *p = parse_ok("[class a]\nmatch_uid = 1\n");
@@ -1012,6 +1027,7 @@ int main(void)
 		cmocka_unit_test(test_err_args),
 		cmocka_unit_test(test_executor_keys),
 		cmocka_unit_test(test_telemetry_keys),
+		cmocka_unit_test(test_binary_modules_key),
 		cmocka_unit_test(test_mps_keys),
 		cmocka_unit_test(test_load_file),
 	};
