@@ -63,7 +63,7 @@ POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_ldcache test_mps test_fence test_place test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched
+UNIT_TESTS  := test_wire test_ldcache test_mps test_fence test_place test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -243,6 +243,9 @@ $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/
 $(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
 $(OBJ)/tests/unit/test_oooctl_sched.o: $(BUILD)/gen/version.h
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o
+# the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
+$(BUILD)/tests/test_sampler: $(OBJ)/tests/unit/test_sampler.o | $(BUILD)/libooo-sampler.so
+$(OBJ)/tests/unit/test_sampler.o: ALL_CFLAGS += -fno-omit-frame-pointer
 $(BUILD)/tests/test_daemon: $(OBJ)/tests/integration/test_daemon.o $(OBJ)/client/wire.o $(BUILD)/libooo.a
 
 $(TEST_BINS):
