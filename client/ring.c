@@ -65,14 +65,15 @@ int ring_publish(struct ring *r)
 	uint64_t one = 1;
 
 	/*
-	 * Nothing new since the last publish: that one stored the tail and woke
-	 * a sleeper that had not seen it, so there is nothing to store or wake
-	 * (a store would only take the line from a consumer spinning on it).
+	 * The tail is stored only when it moved (a store takes the line from a
+	 * consumer spinning on it). A sleeper is rung even when it did not: the
+	 * executor's publish after taking submissions that post nothing is what
+	 * wakes a tenant waiting for room in its submission ring or staging.
 	 */
-	if (r->mine == r->shown)
-		return 0;
-	r->shown = r->mine;
-	__atomic_store_n(&r->ctl->tail, r->mine, __ATOMIC_RELEASE);
+	if (r->mine != r->shown) {
+		r->shown = r->mine;
+		__atomic_store_n(&r->ctl->tail, r->mine, __ATOMIC_RELEASE);
+	}
 	/* pairs with the fence in ring_sleep_prepare: either we see the flag or it sees our tail */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!(__atomic_load_n(&r->ctl->flags, __ATOMIC_RELAXED) & OOO_RING_NEED_WAKEUP))

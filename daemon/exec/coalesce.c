@@ -36,6 +36,7 @@
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
 #define CO_TIME_EVERY 16u      /* fused bundles timed with a start event: one in this many (the cost model's samples) */
 #define CO_LOOK_EARLY_NS 1000u /* a fused bundle's end is looked for from this long before its predicted end */
+#define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
 
 struct co_pmod {
 	uint32_t refs;
@@ -923,9 +924,12 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 * lower bound of its end that depends on nothing else (a chain of
 	 * predictions would drift). Its GPU time comes from the timed bundles'
 	 * events, so a late look teaches the model nothing; a launch alone
-	 * (timed by when its end is seen) is looked for on every pass.
+	 * (timed by when its end is seen) is looked for on every pass. The wait
+	 * is capped (CO_LOOK_MAX_NS): a tenant that taught the model a long time
+	 * for its kernel, then launches short ones, delays the bundles' other
+	 * members by at most that.
 	 */
-	b->expect_ns = b->fused ? now + b->predicted_ns : 0;
+	b->expect_ns = b->fused ? now + (b->predicted_ns < CO_LOOK_MAX_NS ? b->predicted_ns : CO_LOOK_MAX_NS) : 0;
 	if (co->fl_tail)
 		co->fl_tail->next = b;
 	else

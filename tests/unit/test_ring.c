@@ -180,12 +180,25 @@ static void test_doorbell_only_when_sleeping(void **state)
 	assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
 	ring_awake(&c);
 	assert_int_equal(ring_publish(&p), 0);
-	/* nothing new since the last publish: a sleeper has seen it all, so no store and no doorbell */
+	/*
+	 * nothing new since the last publish: no store, but a sleeper is still
+	 * rung (the executor's publish after taking launches, which post
+	 * nothing, wakes a tenant waiting for room)
+	 */
 	assert_int_equal(ring_pop(&c, &e), 1);
 	ring_release(&c);
 	assert_true(ring_sleep_prepare(&c));
-	assert_int_equal(ring_publish(&p), 0);
-	assert_int_equal(read(efd, &v, sizeof(v)), -1);
+	{
+		uint32_t tail = __atomic_load_n(&p.ctl->tail, __ATOMIC_RELAXED);
+
+		__atomic_store_n(&p.ctl->tail, tail + 1000, __ATOMIC_RELAXED); /* a store would put it back */
+		assert_int_equal(ring_publish(&p), 1);
+		assert_int_equal(__atomic_load_n(&p.ctl->tail, __ATOMIC_RELAXED), tail + 1000);
+		__atomic_store_n(&p.ctl->tail, tail, __ATOMIC_RELAXED);
+	}
+	assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	ring_awake(&c);
+	assert_true(ring_sleep_prepare(&c));
 	/* and the next entry still rings */
 	assert_non_null(ring_reserve(&p));
 	assert_int_equal(ring_publish(&p), 1);
