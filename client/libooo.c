@@ -792,7 +792,7 @@ static bool dp_epoch(struct dpath *d)
 	return e & 1;
 }
 
-/* Take every completion posted. Caller holds d->lock. */
+/* Take every completion posted. Caller holds d->lock. Returns how many entries ended (completions and consumed launches), or -OOO_EPROTO. */
 static int dp_reap(ooo_session *s, struct dpath *d)
 {
 	struct ooo_cqe c;
@@ -812,6 +812,7 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 				entry_done(d, e, 0);
 			d->chead = (d->chead + 1) % DP_INFLIGHT;
 			d->clen--;
+			n++;
 		}
 	}
 	while ((r = ring_pop(&d->cq, &c)) == 1) {
@@ -828,6 +829,17 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 		entry_done(d, e, c.status);
 	}
 	ring_release(&d->cq);
+	if (n > 0 && d->sleepers) {
+		/*
+		 * Other threads sleep on the doorbell (dp_wait), and what this one
+		 * just reaped may be what they wait for: the executor will not ring
+		 * for it again (and a failed ring_sleep_prepare clears the flag they
+		 * set), so ring it for them; they look and sleep again.
+		 */
+		uint64_t one = 1;
+
+		(void)!write(d->cq_efd, &one, sizeof(one));
+	}
 	return r < 0 ? -OOO_EPROTO : n;
 }
 
