@@ -839,7 +839,7 @@ bool dp_progress(struct datapath *dp)
 	now = dp_now_ns();
 	dp->now_ns = now;
 	dp->blocked = 0;
-	dp->pass_take_ns = dp->pass_dispatch_ns = 0;
+	dp->pass_dispatch_ns = 0; /* pass_take_ns is set after the sessions' pass, always */
 	moved = co_reap(dp, now);
 	/* one clock read for the sessions' pass: completions seen now, and the pass's length (vDSO reads add up) */
 	seen = dp_now_ns();
