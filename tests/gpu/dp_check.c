@@ -8,8 +8,13 @@
  *                                OOO_EDEVRESET, then checks the queue works again
  *   dp_check SOCK bw LIBCUDA MB  H2D/D2H bandwidth through ooo and, in this process,
  *                                direct pinned cuMemcpy; prints one line per mode
+ *   dp_check SOCK threads        8 threads of one session, each on its own queue, fill,
+ *                                sync and read back 2000 times at once: a completion
+ *                                one thread reaps for another must still wake it (a
+ *                                lost wake-up shows as a sync timing out)
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +217,75 @@ static int many(const char *sock)
 	return fails != 0;
 }
 
+enum { TH_THREADS = 8, TH_ROUNDS = 2000, TH_WORDS = 256 };
+
+struct th_arg {
+	ooo_session *s;
+	ooo_buf *b;
+	int id, bad;
+	char why[160];
+};
+
+static void *th_run(void *p)
+{
+	struct th_arg *a = p;
+	uint64_t base = ooo_buf_addr(a->b) + (uint64_t)a->id * TH_WORDS * 4;
+	uint32_t back[TH_WORDS];
+	ooo_queue *q;
+	int r;
+
+	if ((r = ooo_queue_create(a->s, NULL, &q))) {
+		snprintf(a->why, sizeof(a->why), "queue create %d", r);
+		a->bad = 1;
+		return NULL;
+	}
+	for (int i = 0; i < TH_ROUNDS && !a->bad; i++) {
+		uint32_t v = (uint32_t)(a->id << 24 | i);
+
+		if ((r = ooo_memset(q, base, v, TH_WORDS, 4)) || (r = ooo_queue_sync(q, 10000)) ||
+		    (r = ooo_memcpy_dtoh(q, back, base, sizeof(back)))) {
+			snprintf(a->why, sizeof(a->why), "round %d: %d (%s)", i, r, ooo_strerror(r));
+			a->bad = 1;
+		}
+		for (int k = 0; k < TH_WORDS && !a->bad; k++)
+			if (back[k] != v) {
+				snprintf(a->why, sizeof(a->why), "round %d: word %d is %#x, not %#x", i, k, back[k], v);
+				a->bad = 1;
+			}
+	}
+	ooo_queue_destroy(q);
+	return NULL;
+}
+
+static int threads(const char *sock)
+{
+	ooo_session *s = ooo_open(sock);
+	struct th_arg a[TH_THREADS];
+	pthread_t t[TH_THREADS];
+	ooo_buf *b;
+	double t0;
+	int n = 0;
+
+	if (!s || ooo_buf_alloc(s, TH_THREADS * TH_WORDS * 4, 0, &b))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	t0 = now_s();
+	for (; n < TH_THREADS; n++) {
+		a[n] = (struct th_arg){ .s = s, .b = b, .id = n };
+		if (pthread_create(&t[n], NULL, th_run, &a[n]))
+			break;
+	}
+	CHECK(n == TH_THREADS, "only %d threads started", n);
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		CHECK(!a[i].bad, "thread %d: %s", i, a[i].why);
+	}
+	ooo_buf_free(b);
+	ooo_close(s);
+	if (!fails)
+		printf("ok: %d threads x %d rounds of fill, sync, read back in %.2f s\n", n, TH_ROUNDS, now_s() - t0);
+	return fails != 0;
+}
+
 static int bw(const char *sock, const char *libcuda, size_t mb)
 {
 	size_t size = mb << 20;
@@ -319,8 +393,10 @@ int main(int argc, char **argv)
 		return many(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "reset"))
 		return reset(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "threads"))
+		return threads(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | reset | bw LIBCUDA MB\n");
+	fprintf(stderr, "usage: dp_check SOCK check | many | reset | threads | bw LIBCUDA MB\n");
 	return 2;
 }

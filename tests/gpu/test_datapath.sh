@@ -2,7 +2,8 @@
 # test_datapath.sh BUILD: queues and copies through the shared-memory rings on
 # a real GPU: fill and read back, refusals, an executor killed under a busy
 # queue (OOO_EDEVRESET, then the queue works again), and the copy bandwidth
-# through staging next to direct pinned cuMemcpy in the same run.
+# through staging next to direct pinned cuMemcpy in the same run. Also eight
+# threads of one session syncing at once (no lost wake-up).
 set -u
 build=${1:-build}
 name=test_datapath
@@ -18,6 +19,9 @@ out=$(timeout 200 "$build/tests/gpu/dp_check" "$sock" many 2>&1) || fail "many: 
 echo "test_datapath: $out"
 for _ in $(seq 100); do $ctl status | grep -q '^sessions  *0 /' && break; sleep 0.1; done
 $ctl status | grep -q '^sessions  *0 /' || fail "sessions not reclaimed: $($ctl status)"
+
+out=$(timeout 120 "$build/tests/gpu/dp_check" "$sock" threads 2>&1) || fail "threads: $out"
+echo "test_datapath: $out"
 
 fifo="$rundir/in"
 mkfifo "$fifo"
