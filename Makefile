@@ -220,7 +220,7 @@ $(BUILD)/libooo-sampler.so: bench/sampler.c
 # the host cost of the calls the executor makes (bench/callcost.c; not installed)
 $(BUILD)/ooo-callcost: $(OBJ)/bench/callcost.o $(OBJ)/daemon/exec/cuda.o
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl -lpthread
 
 $(BUILD)/ooo-bench: $(BENCH_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)

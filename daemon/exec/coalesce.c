@@ -119,8 +119,10 @@ struct coalescer {
 	unsigned char *host;
 	CUdeviceptr dev;
 	bool slot_busy[CO_SLOTS];
-	CUevent *tev;
-	uint32_t ntev, tevcap;
+	struct ev_pool {
+		CUevent *ev;
+		uint32_t n, cap;
+	} pool[2]; /* events kept for reuse: [0] timing disabled (most bundles' ends), [1] timing (the timed bundles) */
 	/* counters */
 	char cname[OOO_SCHED_CLASSES][32];
 	uint32_t ncls;
@@ -436,35 +438,50 @@ void co_module_unload(struct datapath *dp, struct dp_session *s, uint32_t module
 
 /* ---- bundles -------------------------------------------------------------------- */
 
-static int tev_get(struct datapath *dp, CUevent *ev)
+/*
+ * An event from pool timing (1: timing enabled, for the timed bundles' start
+ * and end; 0: timing disabled, which the driver records for less).
+ */
+static int tev_get(struct datapath *dp, CUevent *ev, int timing)
 {
-	struct coalescer *co = dp->co;
+	struct ev_pool *pl = &dp->co->pool[timing];
 
-	if (co->ntev) {
-		*ev = co->tev[--co->ntev];
+	if (pl->n) {
+		*ev = pl->ev[--pl->n];
 		return 0;
 	}
-	return dp->api->p_cuEventCreate(ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS ? 0 : -ENOMEM;
+	return dp->api->p_cuEventCreate(ev, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS ? 0
+													       : -ENOMEM;
 }
 
-static void tev_put(struct datapath *dp, CUevent ev)
+static void tev_put(struct datapath *dp, CUevent ev, int timing)
 {
-	struct coalescer *co = dp->co;
+	struct ev_pool *pl = &dp->co->pool[timing];
 
 	if (!ev)
 		return;
-	if (co->ntev == co->tevcap) {
-		uint32_t cap = co->tevcap ? co->tevcap * 2 : 64;
-		CUevent *p = realloc(co->tev, cap * sizeof(*p));
+	if (pl->n == pl->cap) {
+		uint32_t cap = pl->cap ? pl->cap * 2 : 64;
+		CUevent *p = realloc(pl->ev, cap * sizeof(*p));
 
 		if (!p) {
 			dp->api->p_cuEventDestroy(ev);
 			return;
 		}
-		co->tev = p;
-		co->tevcap = cap;
+		pl->ev = p;
+		pl->cap = cap;
 	}
-	co->tev[co->ntev++] = ev;
+	pl->ev[pl->n++] = ev;
+}
+
+/* A bundle's events back to their pools: a timed bundle (one with a start) has a timing end too. */
+static void bundle_events_put(struct datapath *dp, struct dp_bundle *b)
+{
+	int timing = b->start != NULL;
+
+	tev_put(dp, b->start, 1);
+	tev_put(dp, b->end, timing);
+	b->start = b->end = NULL;
 }
 
 void co_bundle_put(struct datapath *dp, struct dp_bundle *b)
@@ -473,8 +490,7 @@ void co_bundle_put(struct datapath *dp, struct dp_bundle *b)
 
 	if (!b || --b->refs)
 		return;
-	tev_put(dp, b->start);
-	tev_put(dp, b->end);
+	bundle_events_put(dp, b);
 	if (co->nspare < CO_SPARE) {
 		b->next = co->spare;
 		co->spare = b;
@@ -837,7 +853,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 */
 	bool fuse = sb->fused && n > 1, timed = fuse && co->nfused++ % CO_TIME_EVERY == 0;
 
-	if (!b || (timed && tev_get(dp, &b->start) < 0) || tev_get(dp, &b->end) < 0 ||
+	if (!b || (timed && tev_get(dp, &b->start, 1) < 0) || tev_get(dp, &b->end, timed) < 0 ||
 	    (timed && dp->api->p_cuEventRecord(b->start, co->stream) != CUDA_SUCCESS)) {
 		/* no bundle record: the members run on their own streams instead */
 		for (uint32_t k = 0; k < n; k++) {
@@ -846,9 +862,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			bl_pop(co, qs[k]);
 		}
 		if (b) {
-			tev_put(dp, b->start);
-			tev_put(dp, b->end);
-			b->start = b->end = NULL;
+			bundle_events_put(dp, b);
 			co_bundle_put(dp, b);
 		}
 		sched_complete(co->sched, sb->token, 0, now); /* nothing ran: teach it nothing */
@@ -1287,9 +1301,11 @@ void co_stop(struct datapath *dp)
 		free(b);
 	}
 	co->nspare = 0;
-	while (co->ntev)
-		api->p_cuEventDestroy(co->tev[--co->ntev]);
-	free(co->tev);
+	for (int k = 0; k < 2; k++) {
+		while (co->pool[k].n)
+			api->p_cuEventDestroy(co->pool[k].ev[--co->pool[k].n]);
+		free(co->pool[k].ev);
+	}
 	if (co->host)
 		api->p_cuMemFreeHost(co->host);
 	if (co->dev)

@@ -834,12 +834,14 @@ bool dp_progress(struct datapath *dp)
 	bool moved = false;
 	uint64_t now, seen;
 
-	if (!dp->sessions)
+	dp->pass_dispatch_ns = 0; /* pass_take_ns is set after the sessions' pass */
+	if (!dp->sessions) {
+		dp->pass_take_ns = 0; /* a pass over no session took nothing (serve adds both when a control message came) */
 		return false;
+	}
 	now = dp_now_ns();
 	dp->now_ns = now;
 	dp->blocked = 0;
-	dp->pass_dispatch_ns = 0; /* pass_take_ns is set after the sessions' pass, always */
 	moved = co_reap(dp, now);
 	/* one clock read for the sessions' pass: completions seen now, and the pass's length (vDSO reads add up) */
 	seen = dp_now_ns();
