@@ -26,6 +26,7 @@
 
 #define CO_MAX_QUEUES 65536u   /* scheduler queue ids: queues of all sessions together */
 #define CO_MAX_CLASSES 1024u   /* fusion classes kept (compiled or not) */
+#define CO_SESSION_CLASSES 128u /* classes one session may hold that it brought (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SLOTS 8u            /* descriptor tables in flight */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
@@ -55,6 +56,8 @@ struct co_class {
 	struct co_class *next;
 	uint32_t refs; /* kernels of sessions, and a compile job */
 	uint32_t id;   /* never reused: scheduler classes are id << 8 | shape + 1 */
+	uint64_t owner; /* id of the session whose kernel made it (sessions' ids are never reused) */
+	uint64_t mark;  /* owned_classes' visit stamp */
 	uint8_t key[32];
 	struct co_pmod *pm;
 	char *kname;
@@ -104,6 +107,7 @@ struct coalescer {
 	struct dp_queue *bl_head;
 	struct co_class *classes;
 	uint32_t nclasses, next_id;
+	uint64_t mark;
 	/* the compiler */
 	pthread_t thr;
 	bool thr_started, stop;
@@ -371,6 +375,27 @@ void co_module_loaded(struct datapath *dp, struct dp_session *s, uint32_t module
 	s->pmods[module] = pm;
 }
 
+/*
+ * The distinct classes s references that its own kernels made: what it
+ * holds of the shared class table (a scan of its kernels, on a class's
+ * creation only, which is a control message).
+ */
+static uint32_t owned_classes(struct coalescer *co, const struct dp_session *s)
+{
+	uint32_t n = 0;
+
+	co->mark++;
+	for (uint32_t k = 0; k < DP_MAX_KERNELS; k++) {
+		struct co_class *c = s->kfuse[k];
+
+		if (c && c->owner == s->id && c->mark != co->mark) {
+			c->mark = co->mark;
+			n++;
+		}
+	}
+	return n;
+}
+
 void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, uint32_t kernel, const char *name,
 		   uint32_t param_size)
 {
@@ -397,6 +422,15 @@ void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, u
 		else
 			co->st.jit_misses++;
 	} else {
+		if (owned_classes(co, s) >= CO_SESSION_CLASSES) {
+			if (!s->fuse_capped)
+				fprintf(stderr,
+					"oood[executor]: session %llu holds %u fusion classes of its own kernels: its new "
+					"kernels run unfused\n",
+					(unsigned long long)s->id, CO_SESSION_CLASSES);
+			s->fuse_capped = true;
+			return;
+		}
 		class_trim(co, dp->api);
 		if (co->nclasses >= CO_MAX_CLASSES || !(c = calloc(1, sizeof(*c))))
 			return;
@@ -406,6 +440,7 @@ void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, u
 		}
 		memcpy(c->key, key, sizeof(key));
 		c->id = ++co->next_id;
+		c->owner = s->id;
 		c->pm = pm;
 		pm->refs++;
 		c->static_smem = pk->static_smem;

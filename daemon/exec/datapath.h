@@ -111,6 +111,7 @@ struct dp_session {
 	uint16_t qlist[DP_MAX_QUEUES]; /* indices of the queues that exist, in no order: what a pass visits */
 	uint32_t nq;
 	uint32_t inflight;
+	bool fuse_capped; /* told once: its kernels beyond CO_SESSION_CLASSES new ones run unfused */
 };
 
 struct datapath {

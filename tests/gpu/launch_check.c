@@ -6,6 +6,10 @@
  *                                             session's buffer is intact after the executor restart
  *   launch_check SOCK bench PTX LIBCUDA       round trip of a 2-block kernel + sync and the async
  *                                             launch rate, through ooo and directly in this process
+ *   launch_check SOCK classes N               one session loads N distinct fusible kernels and runs
+ *                                             each (all must give their result, fused or not), then
+ *                                             two other sessions load one more kernel and run it;
+ *                                             prints "ok"; test_launch.sh counts the fusion classes
  */
 #include <errno.h>
 #include <math.h>
@@ -310,15 +314,113 @@ static int bench(const char *sock, const char *ptx, const char *libcuda)
 	return 0;
 }
 
+/* PTX of n entries k0 .. k(n-1): entry i adds i + 1 to each of its block's 256 words (distinct bodies: distinct classes) */
+static char *classes_ptx(unsigned n, size_t *len)
+{
+	size_t cap = 512 + (size_t)n * 400, off;
+	char *p = malloc(cap);
+
+	if (!p)
+		return NULL;
+	off = (size_t)snprintf(p, cap, ".version 7.8\n.target sm_90\n.address_size 64\n");
+	for (unsigned i = 0; i < n && off < cap; i++)
+		off += (size_t)snprintf(p + off, cap - off,
+					".visible .entry k%u(.param .u64 x)\n{\n .reg .b32 t, v;\n .reg .b64 a, o;\n"
+					" ld.param.u64 a, [x];\n mov.u32 t, %%tid.x;\n mul.wide.u32 o, t, 4;\n"
+					" cvta.to.global.u64 a, a;\n add.s64 a, a, o;\n ld.global.u32 v, [a];\n"
+					" add.s32 v, v, %u;\n st.global.u32 [a], v;\n ret;\n}\n",
+					i, i + 1);
+	if (off >= cap) {
+		free(p);
+		return NULL;
+	}
+	*len = off;
+	return p;
+}
+
+static int classes(const char *sock, unsigned n)
+{
+	enum { WORDS = 256 };
+	ooo_session *s = ooo_open(sock), *o[2] = { ooo_open(sock), ooo_open(sock) };
+	size_t len = 0;
+	char *img = classes_ptx(n + 1, &len);
+	const uint32_t grid[3] = { 1, 1, 1 }, block[3] = { WORDS, 1, 1 };
+	uint32_t back[WORDS];
+	ooo_module *m, *om[2];
+	ooo_kernel *ok[2];
+	ooo_buf *b, *ob[2];
+	ooo_queue *q, *oq[2];
+	char name[32];
+	int r;
+
+	if (!s || !o[0] || !o[1] || !img)
+		return printf("FAIL open: %s\n", ooo_last_error()), 1;
+	CHECK((r = ooo_module_load(s, OOO_PTX, img, len, &m)) == 0, "load %u kernels: %d", n, r);
+	CHECK(ooo_buf_alloc(s, (size_t)n * WORDS * 4, 0, &b) == 0 && ooo_queue_create(s, NULL, &q) == 0, "setup");
+	if (fails)
+		return 1;
+	CHECK(ooo_memset(q, ooo_buf_addr(b), 0, (size_t)n * WORDS, 4) == 0, "clear");
+	for (unsigned i = 0; i < n && !fails; i++) {
+		ooo_kernel *k;
+		uint64_t a = ooo_buf_addr(b) + (uint64_t)i * WORDS * 4;
+
+		snprintf(name, sizeof(name), "k%u", i);
+		CHECK((r = ooo_kernel_get(m, name, &k)) == 0, "kernel %s: %d", name, r);
+		if (fails)
+			break;
+		/* twice: the second launch may find the kernel's fused form compiled */
+		CHECK(ooo_launch(q, k, grid, block, 0, &a, sizeof(a)) == 0 && ooo_launch(q, k, grid, block, 0, &a, sizeof(a)) == 0,
+		      "launch %s", name);
+		ooo_kernel_free(k);
+	}
+	CHECK((r = ooo_queue_sync(q, 20000)) == 0, "sync: %d", r);
+	for (unsigned i = 0; i < n && !fails; i++) {
+		CHECK(ooo_memcpy_dtoh(q, back, ooo_buf_addr(b) + (uint64_t)i * WORDS * 4, sizeof(back)) == 0, "read %u", i);
+		for (unsigned w = 0; w < WORDS && !fails; w++)
+			CHECK(back[w] == 2 * (i + 1), "kernel k%u word %u: %u, not %u", i, w, back[w], 2 * (i + 1));
+	}
+	/* two more sessions bring one kernel more (k<n>): the table must still take it */
+	snprintf(name, sizeof(name), "k%u", n);
+	for (int j = 0; j < 2 && !fails; j++) {
+		CHECK(ooo_module_load(o[j], OOO_PTX, img, len, &om[j]) == 0 && ooo_kernel_get(om[j], name, &ok[j]) == 0 &&
+			      ooo_buf_alloc(o[j], WORDS * 4, 0, &ob[j]) == 0 && ooo_queue_create(o[j], NULL, &oq[j]) == 0 &&
+			      ooo_memset(oq[j], ooo_buf_addr(ob[j]), 0, WORDS, 4) == 0,
+		      "session %d setup", j);
+	}
+	for (int round = 0; round < 50 && !fails; round++) {
+		for (int j = 0; j < 2; j++) {
+			uint64_t a = ooo_buf_addr(ob[j]);
+
+			CHECK(ooo_launch(oq[j], ok[j], grid, block, 0, &a, sizeof(a)) == 0, "launch %s in session %d", name, j);
+		}
+		for (int j = 0; j < 2; j++)
+			CHECK(ooo_queue_sync(oq[j], 20000) == 0, "sync session %d", j);
+	}
+	for (int j = 0; j < 2 && !fails; j++) {
+		CHECK(ooo_memcpy_dtoh(oq[j], back, ooo_buf_addr(ob[j]), sizeof(back)) == 0, "read session %d", j);
+		CHECK(back[0] == 50u * (n + 1) && back[WORDS - 1] == 50u * (n + 1), "session %d: %u, not %u", j, back[0],
+		      50u * (n + 1));
+	}
+	free(img);
+	ooo_close(o[0]);
+	ooo_close(o[1]);
+	ooo_close(s);
+	if (!fails)
+		printf("ok: %u kernels of one session and one of two others give their results\n", n);
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 6 && !strcmp(argv[2], "vadd"))
 		return vadd(argv[1], argv[3], argv[4], argv[5]);
+	if (argc == 4 && !strcmp(argv[2], "classes"))
+		return classes(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
 	if (argc == 4 && !strcmp(argv[2], "fault"))
 		return fault(argv[1], argv[3]);
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
-	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | fault PTX | bench PTX LIBCUDA\n");
+	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N | fault PTX | bench PTX LIBCUDA\n");
 	return 2;
 }

@@ -1,9 +1,12 @@
 #!/bin/sh
 # test_launch.sh BUILD: modules and kernel launches through ooo on a real GPU:
 # vector add from CUDA C (NVRTC in the executor), PTX and CUBIN (nvcc here),
-# checked against the host; a faulting kernel (OOO_EFAULT, the executor is
-# replaced, another tenant's data intact); and the round-trip and launch-rate
-# benchmarks next to direct CUDA in the same run.
+# checked against the host; one session with more distinct fusible kernels
+# than its share of the executor's fusion classes (128: the rest run unfused,
+# every result right, and other sessions' kernels still get a class); a
+# faulting kernel (OOO_EFAULT, the executor is replaced, another tenant's data
+# intact); and the round-trip and launch-rate benchmarks next to direct CUDA
+# in the same run.
 set -u
 build=${1:-build}
 name=test_launch
@@ -18,6 +21,26 @@ chmod 644 "$rundir"/k.*
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" vadd "$here/kernels/vadd.cu" "$rundir/k.ptx" "$rundir/k.cubin" 2>&1)
 echo "$out"
 echo "$out" | grep -q '^ok' || fail "vadd"
+# jit_classes: fusion classes the executor has compiled or failed to, so far
+jit_classes() {
+	$ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"\(compiles\|failures\)": \([0-9][0-9]*\),*$/\2/p' |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+if $ctl sched --help >/dev/null 2>&1; then
+	sleep 1.5 # the executor's counters come about once a second
+	c0=$(jit_classes)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" classes 130 2>&1)
+	echo "$out"
+	echo "$out" | grep -q '^ok' || fail "classes"
+	for _ in $(seq 100); do [ $(($(jit_classes) - c0)) -ge 129 ] && break; sleep 0.2; done
+	sleep 1.5
+	d=$(($(jit_classes) - c0))
+	[ "$d" -eq 129 ] || fail "classes: $d new fusion classes, not 129 (128 of the first session, 1 of the others)"
+	grep -q 'holds 128 fusion classes' "$rundir/oood.log" || fail "classes: the executor did not say it capped the session"
+	echo "test_launch: one session's 130 kernels made 128 fusion classes, the others' kernel 1 more: ok"
+else
+	echo "test_launch: NOTE: this oooctl has no 'sched' command: the fusion classes per session are not counted"
+fi
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/k.ptx" 2>&1)
 echo "$out"
 echo "$out" | grep -q '^ok' || fail "fault"
