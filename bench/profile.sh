@@ -20,18 +20,26 @@ rd=$(mktemp -d /tmp/ooo-prof-XXXXXX)
 f=$out/profile.txt
 hz=$(getconf CLK_TCK)
 
-# utime+stime (ticks) of every process whose command line matches the pattern $1
-ticks() {
-	pat=$1 sum=0
+# the pids of the processes whose command line matches the pattern $1 (one
+# scan of /proc: slow with many processes, so done once, before the interval)
+pids() {
+	pat=$1 l=
 	for p in /proc/[0-9]*; do
 		c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+		# shellcheck disable=SC2254 # the pattern is a glob on purpose
 		case $c in
-		$pat) s=$(sed 's/^.*) //' "$p/stat" 2>/dev/null) || continue
-			# fields after the command: state is 1, utime 12, stime 13
-			sum=$((sum + $(echo "$s" | awk '{print $12 + $13}'))) ;;
+		$pat) l="$l ${p#/proc/}" ;;
 		esac
 	done
-	echo "$sum"
+	echo "$l"
+}
+
+# utime+stime (ticks) of the processes $* (one read of each stat file; a
+# process gone meanwhile counts nothing): fields after the command: state is
+# 1, utime 12, stime 13
+ticks() {
+	[ $# -eq 0 ] && { echo 0; return; }
+	for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ sub(/^.*\) /, ""); s += $12 + $13 } END { print s + 0 }'
 }
 
 {
@@ -45,15 +53,17 @@ ticks() {
 OOO_SAMPLER_START=$rd/measuring OOO_BENCH_MARK=$rd/measuring "$build/ooo-bench" "$wl" --mode ooo --tenants "$t" --libcuda "$libcuda" --rundir "$rd" -q "$@" >"$out/bench.txt" 2>&1 &
 bp=$!
 # into the measured window (the bench creates the mark when it opens, after
-# every tenant's set-up and the warm-up), then a second more
+# every tenant's set-up and the warm-up), then the pids (one scan)
 i=0
 while [ ! -e "$rd/measuring" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1
-e0=$(ticks '*--executor*') o0=$(ticks '*oood -f*') b0=$(ticks '*ooo-bench*--tenant*')
+pe=$(pids '*--executor*') po=$(pids '*oood -f*') pb=$(pids '*ooo-bench*--tenant*')
+# shellcheck disable=SC2086 # the pid lists split into words on purpose
+e0=$(ticks $pe) o0=$(ticks $po) b0=$(ticks $pb)
 t0=$(date +%s.%N)
 "$build/oooctl" --rundir "$rd" --json sched --interval 2000 >"$out/sched.json" 2>&1 || true
 t1=$(date +%s.%N)
-e1=$(ticks '*--executor*') o1=$(ticks '*oood -f*') b1=$(ticks '*ooo-bench*--tenant*')
+# shellcheck disable=SC2086
+e1=$(ticks $pe) o1=$(ticks $po) b1=$(ticks $pb)
 wait $bp || true
 {
 	cat "$out/bench.txt"
