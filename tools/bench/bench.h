@@ -114,6 +114,7 @@ struct tenant_cfg {
 	uint64_t seed;
 	int32_t ooo_priority;  /* ooo queue: -1 the class's, else 0..99 */
 	uint32_t ooo_slo_us;   /* ooo queue: 0 the class's */
+#define BENCH_OOO_DEFAULT_SLO_US 10000u /* without --slo-us: oood's default slo_us (oood.conf(5)) */
 	int32_t stream_prio;   /* direct, mps: 1 the greatest stream priority, 0 the default */
 	uint32_t reserved;
 	struct wl_params p;

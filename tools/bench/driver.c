@@ -209,7 +209,12 @@ static void make_cfg(const struct ctx *x, enum bench_mode m, enum bench_wl wl, u
 	c->slo_ns = o->slo_us * 1000;
 	c->seed = o->seed;
 	c->ooo_priority = k == TC_BEST_EFFORT ? 0 : -1;
-	c->ooo_slo_us = k == TC_BEST_EFFORT ? 60000000 : (uint32_t)o->slo_us;
+	/*
+	 * The bench's class allows any SLO (slo_us = 1) so that --slo-us can ask
+	 * for one; without it a queue asks for oood's default class SLO, not for
+	 * the class's 1 us, which would send every launch at once, unbundled.
+	 */
+	c->ooo_slo_us = k == TC_BEST_EFFORT ? 60000000 : o->slo_us ? (uint32_t)o->slo_us : BENCH_OOO_DEFAULT_SLO_US;
 	c->stream_prio = k == TC_CRITICAL;
 	c->p = o->p;
 	if (!c->p.kernels)
