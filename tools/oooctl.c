@@ -1116,6 +1116,7 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(dispatch_idle);
 	SCHED_D(dispatch_alone);
 	SCHED_D(retried);
+	SCHED_D(unfused_nopay);
 	SCHED_D(jit_hits);
 	SCHED_D(jit_misses);
 	SCHED_D(jit_compiles);
@@ -1357,6 +1358,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 		j_u64(sched_reason_names[i], why[i]);
 	j_obj_end();
 	j_u64("retried", c->retried);
+	j_u64("unfused_nopay", c->unfused_nopay);
 	j_u64("param_bundles", c->param_bundles);
 	j_obj("jit");
 	j_u64("hits", c->jit_hits);
@@ -1494,6 +1496,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 			  fmt_count_share(b, sizeof(b), wc[i], fc->dispatch_share[i]));
 	}
 	ROW_COUNT("retried", retried);
+	ROW_COUNT("unfused, no gain", unfused_nopay);
 	ROW_COUNT("table as parameter", param_bundles);
 	{
 		static const char *const nm[4] = { "launch hold p50", "launch hold p99", "launch latency p50",
@@ -2983,6 +2986,7 @@ static int do_metrics(int argc, char **argv)
 			SC(fused_launches, "Tenant launches run inside a fused launch"),
 			SC(direct_launches, "Tenant launches that could not be fused"),
 			SC(retried, "Fused launches that failed to start and ran unfused"),
+			SC(unfused_nopay, "Bundles sent unfused: the fused kernel was predicted slower than its members alone"),
 			SC(jit_hits, "Fusion classes found compiled"),
 			SC(jit_misses, "Fusion classes not found compiled"),
 			SC(jit_compiles, "Fused kernels compiled"),

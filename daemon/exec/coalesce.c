@@ -1388,6 +1388,7 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	out->dispatch_slack = ss.dispatch_slack;
 	out->dispatch_idle = ss.dispatch_idle;
 	out->dispatch_alone = ss.dispatch_alone;
+	out->unfused_nopay = ss.dispatch_nopay;
 	out->nclasses = co->ncls;
 	if (co->st.classes[OOO_SCHED_CLASSES - 1].launches)
 		out->nclasses = OOO_SCHED_CLASSES;

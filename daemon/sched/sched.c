@@ -41,7 +41,10 @@ struct queue {
 
 struct cost {
 	uint64_t key;
-	uint64_t ns;
+	uint64_t ns;       /* what predictions use: every completion of a bundle holding the key */
+	uint64_t alone_ns; /* one launch of it alone (0: not seen): bundles run unfused, per member */
+	uint64_t fused_ns; /* a fused bundle holding it (0: not seen) */
+	uint32_t fused_n;  /* members of the last fused bundle timed */
 	bool used;
 };
 
@@ -52,6 +55,7 @@ struct klass {
 	bool held;      /* a bundle of it is held back: its candidates wait */
 	uint32_t last;  /* last candidate of its chain */
 	uint64_t stamp;
+	uint32_t nopay; /* bundles of it sent unfused because fusing did not pay (every SCHED_NOPAY_PROBE'th is fused) */
 };
 
 struct flight {
@@ -59,6 +63,7 @@ struct flight {
 	uint64_t token;
 	uint32_t partition;
 	uint32_t n;
+	bool fused;
 	uint64_t *keys;    /* SCHED_MAX_BUNDLE cost keys */
 	uint32_t *queues;  /* and the members' queues */
 };
@@ -338,20 +343,62 @@ uint64_t sched_predict(const struct sched *s, uint64_t cost_key)
 	return c->used && c->key == cost_key ? c->ns : s->cfg.default_cost_ns;
 }
 
-static void cost_learn(struct sched *s, uint64_t key, uint64_t ns)
+static void ewma(uint64_t *v, uint64_t sample, uint32_t shift)
+{
+	if (!*v)
+		*v = sample;
+	else if (sample >= *v)
+		*v += (sample - *v) >> shift;
+	else
+		*v -= (*v - sample) >> shift;
+}
+
+/*
+ * A bundle of n members holding key ran elapsed ns, fused or not. The
+ * prediction learns the bundle's time (a member of an unfused bundle its
+ * share: the members ran one after another); the side estimates learn a
+ * launch alone and a fused bundle, for fusing_pays.
+ */
+static void cost_learn(struct sched *s, uint64_t key, uint64_t ns, uint32_t n, bool fused)
 {
 	struct cost *c = cost_slot(s, key);
+	uint64_t per = !fused && n > 1 ? ns / n : ns;
 
 	if (!c->used || c->key != key) {
-		c->used = true;
-		c->key = key;
-		c->ns = ns;
-		return;
+		*c = (struct cost){ .key = key, .ns = per, .used = true };
+	} else {
+		ewma(&c->ns, per, s->cfg.ewma_shift);
 	}
-	if (ns >= c->ns)
-		c->ns += (ns - c->ns) >> s->cfg.ewma_shift;
-	else
-		c->ns -= (c->ns - ns) >> s->cfg.ewma_shift;
+	if (!per)
+		return;
+	if (fused) {
+		ewma(&c->fused_ns, ns, s->cfg.ewma_shift);
+		c->fused_n = n;
+	} else {
+		ewma(&c->alone_ns, per, s->cfg.ewma_shift);
+	}
+}
+
+/*
+ * Whether a fused bundle of n members led by key is predicted no slower on
+ * the GPU than its members one after another (what an unfused bundle on
+ * the partition's stream does). Unknown until both a fused bundle and a
+ * launch alone have been timed: then yes. The fused time of n members is
+ * bounded from below by the last fused bundle's time scaled to n (a fused
+ * kernel of fewer members is at least proportionally shorter; of more, at
+ * least as long): only a fused kernel slower per member than its launches
+ * alone, like one whose fused code spills or runs at a lower occupancy,
+ * does not pay. Fusing also saves launches (host time), so equal is yes.
+ */
+static bool fusing_pays(const struct sched *s, uint64_t key, uint32_t n)
+{
+	const struct cost *c = cost_slot(s, key);
+	uint64_t fused;
+
+	if (!c->used || c->key != key || !c->alone_ns || !c->fused_ns || !c->fused_n)
+		return true;
+	fused = n < c->fused_n ? c->fused_ns * n / c->fused_n : c->fused_ns;
+	return fused <= (uint64_t)n * c->alone_ns;
 }
 
 /* (deadline, queue): a total order, as a queue has one candidate at most. Branch-free: the order is random. */
@@ -582,12 +629,21 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			b->partition = p;
 			b->n = nt;
 			b->fused = nt > 1;
+			if (b->fused && !fusing_pays(s, e->cost_key, nt) && ++s->classes[ks].nopay % SCHED_NOPAY_PROBE) {
+				/* unfused, one after another on the partition (every SCHED_NOPAY_PROBE'th fused, to look again) */
+				b->fused = false;
+				uint64_t alone = cost_slot(s, e->cost_key)->alone_ns;
+
+				pred = alone > UINT64_MAX / nt ? UINT64_MAX : alone * nt;
+				s->st.dispatch_nopay++;
+			}
 			b->predicted_ns = pred;
 			b->token = ++s->next_token;
 			f->used = true;
 			f->token = b->token;
 			f->partition = p;
 			f->n = nt;
+			f->fused = b->fused;
 			for (uint32_t k = 0; k < nt; k++) {
 				uint32_t it = s->cand[take[k]].item;
 				const struct sched_launch *x = &s->items[it].l;
@@ -648,7 +704,7 @@ int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_
 			struct queue *q = &s->queues[f->queues[k]];
 
 			if (elapsed_ns)
-				cost_learn(s, f->keys[k], elapsed_ns);
+				cost_learn(s, f->keys[k], elapsed_ns, f->n, f->fused);
 			if (--q->inflight == 0)
 				q->fenced = false;
 		}

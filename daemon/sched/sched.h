@@ -50,6 +50,7 @@
 
 #define SCHED_MAX_PARTITIONS 16u
 #define SCHED_MAX_BUNDLE 256u /* members of one bundle */
+#define SCHED_NOPAY_PROBE 16u /* of a class's bundles that fusing would not pay for, one in this many is fused anyway */
 
 struct sched_cfg {
 	uint32_t max_queues;       /* queue ids are 0 .. max_queues-1 */
@@ -91,6 +92,12 @@ struct sched_stats {
 	 * was busy). Alone: a launch not fusible or of a class not compiled.
 	 */
 	uint64_t dispatch_full, dispatch_slack, dispatch_idle, dispatch_alone;
+	/*
+	 * Bundles of two or more sent unfused (fused false) because the cost
+	 * model predicts the fused kernel slower than its members one after
+	 * another (counted besides their reason above).
+	 */
+	uint64_t dispatch_nopay;
 	uint32_t max_members;
 	/*
 	 * Members dispatched too late to finish by their deadline, as predicted:
@@ -156,13 +163,23 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * the bundle's predicted_ns (its longest member's prediction). Dispatching
  * a bundle sets its partition's busy_until = max(busy_until, now) +
  * predicted_ns.
+ *
+ * Fusing that does not pay: a bundle of two or more whose leader's cost key
+ * has both a fused bundle and a launch alone timed, and whose fused time
+ * scaled to its members (see fusing_pays) is above members x the time
+ * alone, goes with fused = false (its members one after another; its
+ * predicted_ns then members x the time alone), except one such bundle of a
+ * class in SCHED_NOPAY_PROBE, which is fused to measure it again
+ * (stats.dispatch_nopay counts the unfused ones).
  */
 size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_t max, uint64_t *wake_ns);
 
 /*
  * A dispatched bundle finished after elapsed_ns (seen at `now`): frees its
  * in-flight slot and teaches the cost model (every member's cost key learns
- * elapsed_ns; 0: the bundle was not timed, nothing is learnt); when it was
+ * elapsed_ns, or elapsed_ns / n for an unfused bundle of n, whose members
+ * ran one after another; 0: the bundle was not timed, nothing is learnt);
+ * when it was
  * its partition's last bundle in flight, the partition's busy_until becomes
  * `now`. -ENOENT for an unknown token.
  */

@@ -380,6 +380,7 @@ struct ooo_sched_counters {
 	uint64_t cmd_notify_hist[OOO_TM_BUCKETS]; /* completion seen -> published on the tenant's completion ring */
 	uint64_t bundle_gpu_hist[OOO_TM_BUCKETS]; /* GPU time between a bundle's start and end events (timed ones) */
 	uint64_t submit_stamp_bad; /* stamps more than 10 s from the executor's clock: not in cmd_submit_hist */
+	uint64_t unfused_nopay;  /* bundles of 2+ sent unfused: the fused kernel was predicted slower than its members alone */
 };
 
 struct ooo_sched_rec {

@@ -257,6 +257,83 @@ static void test_cost_model(void **state)
 	sched_free(s);
 }
 
+/* One bundle of n launches of klass on queues 0..n-1 (the window empty, nothing in flight): returns it. */
+static struct sched_bundle *bundle_of(struct sched *s, uint64_t klass, uint32_t n, uint64_t *id)
+{
+	for (uint32_t q = 0; q < n; q++)
+		sub(s, (*id)++, q, klass, 2, 100000 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
+	assert_int_equal(out[0].n, n);
+	return &out[0];
+}
+
+/*
+ * Fusing that does not pay: once a fused bundle was timed slower than its
+ * members one after another (launches alone timed too), bundles of the
+ * class go unfused, one in SCHED_NOPAY_PROBE fused to measure it again;
+ * a class whose fused kernel is faster stays fused, and so does one whose
+ * time alone is unknown.
+ */
+static void test_fusing_pays(void **state)
+{
+	const uint64_t slow = K, fast = K + 1, unknown = K + 2;
+	struct sched *s = mk(8, 8, 1);
+	struct sched_bundle *b;
+	struct sched_stats st;
+	uint64_t id = 1;
+	uint32_t fused = 0;
+
+	for (uint64_t k = slow; k <= unknown; k++)
+		assert_int_equal(sched_class_ready(s, k, true), 0);
+	/* slow: 10 us alone, 100 us for a fused bundle of 4 (40 us one after another) */
+	for (int i = 0; i < 4; i++) {
+		b = bundle_of(s, slow, 1, &id);
+		assert_false(b->fused);
+		assert_int_equal(sched_complete(s, b->token, 10 * US, 0), 0);
+	}
+	b = bundle_of(s, slow, 4, &id);
+	assert_true(b->fused); /* nothing known of its fused time yet */
+	assert_int_equal(sched_complete(s, b->token, 100 * US, 0), 0);
+	b = bundle_of(s, slow, 4, &id);
+	assert_false(b->fused);
+	assert_int_equal(b->predicted_ns, 40 * US); /* 4 x 10 us, one after another */
+	assert_int_equal(sched_complete(s, b->token, 40 * US, 0), 0); /* each member learns 10 us alone */
+	assert_int_equal(sched_predict(s, slow) > 9 * US && sched_predict(s, slow) < 100 * US, 1);
+	for (uint32_t i = 1; i < SCHED_NOPAY_PROBE; i++) {
+		b = bundle_of(s, slow, 4, &id);
+		fused += b->fused;
+		/* the probe is as slow as before: it stays unfused */
+		assert_int_equal(sched_complete(s, b->token, b->fused ? 100 * US : 40 * US, 0), 0);
+	}
+	assert_int_equal(fused, 1); /* the probe */
+	sched_get_stats(s, &st);
+	assert_int_equal(st.dispatch_nopay, SCHED_NOPAY_PROBE - 1);
+	/* a bundle of 2: the 4-member time scaled down (50 us) is still above 2 x 10 us */
+	b = bundle_of(s, slow, 2, &id);
+	assert_false(b->fused);
+	assert_int_equal(sched_complete(s, b->token, 20 * US, 0), 0);
+
+	/* fast: 10 us alone, 12 us fused for 4: stays fused, at 2 members (6 us <= 20) and at 4 */
+	for (int i = 0; i < 4; i++) {
+		b = bundle_of(s, fast, 1, &id);
+		assert_int_equal(sched_complete(s, b->token, 10 * US, 0), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		b = bundle_of(s, fast, i % 2 ? 2 : 4, &id);
+		assert_true(b->fused);
+		assert_int_equal(sched_complete(s, b->token, 12 * US, 0), 0);
+	}
+	/* unknown: never timed alone, only fused (slowly): fused */
+	for (int i = 0; i < 4; i++) {
+		b = bundle_of(s, unknown, 4, &id);
+		assert_true(b->fused);
+		assert_int_equal(sched_complete(s, b->token, 500 * US, 0), 0);
+	}
+	sched_get_stats(s, &st);
+	assert_int_equal(st.dispatch_nopay, SCHED_NOPAY_PROBE);
+	sched_free(s);
+}
+
 static void test_blocked_queue(void **state)
 {
 	struct sched *s = mk(4, 4, 1);
@@ -1203,7 +1280,7 @@ int main(void)
 		cmocka_unit_test(test_drop_active_list),  cmocka_unit_test(test_sort_many),
 		cmocka_unit_test(test_model_many_queues), cmocka_unit_test(test_no_starvation_fused),
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
-		cmocka_unit_test(test_tm_bucket),
+		cmocka_unit_test(test_tm_bucket),	  cmocka_unit_test(test_fusing_pays),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
