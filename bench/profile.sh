@@ -1,10 +1,13 @@
 #!/bin/sh
 # bench/profile.sh OUTDIR WORKLOAD T [ooo-bench args]: one ooo point of
 # WORKLOAD with T tenants, profiled while it runs. Writes OUTDIR/profile.txt:
-# the bench's table, the scheduler's counters over the middle of the measured
-# window (oooctl sched --json, rates from the executor's own timestamps), and
-# the CPU time of the executor, oood and the tenants over the same interval
-# (from /proc, in cores). The measured window must last 3 s or more. BUILD (default build) holds ooo-bench, oood, oooctl.
+# the bench's table, the scheduler's counters over 2 s of the measured window
+# (oooctl sched --json, rates from the executor's own timestamps), starting
+# once the window has opened and the processes have been found in /proc (a
+# second or two with many tenants), and the CPU time of the executor, oood
+# and the tenants over the same interval (from /proc, in cores). The
+# measured window must last 5 s or more. BUILD (default build) holds
+# ooo-bench, oood, oooctl.
 # Default args: --duration 6 --warmup 1.
 set -eu
 out=${1:?usage: bench/profile.sh OUTDIR WORKLOAD T [ooo-bench args]}
@@ -34,12 +37,20 @@ pids() {
 	echo "$l"
 }
 
-# utime+stime (ticks) of the processes $* (one read of each stat file; a
-# process gone meanwhile counts nothing): fields after the command: state is
-# 1, utime 12, stime 13
+# "pid ticks" (utime+stime) of each of the processes $* still there: fields
+# after the command: state is 1, utime 12, stime 13
 ticks() {
-	[ $# -eq 0 ] && { echo 0; return; }
-	for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ sub(/^.*\) /, ""); s += $12 + $13 } END { print s + 0 }'
+	for p in "$@"; do
+		s=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+		echo "$p $(echo "${s##*) }" | awk '{ print $12 + $13 }')"
+	done
+}
+
+# the ticks gained between two ticks lists $1 and $2, over the pids in both
+# (a process that ended in between counts nothing)
+gained() {
+	printf '%s\n%s\n%s\n' "$1" "--" "$2" | awk '$1 == "--" { second = 1; next } NF == 2 && !second { a[$1] = $2; next }
+		NF == 2 && ($1 in a) { d += $2 - a[$1] } END { print d + 0 }'
 }
 
 {
@@ -56,7 +67,7 @@ bp=$!
 # every tenant's set-up and the warm-up), then the pids (one scan)
 i=0
 while [ ! -e "$rd/measuring" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-pe=$(pids '*--executor*') po=$(pids '*oood -f*') pb=$(pids '*ooo-bench*--tenant*')
+pe=$(pids '*--executor*') po=$(pids '*oood -f*') pb=$(pids '*ooo-bench*--tenant 3 4*')
 # shellcheck disable=SC2086 # the pid lists split into words on purpose
 e0=$(ticks $pe) o0=$(ticks $po) b0=$(ticks $pb)
 t0=$(date +%s.%N)
@@ -64,12 +75,13 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 # shellcheck disable=SC2086
 e1=$(ticks $pe) o1=$(ticks $po) b1=$(ticks $pb)
+ge=$(gained "$e0" "$e1") go=$(gained "$o0" "$o1") gb=$(gained "$b0" "$b1")
 wait $bp || true
 {
 	cat "$out/bench.txt"
 	echo
 	awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "cpu over %.2f s (cores):\n", t1 - t0 }'
-	awk -v e=$((e1 - e0)) -v o=$((o1 - o0)) -v b=$((b1 - b0)) -v hz="$hz" -v t0="$t0" -v t1="$t1" \
+	awk -v e="$ge" -v o="$go" -v b="$gb" -v hz="$hz" -v t0="$t0" -v t1="$t1" \
 		'BEGIN { d = t1 - t0; printf "  executor %.2f  oood %.2f  tenants %.2f\n", e / hz / d, o / hz / d, b / hz / d }'
 	echo
 	echo "oooctl sched --json --interval 2000:"

@@ -26,7 +26,7 @@
 
 #define CO_MAX_QUEUES 65536u   /* scheduler queue ids: queues of all sessions together */
 #define CO_MAX_CLASSES 1024u   /* fusion classes kept (compiled or not) */
-#define CO_SESSION_CLASSES 128u /* classes one session may hold that it brought (one tenant cannot fill the table) */
+#define CO_SESSION_CLASSES 128u /* distinct classes one session's kernels may hold (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SLOTS 8u            /* descriptor tables in flight */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
@@ -56,8 +56,7 @@ struct co_class {
 	struct co_class *next;
 	uint32_t refs; /* kernels of sessions, and a compile job */
 	uint32_t id;   /* never reused: scheduler classes are id << 8 | shape + 1 */
-	uint64_t owner; /* id of the session whose kernel made it (sessions' ids are never reused) */
-	uint64_t mark;  /* owned_classes' visit stamp */
+	uint64_t mark;  /* held_classes' visit stamp */
 	uint8_t key[32];
 	struct co_pmod *pm;
 	char *kname;
@@ -88,6 +87,7 @@ struct dp_bundle {
 	struct dp_bundle *next;
 	uint32_t refs;
 	bool done, fused;
+	bool planned_fused; /* what the scheduler dispatched (it may have run unfused: no slot, a retry) */
 	int32_t status;
 	CUevent start, end; /* start: only on the fused bundles that are timed */
 	uint64_t token, dispatch_ns, predicted_ns;
@@ -376,21 +376,23 @@ void co_module_loaded(struct datapath *dp, struct dp_session *s, uint32_t module
 }
 
 /*
- * The distinct classes s references that its own kernels made: what it
- * holds of the shared class table (a scan of its kernels, on a class's
- * creation only, which is a control message).
+ * The distinct classes s's kernels hold (a scan of its kernels, on a
+ * kernel look-up only, which is a control message); *has: whether c is one
+ * of them (c may be NULL).
  */
-static uint32_t owned_classes(struct coalescer *co, const struct dp_session *s)
+static uint32_t held_classes(struct coalescer *co, const struct dp_session *s, const struct co_class *c, bool *has)
 {
 	uint32_t n = 0;
 
+	*has = false;
 	co->mark++;
 	for (uint32_t k = 0; k < DP_MAX_KERNELS; k++) {
-		struct co_class *c = s->kfuse[k];
+		struct co_class *x = s->kfuse[k];
 
-		if (c && c->owner == s->id && c->mark != co->mark) {
-			c->mark = co->mark;
+		if (x && x->mark != co->mark) {
+			x->mark = co->mark;
 			n++;
+			*has |= x == c;
 		}
 	}
 	return n;
@@ -416,21 +418,31 @@ void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, u
 	for (c = co->classes; c; c = c->next)
 		if (!memcmp(c->key, key, sizeof(key)))
 			break;
+	{
+		/*
+		 * A session's kernels hold at most CO_SESSION_CLASSES distinct
+		 * classes, whether they made them or found them (a class nobody
+		 * holds is dropped when the table needs room): one tenant cannot
+		 * take the table from the others.
+		 */
+		bool has;
+
+		if (held_classes(co, s, c, &has) >= CO_SESSION_CLASSES && !has) {
+			if (!s->fuse_capped)
+				fprintf(stderr,
+					"oood[executor]: session %llu holds %u fusion classes: its further kernels run "
+					"unfused\n",
+					(unsigned long long)s->id, CO_SESSION_CLASSES);
+			s->fuse_capped = true;
+			return;
+		}
+	}
 	if (c) {
 		if (c->state == CLS_READY)
 			co->st.jit_hits++;
 		else
 			co->st.jit_misses++;
 	} else {
-		if (owned_classes(co, s) >= CO_SESSION_CLASSES) {
-			if (!s->fuse_capped)
-				fprintf(stderr,
-					"oood[executor]: session %llu holds %u fusion classes of its own kernels: its new "
-					"kernels run unfused\n",
-					(unsigned long long)s->id, CO_SESSION_CLASSES);
-			s->fuse_capped = true;
-			return;
-		}
 		class_trim(co, dp->api);
 		if (co->nclasses >= CO_MAX_CLASSES || !(c = calloc(1, sizeof(*c))))
 			return;
@@ -440,7 +452,6 @@ void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, u
 		}
 		memcpy(c->key, key, sizeof(key));
 		c->id = ++co->next_id;
-		c->owner = s->id;
 		c->pm = pm;
 		pm->refs++;
 		c->static_smem = pk->static_smem;
@@ -904,6 +915,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		return;
 	}
 	b->token = sb->token;
+	b->planned_fused = sb->fused;
 	b->dispatch_ns = now;
 	b->predicted_ns = sb->predicted_ns;
 	b->fused = false;
@@ -1027,8 +1039,13 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 			ns = now - (b->dispatch_ns > co->last_end_ns ? b->dispatch_ns : co->last_end_ns);
 		}
 		co->last_end_ns = now;
-		/* an untimed fused bundle teaches nothing; its GPU time is the model's prediction */
-		sched_complete(co->sched, b->token, ns, now);
+		/*
+		 * An untimed fused bundle teaches nothing (its GPU time is the
+		 * model's prediction), nor one run otherwise than the scheduler
+		 * dispatched it (fused, it ran unfused: its time is not what the
+		 * model would learn it as).
+		 */
+		sched_complete(co->sched, b->token, b->fused == b->planned_fused ? ns : 0, now);
 		co->st.parts[0].busy_ns += ns ? ns : b->fused ? b->predicted_ns : 0;
 		for (uint32_t k = 0; k < b->n; k++) {
 			struct ooo_sched_class_stats *cs = &co->st.classes[b->m[k].cls];

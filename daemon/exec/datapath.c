@@ -835,13 +835,13 @@ bool dp_progress(struct datapath *dp)
 	uint64_t now, seen;
 
 	dp->pass_dispatch_ns = 0; /* pass_take_ns is set after the sessions' pass */
+	dp->blocked = 0;
 	if (!dp->sessions) {
 		dp->pass_take_ns = 0; /* a pass over no session took nothing (serve adds both when a control message came) */
 		return false;
 	}
 	now = dp_now_ns();
 	dp->now_ns = now;
-	dp->blocked = 0;
 	moved = co_reap(dp, now);
 	/* one clock read for the sessions' pass: completions seen now, and the pass's length (vDSO reads add up) */
 	seen = dp_now_ns();

@@ -8,8 +8,10 @@
  *                                             launch rate, through ooo and directly in this process
  *   launch_check SOCK classes N               one session loads N distinct fusible kernels and runs
  *                                             each (all must give their result, fused or not), then
- *                                             two other sessions load one more kernel and run it;
- *                                             prints "ok"; test_launch.sh counts the fusion classes
+ *                                             two other sessions load one more kernel and run it,
+ *                                             then, the first session closed, a fourth loads all
+ *                                             N + 1 (the classes exist: it finds them) and runs
+ *                                             them; prints "ok"; test_launch.sh counts the classes
  */
 #include <errno.h>
 #include <math.h>
@@ -338,35 +340,31 @@ static char *classes_ptx(unsigned n, size_t *len)
 	return p;
 }
 
-static int classes(const char *sock, unsigned n)
+/* Load the n kernels k0 .. k(n-1) of img in session s and run each twice on its slice of a buffer: 0 or 1 */
+static int classes_run(ooo_session *s, const char *img, size_t len, unsigned n)
 {
 	enum { WORDS = 256 };
-	ooo_session *s = ooo_open(sock), *o[2] = { ooo_open(sock), ooo_open(sock) };
-	size_t len = 0;
-	char *img = classes_ptx(n + 1, &len);
 	const uint32_t grid[3] = { 1, 1, 1 }, block[3] = { WORDS, 1, 1 };
 	uint32_t back[WORDS];
-	ooo_module *m, *om[2];
-	ooo_kernel *ok[2];
-	ooo_buf *b, *ob[2];
-	ooo_queue *q, *oq[2];
+	ooo_module *m;
+	ooo_buf *b;
+	ooo_queue *q;
 	char name[32];
-	int r;
+	int r, before = fails;
 
-	if (!s || !o[0] || !o[1] || !img)
-		return printf("FAIL open: %s\n", ooo_last_error()), 1;
 	CHECK((r = ooo_module_load(s, OOO_PTX, img, len, &m)) == 0, "load %u kernels: %d", n, r);
-	CHECK(ooo_buf_alloc(s, (size_t)n * WORDS * 4, 0, &b) == 0 && ooo_queue_create(s, NULL, &q) == 0, "setup");
-	if (fails)
+	CHECK(fails == before && ooo_buf_alloc(s, (size_t)n * WORDS * 4, 0, &b) == 0 && ooo_queue_create(s, NULL, &q) == 0,
+	      "setup");
+	if (fails != before)
 		return 1;
 	CHECK(ooo_memset(q, ooo_buf_addr(b), 0, (size_t)n * WORDS, 4) == 0, "clear");
-	for (unsigned i = 0; i < n && !fails; i++) {
+	for (unsigned i = 0; i < n && fails == before; i++) {
 		ooo_kernel *k;
 		uint64_t a = ooo_buf_addr(b) + (uint64_t)i * WORDS * 4;
 
 		snprintf(name, sizeof(name), "k%u", i);
 		CHECK((r = ooo_kernel_get(m, name, &k)) == 0, "kernel %s: %d", name, r);
-		if (fails)
+		if (fails != before)
 			break;
 		/* twice: the second launch may find the kernel's fused form compiled */
 		CHECK(ooo_launch(q, k, grid, block, 0, &a, sizeof(a)) == 0 && ooo_launch(q, k, grid, block, 0, &a, sizeof(a)) == 0,
@@ -374,11 +372,35 @@ static int classes(const char *sock, unsigned n)
 		ooo_kernel_free(k);
 	}
 	CHECK((r = ooo_queue_sync(q, 20000)) == 0, "sync: %d", r);
-	for (unsigned i = 0; i < n && !fails; i++) {
+	for (unsigned i = 0; i < n && fails == before; i++) {
 		CHECK(ooo_memcpy_dtoh(q, back, ooo_buf_addr(b) + (uint64_t)i * WORDS * 4, sizeof(back)) == 0, "read %u", i);
-		for (unsigned w = 0; w < WORDS && !fails; w++)
+		for (unsigned w = 0; w < WORDS && fails == before; w++)
 			CHECK(back[w] == 2 * (i + 1), "kernel k%u word %u: %u, not %u", i, w, back[w], 2 * (i + 1));
 	}
+	ooo_queue_destroy(q);
+	ooo_buf_free(b);
+	ooo_module_unload(m);
+	return fails != before;
+}
+
+static int classes(const char *sock, unsigned n)
+{
+	enum { WORDS = 256 };
+	ooo_session *s = ooo_open(sock), *o[2] = { ooo_open(sock), ooo_open(sock) }, *d;
+	size_t len = 0;
+	char *img = classes_ptx(n + 1, &len);
+	const uint32_t grid[3] = { 1, 1, 1 }, block[3] = { WORDS, 1, 1 };
+	uint32_t back[WORDS];
+	ooo_module *om[2];
+	ooo_kernel *ok[2];
+	ooo_buf *ob[2];
+	ooo_queue *oq[2];
+	char name[32];
+
+	if (!s || !o[0] || !o[1] || !img)
+		return printf("FAIL open: %s\n", ooo_last_error()), 1;
+	if (classes_run(s, img, len, n))
+		return 1;
 	/* two more sessions bring one kernel more (k<n>): the table must still take it */
 	snprintf(name, sizeof(name), "k%u", n);
 	for (int j = 0; j < 2 && !fails; j++) {
@@ -401,12 +423,19 @@ static int classes(const char *sock, unsigned n)
 		CHECK(back[0] == 50u * (n + 1) && back[WORDS - 1] == 50u * (n + 1), "session %d: %u, not %u", j, back[0],
 		      50u * (n + 1));
 	}
+	/* the first session gone, its classes stay (nobody holds them): a fourth session finding them is held to 128 too */
+	ooo_close(s);
+	d = ooo_open(sock);
+	CHECK(d != NULL, "open the fourth session");
+	if (d && !fails)
+		classes_run(d, img, len, n + 1);
 	free(img);
 	ooo_close(o[0]);
 	ooo_close(o[1]);
-	ooo_close(s);
+	ooo_close(d);
 	if (!fails)
-		printf("ok: %u kernels of one session and one of two others give their results\n", n);
+		printf("ok: %u kernels of one session, one of two others, and all %u of a fourth give their results\n", n,
+		       n + 1);
 	return fails != 0;
 }
 

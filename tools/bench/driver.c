@@ -212,9 +212,13 @@ static void make_cfg(const struct ctx *x, enum bench_mode m, enum bench_wl wl, u
 	/*
 	 * The bench's class allows any SLO (slo_us = 1) so that --slo-us can ask
 	 * for one; without it a queue asks for oood's default class SLO, not for
-	 * the class's 1 us, which would send every launch at once, unbundled.
+	 * the class's 1 us, which would send every launch at once, unbundled
+	 * (with --socket, the oood's own class's SLO).
 	 */
-	c->ooo_slo_us = k == TC_BEST_EFFORT ? 60000000 : o->slo_us ? (uint32_t)o->slo_us : BENCH_OOO_DEFAULT_SLO_US;
+	c->ooo_slo_us = k == TC_BEST_EFFORT ? 60000000
+			: o->slo_us	? (uint32_t)o->slo_us
+			: o->socket[0] ? 0 /* an oood of its own: its class's SLO */
+					 : BENCH_OOO_DEFAULT_SLO_US;
 	c->stream_prio = k == TC_CRITICAL;
 	c->p = o->p;
 	if (!c->p.kernels)
