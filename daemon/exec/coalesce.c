@@ -28,6 +28,7 @@
 #define CO_MAX_CLASSES 1024u   /* fusion classes kept (compiled or not) */
 #define CO_SESSION_CLASSES 128u /* distinct classes one session's kernels may hold (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
+#define CO_SESSION_SHAPES 8u   /* of a class's shapes, those one session may add (one tenant cannot take them all) */
 #define CO_SLOTS 8u            /* descriptor tables in flight */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
 #define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
@@ -50,6 +51,7 @@ struct co_shape {
 	uint32_t block[3];
 	uint32_t shmem;
 	uint32_t capacity; /* blocks of one bundle on the partition */
+	uint64_t by;       /* the session that added it (ids are never reused) */
 };
 
 struct co_class {
@@ -300,20 +302,31 @@ static void shape_capacity(struct datapath *dp, struct co_class *c, uint32_t i)
 	sched_class_ready(co->sched, sched_class(c, i), true);
 }
 
-/* The shape index of a launch in its class, adding it; -1 when it cannot be fused. */
-static int shape_of(struct datapath *dp, struct co_class *c, const struct ooo_sqe *e)
+/*
+ * The shape index of a launch of session s in its class, adding it; -1 when
+ * it cannot be fused: the class has CO_SHAPES shapes, or s added
+ * CO_SESSION_SHAPES of them already (the shapes are shared by every session
+ * that loads the kernel: one must not take them all), or its shared memory
+ * does not fit.
+ */
+static int shape_of(struct datapath *dp, const struct dp_session *s, struct co_class *c, const struct ooo_sqe *e)
 {
+	uint32_t mine = 0;
+
 	for (uint32_t i = 0; i < c->nshapes; i++) {
 		const struct co_shape *sh = &c->shapes[i];
 
 		if (!memcmp(sh->block, e->launch.block, sizeof(sh->block)) && sh->shmem == e->launch.shmem)
 			return (int)i;
+		mine += sh->by == s->id;
 	}
-	if (c->nshapes == CO_SHAPES || (uint64_t)e->launch.shmem + c->static_smem > CO_SMEM_DEFAULT)
+	if (c->nshapes == CO_SHAPES || mine >= CO_SESSION_SHAPES ||
+	    (uint64_t)e->launch.shmem + c->static_smem > CO_SMEM_DEFAULT)
 		return -1;
 	memcpy(c->shapes[c->nshapes].block, e->launch.block, sizeof(e->launch.block));
 	c->shapes[c->nshapes].shmem = e->launch.shmem;
 	c->shapes[c->nshapes].capacity = 1;
+	c->shapes[c->nshapes].by = s->id;
 	if (c->state == CLS_READY)
 		shape_capacity(dp, c, c->nshapes);
 	return (int)c->nshapes++;
@@ -623,7 +636,7 @@ static bool holdable(struct datapath *dp, struct dp_session *s, const struct ooo
 	c = s->kfuse[e->launch.kernel];
 	if (!c || c->state == CLS_FAILED)
 		return false;
-	*shape = shape_of(dp, c, e);
+	*shape = shape_of(dp, s, c, e);
 	return *shape >= 0;
 }
 
