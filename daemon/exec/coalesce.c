@@ -318,8 +318,10 @@ static int shape_of(struct datapath *dp, const struct dp_session *s, struct co_c
 
 		if (!memcmp(sh->block, e->launch.block, sizeof(sh->block)) && sh->shmem == e->launch.shmem)
 			return (int)i;
-		mine += sh->by == s->id;
 	}
+	/* a new shape (not on the path of every launch): how many s added already */
+	for (uint32_t i = 0; i < c->nshapes; i++)
+		mine += c->shapes[i].by == s->id;
 	if (c->nshapes == CO_SHAPES || mine >= CO_SESSION_SHAPES ||
 	    (uint64_t)e->launch.shmem + c->static_smem > CO_SMEM_DEFAULT)
 		return -1;
