@@ -631,9 +631,9 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			b->fused = nt > 1;
 			if (b->fused && !fusing_pays(s, e->cost_key, nt) && ++s->classes[ks].nopay % SCHED_NOPAY_PROBE) {
 				/* unfused, one after another on the partition (every SCHED_NOPAY_PROBE'th fused, to look again) */
-				b->fused = false;
 				uint64_t alone = cost_slot(s, e->cost_key)->alone_ns;
 
+				b->fused = false;
 				pred = alone > UINT64_MAX / nt ? UINT64_MAX : alone * nt;
 				s->st.dispatch_nopay++;
 			}

@@ -215,10 +215,12 @@ static void make_cfg(const struct ctx *x, enum bench_mode m, enum bench_wl wl, u
 	 * the class's 1 us, which would send every launch at once, unbundled
 	 * (with --socket, the oood's own class's SLO).
 	 */
-	c->ooo_slo_us = k == TC_BEST_EFFORT ? 60000000
-			: o->slo_us	? (uint32_t)o->slo_us
-			: o->socket[0] ? 0 /* an oood of its own: its class's SLO */
-					 : BENCH_OOO_DEFAULT_SLO_US;
+	if (k == TC_BEST_EFFORT)
+		c->ooo_slo_us = 60000000;
+	else if (o->slo_us)
+		c->ooo_slo_us = (uint32_t)o->slo_us;
+	else
+		c->ooo_slo_us = o->socket[0] ? 0 /* an oood not the bench's: its class's SLO */ : BENCH_OOO_DEFAULT_SLO_US;
 	c->stream_prio = k == TC_CRITICAL;
 	c->p = o->p;
 	if (!c->p.kernels)
