@@ -74,11 +74,13 @@ GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUIL
 GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check $(BUILD)/tests/gpu/fence_check
 # helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
+FAKECUDA := $(BUILD)/tests/fakecuda/libcuda.so.1
 TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
                 $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
-all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS)
+all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
+     $(FAKECUDA)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -216,6 +218,12 @@ $(BUILD)/libooo-sampler.so: bench/sampler.c
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lpthread
+
+# a stand-in driver for the tests on machines without a GPU (tests/fakecuda; not installed)
+$(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 
 # the host cost of the calls the executor makes (bench/callcost.c; not installed)
 $(BUILD)/ooo-callcost: $(OBJ)/bench/callcost.o $(OBJ)/daemon/exec/cuda.o

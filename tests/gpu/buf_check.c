@@ -116,6 +116,9 @@ int main(int argc, char **argv)
 	r = ooo_buf_alloc(s, strtoull(argv[3], NULL, 0), 0, &b);
 	if (!strcmp(argv[2], "alloc")) {
 		printf("result %d %s\n", r, r < 0 ? ooo_last_error() : "");
+		if (r == 0)
+			ooo_buf_free(b);
+		ooo_close(s);
 		return 0;
 	}
 	if (r < 0)

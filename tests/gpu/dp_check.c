@@ -8,6 +8,11 @@
  *                                OOO_EDEVRESET, then checks the queue works again
  *   dp_check SOCK bw LIBCUDA MB  H2D/D2H bandwidth through ooo and, in this process,
  *                                direct pinned cuMemcpy; prints one line per mode
+ *   dp_check SOCK launches       8 sessions load one fusible PTX kernel and launch it 10
+ *                                times a round, all sessions' launches before their syncs,
+ *                                for 300 rounds: every launch accepted and every sync
+ *                                clean (the results are not read: tests/fakecuda, where
+ *                                this runs in CI, runs no kernel); prints "ok"
  *   dp_check SOCK threads        8 threads of one session, each on its own queue, fill,
  *                                sync and read back 2000 times at once: a completion
  *                                one thread reaps for another must still wake it (a
@@ -217,6 +222,57 @@ static int many(const char *sock)
 	return fails != 0;
 }
 
+static const char launch_ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n"
+				  ".visible .entry k0(.param .u64 x, .param .u32 n)\n{\n .reg .b32 t, v;\n .reg .b64 a, o;\n"
+				  " ld.param.u64 a, [x];\n mov.u32 t, %tid.x;\n mul.wide.u32 o, t, 4;\n"
+				  " cvta.to.global.u64 a, a;\n add.s64 a, a, o;\n ld.global.u32 v, [a];\n"
+				  " add.s32 v, v, 1;\n st.global.u32 [a], v;\n ret;\n}\n";
+
+static int launches(const char *sock)
+{
+	enum { SESSIONS = 8, PER_ROUND = 10, ROUNDS = 300 };
+	ooo_session *s[SESSIONS];
+	ooo_module *m[SESSIONS];
+	ooo_kernel *k[SESSIONS];
+	ooo_buf *b[SESSIONS];
+	ooo_queue *q[SESSIONS];
+	const uint32_t grid[3] = { 2, 1, 1 }, block[3] = { 128, 1, 1 };
+	int r;
+
+	for (int i = 0; i < SESSIONS; i++) {
+		s[i] = ooo_open(sock);
+		CHECK(s[i] && ooo_module_load(s[i], OOO_PTX, launch_ptx, sizeof(launch_ptx) - 1, &m[i]) == 0 &&
+			      ooo_kernel_get(m[i], "k0", &k[i]) == 0 && ooo_buf_alloc(s[i], 1024, 0, &b[i]) == 0 &&
+			      ooo_queue_create(s[i], NULL, &q[i]) == 0,
+		      "session %d", i);
+		if (fails)
+			return 1;
+	}
+	for (int round = 0; round < ROUNDS && !fails; round++) {
+		for (int i = 0; i < SESSIONS; i++)
+			for (int j = 0; j < PER_ROUND && !fails; j++) {
+				struct {
+					uint64_t x;
+					uint32_t n;
+				} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(b[i]), 256 };
+
+				CHECK((r = ooo_launch(q[i], k[i], grid, block, 0, &p, 12)) == 0, "launch %d.%d: %d", round, i, r);
+			}
+		for (int i = 0; i < SESSIONS && !fails; i++)
+			CHECK((r = ooo_queue_sync(q[i], 10000)) == 0, "sync %d.%d: %d", round, i, r);
+	}
+	for (int i = 0; i < SESSIONS; i++) {
+		ooo_kernel_free(k[i]);
+		ooo_queue_destroy(q[i]);
+		ooo_buf_free(b[i]);
+		ooo_module_unload(m[i]);
+		ooo_close(s[i]);
+	}
+	if (!fails)
+		printf("ok: %d launches from %d sessions, every sync clean\n", SESSIONS * PER_ROUND * ROUNDS, SESSIONS);
+	return fails != 0;
+}
+
 enum { TH_THREADS = 8, TH_ROUNDS = 2000, TH_WORDS = 256 };
 
 struct th_arg {
@@ -393,10 +449,12 @@ int main(int argc, char **argv)
 		return many(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "reset"))
 		return reset(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "launches"))
+		return launches(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | reset | threads | bw LIBCUDA MB\n");
+	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | threads | bw LIBCUDA MB\n");
 	return 2;
 }

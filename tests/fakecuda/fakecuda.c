@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A stand-in libcuda.so.1 for the tests on machines without a GPU (never
+ * installed, never in the product): the driver entry points the executor
+ * resolves (daemon/exec/cuda.h), with "device" memory that is host memory
+ * at the same address, so that oood's executor runs its data path in CI.
+ *
+ * What it models: one device (132 SMs, compute capability 9.0, 16 GiB);
+ * address reservations (PROT_NONE mappings), physical allocations as
+ * memfds mapped into them (exported and imported as POSIX fds, so a buffer
+ * outlives an executor as with the real driver), copies and memsets done
+ * at once, streams and events that are complete as soon as recorded, PTX
+ * modules whose .entry names and .param layouts are read from the text.
+ * What it does not: kernels (a launch checks its function and does
+ * nothing), timing (an event pair measures 1 us), green contexts (not
+ * provided: the executor runs without partitions), peer access, errors
+ * of the GPU. Tests that need a kernel's result run on the GPU machine.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../daemon/exec/cuda.h"
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+#define FAKE_MAX_ENTRIES 4096
+#define FAKE_MAX_PARAMS 64
+
+struct fake_func {
+	char name[128];
+	uint32_t nparams;
+	size_t off[FAKE_MAX_PARAMS], size[FAKE_MAX_PARAMS];
+};
+
+struct CUmod_st {
+	uint32_t n;
+	struct fake_func *f;
+};
+
+struct fake_alloc {
+	int fd;
+	size_t size;
+};
+
+static int inited;
+static int ctx_token, stream_token, event_token;
+
+CUresult cuInit(unsigned int flags)
+{
+	(void)flags;
+	inited = 1;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v)
+{
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = 12080;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult e, const char **s)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "FAKE_ERROR_%d", (int)e);
+	*s = e == CUDA_SUCCESS ? "CUDA_SUCCESS" : buf;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult e, const char **s)
+{
+	*s = e == CUDA_SUCCESS ? "no error" : "an error of the fake driver (tests/fakecuda)";
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *n)
+{
+	if (!inited)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+	if (ordinal != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+	if (d != 0 || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(name, (size_t)len, "ooo fake GPU (tests/fakecuda)");
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+	if (d != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	switch (a) {
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 << 10; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 << 10; break;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = 2048; break;
+	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
+	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *v = 1; break;
+	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *v = 1; break;
+	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1980000; break;
+	default: *v = 0; break;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice d)
+{
+	if (d != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = 16ull << 30;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
+{
+	if (d != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	for (int i = 0; i < 16; i++)
+		u->bytes[i] = (char)(0xf0 + i);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+	if (d != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*c = (CUcontext)&ctx_token;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice d) { return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+
+static __thread CUcontext current;
+
+CUresult cuCtxSetCurrent(CUcontext c)
+{
+	current = c;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *c)
+{
+	*c = current;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *d)
+{
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo(size_t *free_b, size_t *total)
+{
+	*free_b = 15ull << 30;
+	*total = 16ull << 30;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p, CUmemAllocationGranularity_flags o)
+{
+	(void)p;
+	(void)o;
+	*g = 2u << 20;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p, unsigned long long fl)
+{
+	struct fake_alloc *a;
+	int fd;
+
+	(void)p;
+	(void)fl;
+	if (!size)
+		return CUDA_ERROR_INVALID_VALUE;
+	fd = memfd_create("fakecuda", MFD_CLOEXEC);
+	if (fd < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (ftruncate(fd, (off_t)size) < 0 || !(a = malloc(sizeof(*a)))) {
+		close(fd);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	a->fd = fd;
+	a->size = size;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)a;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	struct fake_alloc *a = (struct fake_alloc *)(uintptr_t)h;
+
+	if (!a)
+		return CUDA_ERROR_INVALID_VALUE;
+	close(a->fd);
+	free(a);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType t,
+				      unsigned long long fl)
+{
+	struct fake_alloc *a = (struct fake_alloc *)(uintptr_t)h;
+	int fd;
+
+	(void)fl;
+	if (!a || t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_INVALID_VALUE;
+	fd = fcntl(a->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*(int *)out = fd;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *handle, CUmemAllocationHandleType t)
+{
+	int fd = (int)(uintptr_t)handle;
+	struct fake_alloc *a;
+	struct stat st;
+
+	if (t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || fstat(fd, &st) < 0 || st.st_size <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(a = malloc(sizeof(*a))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	a->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (a->fd < 0) {
+		free(a);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	a->size = (size_t)st.st_size;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)a;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr, unsigned long long fl)
+{
+	void *m;
+
+	(void)align;
+	(void)fl;
+	m = mmap((void *)(uintptr_t)addr, size, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (addr ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+	if (m == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr p, size_t size)
+{
+	return munmap((void *)(uintptr_t)p, size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemMap(CUdeviceptr p, size_t size, size_t off, CUmemGenericAllocationHandle h, unsigned long long fl)
+{
+	struct fake_alloc *a = (struct fake_alloc *)(uintptr_t)h;
+
+	(void)fl;
+	if (!a || off + size > a->size)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mmap((void *)(uintptr_t)p, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd, (off_t)off) ==
+	    MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemUnmap(CUdeviceptr p, size_t size)
+{
+	/* back to a reservation */
+	return mmap((void *)(uintptr_t)p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+		    0) == MAP_FAILED
+		       ? CUDA_ERROR_INVALID_VALUE
+		       : CUDA_SUCCESS;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const CUmemAccessDesc *d, size_t n)
+{
+	(void)p;
+	(void)size;
+	return d && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
+{
+	memmove((void *)(uintptr_t)dst, src, n);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
+{
+	memmove(dst, (const void *)(uintptr_t)src, n);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
+{
+	uint32_t *p = (uint32_t *)(uintptr_t)dst;
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = v;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+
+CUresult cuStreamCreate(CUstream *s, unsigned int fl)
+{
+	(void)fl;
+	*s = (CUstream)&stream_token;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int fl, int prio)
+{
+	(void)prio;
+	return cuStreamCreate(s, fl);
+}
+
+CUresult cuStreamDestroy(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuStreamSynchronize(CUstream s)
+{
+	(void)s;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl)
+{
+	(void)s;
+	(void)fl;
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+	*least = 0;
+	*greatest = -5;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent *e, unsigned int fl)
+{
+	(void)fl;
+	*e = (CUevent)&event_token;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	(void)s;
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventQuery(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuEventSynchronize(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	if (!a || !b)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ms = 0.001f;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister(void *p, size_t n, unsigned int fl)
+{
+	(void)fl;
+	return p && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemHostUnregister(void *p) { return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+	(void)s;
+	return cuMemcpyHtoD(dst, src, n);
+}
+
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	(void)s;
+	return cuMemcpyDtoH(dst, src, n);
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	(void)s;
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
+{
+	(void)s;
+	memset((void *)(uintptr_t)dst, v, n);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)
+{
+	uint16_t *p = (uint16_t *)(uintptr_t)dst;
+
+	(void)s;
+	for (size_t i = 0; i < n; i++)
+		p[i] = v;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
+{
+	(void)s;
+	return cuMemsetD32(dst, v, n);
+}
+
+/* ---- modules: the .entry names and .param layouts of PTX text -------------------- */
+
+static size_t type_size(const char *t, size_t n)
+{
+	static const struct {
+		const char *name;
+		size_t size;
+	} types[] = { { ".u8", 1 },  { ".s8", 1 },  { ".b8", 1 },  { ".u16", 2 }, { ".s16", 2 }, { ".b16", 2 },
+		      { ".f16", 2 }, { ".u32", 4 }, { ".s32", 4 }, { ".b32", 4 }, { ".f32", 4 }, { ".u64", 8 },
+		      { ".s64", 8 }, { ".b64", 8 }, { ".f64", 8 } };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strlen(types[i].name) == n && !memcmp(types[i].name, t, n))
+			return types[i].size;
+	return 0;
+}
+
+/* One ".param [.align A] .TYPE name[[N]]" of an entry's list (p .. end): its size and alignment. */
+static int param_of(const char *p, const char *end, size_t *size, size_t *align)
+{
+	size_t a = 0, t = 0, count = 1;
+
+	while (p < end) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+			p++;
+		if (p == end)
+			break;
+		const char *w = p;
+
+		while (p < end && !(*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+			p++;
+		if ((size_t)(p - w) == 6 && !memcmp(w, ".align", 6)) {
+			a = strtoul(p, NULL, 10);
+			while (p < end && (*p == ' ' || *p == '\t'))
+				p++;
+			while (p < end && *p >= '0' && *p <= '9')
+				p++;
+		} else if (*w == '.' && type_size(w, (size_t)(p - w))) {
+			t = type_size(w, (size_t)(p - w));
+		} else if (t) {
+			const char *br = memchr(w, '[', (size_t)(p - w));
+
+			if (br)
+				count = strtoul(br + 1, NULL, 10);
+			break;
+		}
+	}
+	if (!t || !count)
+		return -1;
+	*size = t * count;
+	*align = a ? a : t;
+	return 0;
+}
+
+static int parse_entries(const char *ptx, size_t len, struct CUmod_st *m)
+{
+	const char *p = ptx, *end = ptx + len;
+
+	while ((p = memmem(p, (size_t)(end - p), ".entry", 6))) {
+		struct fake_func *f;
+		const char *n, *open, *close;
+		size_t off = 0;
+
+		p += 6;
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		n = p;
+		while (p < end && *p != '(' && *p != ' ' && *p != '\t' && *p != '\n' && *p != '{')
+			p++;
+		if (p == n || m->n == FAKE_MAX_ENTRIES)
+			continue;
+		f = &m->f[m->n];
+		memset(f, 0, sizeof(*f));
+		snprintf(f->name, sizeof(f->name), "%.*s", (int)(p - n), n);
+		open = p;
+		while (open < end && (*open == ' ' || *open == '\t' || *open == '\n' || *open == '\r'))
+			open++;
+		if (open < end && *open == '(' && (close = memchr(open, ')', (size_t)(end - open)))) {
+			const char *q = open + 1;
+
+			while (q < close && f->nparams < FAKE_MAX_PARAMS) {
+				const char *pr = memmem(q, (size_t)(close - q), ".param", 6), *comma;
+				size_t size, align;
+
+				if (!pr)
+					break;
+				pr += 6;
+				comma = memchr(pr, ',', (size_t)(close - pr));
+				if (!comma)
+					comma = close;
+				if (param_of(pr, comma, &size, &align) < 0)
+					return -1;
+				off = (off + align - 1) / align * align;
+				f->off[f->nparams] = off;
+				f->size[f->nparams] = size;
+				f->nparams++;
+				off += size;
+				q = comma;
+			}
+			p = close;
+		}
+		m->n++;
+	}
+	return 0;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int nopt, CUjit_option *opt, void **val)
+{
+	const char *s = image;
+	struct CUmod_st *m;
+	size_t len;
+
+	(void)nopt;
+	(void)opt;
+	(void)val;
+	if (!image)
+		return CUDA_ERROR_INVALID_VALUE;
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->f = calloc(FAKE_MAX_ENTRIES, sizeof(*m->f)))) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (!memcmp(s, "\177ELF", 4)) {
+		/* a CUBIN: loaded, with no kernel this fake can name */
+		*out = m;
+		return CUDA_SUCCESS;
+	}
+	len = strlen(s);
+	if (!memmem(s, len, ".version", 8) || parse_entries(s, len, m) < 0) {
+		free(m->f);
+		free(m);
+		return CUDA_ERROR_INVALID_PTX;
+	}
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule m)
+{
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(m->f);
+	free(m);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	if (!m || !name)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (uint32_t i = 0; i < m->n; i++)
+		if (!strcmp(m->f[i].name, name)) {
+			*f = (CUfunction)&m->f[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	switch (a) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; break;
+	case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+	case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; break;
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = 48 << 10; break;
+	default: *v = 0; break;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction fn, size_t index, size_t *off, size_t *size)
+{
+	const struct fake_func *f = (const struct fake_func *)fn;
+
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (index >= f->nparams)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (off)
+		*off = f->off[index];
+	if (size)
+		*size = f->size[index];
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+			unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params, void **extra)
+{
+	(void)s;
+	(void)params;
+	(void)extra;
+	(void)shmem;
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS; /* kernels do not run here */
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads, size_t smem)
+{
+	(void)smem;
+	if (!f || threads <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*n = 2048 / threads > 32 ? 32 : 2048 / threads;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr *p, size_t n)
+{
+	void *m = n ? aligned_alloc(256, (n + 255) / 256 * 256) : NULL;
+
+	if (!m)
+		return n ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr p)
+{
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned int fl)
+{
+	(void)fl;
+	*p = n ? aligned_alloc(4096, (n + 4095) / 4096 * 4096) : NULL;
+	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+/* ---- the one entry point the loader looks up by name ------------------------------ */
+
+static const struct {
+	const char *name;
+	void *fn;
+} table[] = {
+#define FAKE_ENTRY(name) { #name, (void *)&name },
+#define FAKE_ENTRY_V(name, ver) FAKE_NEWER_##name
+#define FAKE_NEWER_cuFuncGetParamInfo { "cuFuncGetParamInfo", (void *)&cuFuncGetParamInfo },
+#define FAKE_NEWER_cuDeviceGetDevResource
+#define FAKE_NEWER_cuDevSmResourceSplitByCount
+#define FAKE_NEWER_cuDevResourceGenerateDesc
+#define FAKE_NEWER_cuGreenCtxCreate
+#define FAKE_NEWER_cuGreenCtxDestroy
+#define FAKE_NEWER_cuGreenCtxGetDevResource
+#define FAKE_NEWER_cuCtxFromGreenCtx
+#define FAKE_NEWER_cuGreenCtxStreamCreate
+	CUDA_FUNCS(FAKE_ENTRY) CUDA_FUNCS_NEWER(FAKE_ENTRY_V)
+};
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+					 CUdriverProcAddressQueryResult *status)
+{
+	(void)version;
+	(void)flags;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(table[i].name, symbol)) {
+			*pfn = table[i].fn;
+			if (status)
+				*status = CU_GET_PROC_ADDRESS_SUCCESS;
+			return CUDA_SUCCESS;
+		}
+	*pfn = NULL;
+	if (status)
+		*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return CUDA_ERROR_NOT_FOUND;
+}

@@ -1,0 +1,97 @@
+#!/bin/sh
+# test_fakecuda.sh BUILD: oood's executor and data path on a machine without
+# a GPU, on the stand-in driver BUILD/tests/fakecuda/libcuda.so.1
+# (tests/fakecuda/fakecuda.c: device memory is host memory, copies happen at
+# once, kernels do not run). The tests/gpu programs that need no kernel's
+# result run against it: fill and read back through the rings (memset,
+# HtoD, DtoH, DtoD), refusals of other sessions' memory, 1000 queues over
+# 100 sessions, 8 threads of one session syncing at once, launches through
+# the coalescer (bundled and fused: counted by oooctl sched; every sync
+# clean), a buffer that survives a SIGKILL of the executor and is mapped
+# again by the next one, a SIGKILLed tenant's charge returned, and an
+# allocation over mem_limit refused. The same checks run on the GPU machine
+# (tests/gpu) with the real driver.
+set -u
+build=${1:-build}
+name=test_fakecuda
+. "$(dirname "$0")/../gpu/lib.sh"
+fake=$(cd "$build" 2>/dev/null && pwd)/tests/fakecuda/libcuda.so.1
+[ -f "$fake" ] || { echo "$name: FAIL: $fake is not built"; exit 1; }
+for b in dp_check buf_check; do
+	[ -x "$build/tests/gpu/$b" ] || { echo "$name: FAIL: $build/tests/gpu/$b is not built"; exit 1; }
+done
+libcuda=$fake
+passed=0
+ok() {
+	echo "$name: $*: ok"
+	passed=$((passed + 1))
+}
+gpu_start 'mem_limit = 8G\nmax_sessions = 200\nmax_queues = 2048\n'
+[ "$(field name)" = "ooo fake GPU (tests/fakecuda)" ] || fail "the executor did not open the stand-in driver: $(field name)"
+ok "executor ready on the stand-in driver"
+
+for mode in check many threads launches; do
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode: $out"
+	echo "$out" | grep -q '^ok' || fail "dp_check $mode: $out"
+	ok "dp_check $mode ($(echo "$out" | tail -1))"
+done
+
+# the launches went through the coalescer: some of them fused (the counters come about once a second)
+fused=0
+for _ in $(seq 30); do
+	fused=$($ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"fused_launches": \([0-9][0-9]*\),*$/\1/p' | head -1)
+	[ "${fused:-0}" -gt 0 ] && break
+	sleep 0.2
+done
+[ "${fused:-0}" -gt 0 ] || fail "oooctl sched counts no fused launch after dp_check launches: $($ctl sched 2>&1 | head -20)"
+ok "the coalescer fused $fused launches"
+
+# a buffer outlives the executor, and the next executor maps it again
+fifo="$rundir/in"
+mkfifo "$fifo"
+"$build/tests/gpu/buf_check" "$sock" keep "$fake" <"$fifo" >"$rundir/keep.out" 2>&1 &
+tenant=$!
+exec 9>"$fifo"
+for _ in $(seq 100); do grep -q '^ready' "$rundir/keep.out" && break; sleep 0.1; done
+grep -q '^ready' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
+pid=$(field executor_pid)
+kill -9 "$pid"
+sleep 0.2
+wait_ready || fail "executor not restarted: $(field reason)"
+for _ in $(seq 50); do grep -q 'mapping 1 buffers again' "$rundir/oood.log" && break; sleep 0.1; done
+grep -q 'mapping 1 buffers again' "$rundir/oood.log" || fail "the new executor was not given the buffer"
+[ "$(field executor_pid)" != "$pid" ] || fail "the executor was not replaced"
+sleep 0.3
+grep -q 'could not be mapped again' "$rundir/oood.log" && fail "the buffer could not be mapped again"
+echo check >&9
+exec 9>&-
+wait $tenant || fail "buf_check keep: $(cat "$rundir/keep.out")"
+grep -q '^ok' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
+ok "a buffer survives a SIGKILL of the executor and is mapped again"
+
+# the data path works on the new executor
+out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after the restart: $out"
+ok "fill and read back on the new executor"
+
+# a tenant SIGKILLed while it holds 4 GiB: its charge returns
+tenant_mem() { $ctl --json tenants | tr -d ' \n' | sed -n 's/.*"used":{[^}]*"mem_bytes":\([0-9]*\).*/\1/p'; }
+"$build/tests/gpu/buf_check" "$sock" hold 4294967296 >"$rundir/hold.out" 2>&1 &
+holder=$!
+for _ in $(seq 100); do grep -q '^held' "$rundir/hold.out" && break; sleep 0.1; done
+grep -q '^held' "$rundir/hold.out" || fail "buf_check hold: $(cat "$rundir/hold.out")"
+[ "$(tenant_mem)" -ge 4294967296 ] || fail "4 GiB not charged: $(tenant_mem)"
+kill -9 $holder
+wait $holder 2>/dev/null
+for _ in $(seq 100); do [ -z "$(tenant_mem)" ] && break; sleep 0.1; done
+[ -z "$(tenant_mem)" ] || fail "the SIGKILLed tenant is still charged: $(tenant_mem)"
+ok "a SIGKILLed tenant's 4 GiB charge returns"
+
+out=$("$build/tests/gpu/buf_check" "$sock" alloc 10737418240) || fail "buf_check alloc exited $?: $out"
+case $out in
+"result -1003 "*mem_limit*) ;;
+*) fail "10 GiB over an 8 GiB mem_limit: $out" ;;
+esac
+ok "over mem_limit refused (${out#result -1003 })"
+
+gpu_stop
+echo "$passed passed, 0 failed"
