@@ -13,6 +13,10 @@
  *                                for 300 rounds: every launch accepted and every sync
  *                                clean (the results are not read: tests/fakecuda, where
  *                                this runs in CI, runs no kernel); prints "ok"
+ *   dp_check SOCK shapes         one session launches one fusible kernel in 9 block shapes,
+ *                                then the 9th again, another session in a 10th shape: the
+ *                                first can add 8 of the class's shapes, so its 9th shape's two
+ *                                launches go unfused (test_fakecuda.sh counts them); prints "ok"
  *   dp_check SOCK threads        8 threads of one session, each on its own queue, fill,
  *                                sync and read back 2000 times at once: a completion
  *                                one thread reaps for another must still wake it (a
@@ -273,6 +277,48 @@ static int launches(const char *sock)
 	return fails != 0;
 }
 
+static int shapes(const char *sock)
+{
+	ooo_session *s[2] = { ooo_open(sock), ooo_open(sock) };
+	ooo_module *m[2];
+	ooo_kernel *k[2];
+	ooo_buf *b[2];
+	ooo_queue *q[2];
+	int r;
+
+	for (int i = 0; i < 2; i++) {
+		CHECK(s[i] && ooo_module_load(s[i], OOO_PTX, launch_ptx, sizeof(launch_ptx) - 1, &m[i]) == 0 &&
+			      ooo_kernel_get(m[i], "k0", &k[i]) == 0 && ooo_buf_alloc(s[i], 4096, 0, &b[i]) == 0 &&
+			      ooo_queue_create(s[i], NULL, &q[i]) == 0,
+		      "session %d", i);
+		if (fails)
+			return 1;
+	}
+	/* session 0: shapes of 40 .. 48 threads (no other check uses them), then 48 again; session 1: 49 */
+	for (int j = 0; j < 11 && !fails; j++) {
+		int i = j == 10;
+		uint32_t x = i ? 49 : 40u + (uint32_t)(j < 9 ? j : 8);
+		const uint32_t grid[3] = { 1, 1, 1 }, block[3] = { x, 1, 1 };
+		struct {
+			uint64_t x;
+			uint32_t n;
+		} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(b[i]), x };
+
+		CHECK((r = ooo_launch(q[i], k[i], grid, block, 0, &p, 12)) == 0, "launch %d of session %d: %d", j, i, r);
+		CHECK((r = ooo_queue_sync(q[i], 10000)) == 0, "sync %d: %d", j, r);
+	}
+	for (int i = 0; i < 2; i++) {
+		ooo_kernel_free(k[i]);
+		ooo_queue_destroy(q[i]);
+		ooo_buf_free(b[i]);
+		ooo_module_unload(m[i]);
+		ooo_close(s[i]);
+	}
+	if (!fails)
+		printf("ok: 10 launches in 9 shapes from one session, 1 in a 10th from another\n");
+	return fails != 0;
+}
+
 enum { TH_THREADS = 8, TH_ROUNDS = 2000, TH_WORDS = 256 };
 
 struct th_arg {
@@ -449,12 +495,14 @@ int main(int argc, char **argv)
 		return many(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "reset"))
 		return reset(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "shapes"))
+		return shapes(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "launches"))
 		return launches(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | threads | bw LIBCUDA MB\n");
+	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | shapes | threads | bw LIBCUDA MB\n");
 	return 2;
 }

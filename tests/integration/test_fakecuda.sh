@@ -7,7 +7,8 @@
 # HtoD, DtoH, DtoD), refusals of other sessions' memory, 1000 queues over
 # 100 sessions, 8 threads of one session syncing at once, launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
-# clean), a buffer that survives a SIGKILL of the executor and is mapped
+# clean), the per-session caps on fusion classes (128) and on a class's
+# shapes (8), a buffer that survives a SIGKILL of the executor and is mapped
 # again by the next one, a SIGKILLed tenant's charge returned, and an
 # allocation over mem_limit refused. The same checks run on the GPU machine
 # (tests/gpu) with the real driver.
@@ -45,6 +46,39 @@ for _ in $(seq 30); do
 done
 [ "${fused:-0}" -gt 0 ] || fail "oooctl sched counts no fused launch after dp_check launches: $($ctl sched 2>&1 | head -20)"
 ok "the coalescer fused $fused launches"
+
+# counter KEY...: the sum of the executor's cumulative counters KEY (oooctl sched --json)
+counter() {
+	pat=$(echo "$*" | sed 's/ /\\|/g')
+	$ctl --json sched --interval 0 2>/dev/null | sed -n "s/^ *\"\($pat\)\": \([0-9][0-9]*\),*\$/\2/p" |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+# settle WANT KEY...: wait until the counters' sum has grown by WANT from $c0 (they come about once a
+# second), then a report more, and print the growth
+settle() {
+	want=$1
+	shift
+	for _ in $(seq 50); do [ $(($(counter "$@") - c0)) -ge "$want" ] && break; sleep 0.2; done
+	sleep 1.5
+	echo $(($(counter "$@") - c0))
+}
+
+# one session's kernels hold at most 128 fusion classes, found or made
+sleep 1.5
+c0=$(counter compiles failures)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" classes 130 noresults 2>&1) || fail "launch_check classes: $out"
+d=$(settle 129 compiles failures)
+[ "$d" -eq 129 ] || fail "classes: $d new fusion classes, not 129 (128 of the first session, 1 of the others, none of the fourth)"
+capped=$(grep -c 'holds 128 fusion classes' "$rundir/oood.log")
+[ "$capped" -eq 2 ] || fail "classes: the executor capped $capped sessions, not 2 (the first and the fourth)"
+ok "one session's 130 kernels made 128 fusion classes, others' kernel 1 more, a fourth session held to 128"
+
+# one session adds at most 8 of a class's 16 shapes: its 9th shape's two launches go unfused
+c0=$(counter direct_launches)
+out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" shapes 2>&1) || fail "dp_check shapes: $out"
+d=$(settle 2 direct_launches)
+[ "$d" -eq 2 ] || fail "shapes: $d launches went unfused, not 2 (the first session's 9th shape, twice)"
+ok "one session's 9th shape of a class runs unfused, another session's new shape is still taken"
 
 # a buffer outlives the executor, and the next executor maps it again
 fifo="$rundir/in"
@@ -93,5 +127,14 @@ case $out in
 esac
 ok "over mem_limit refused (${out#result -1003 })"
 
-gpu_stop
+kill -TERM "$daemon"
+wait "$daemon" || fail "oood exited with $?"
+# under make asan: nothing the sanitizers found in oood or its executors, to the end
+if grep -q 'Sanitizer\|runtime error' "$rundir/oood.log"; then
+	grep -A20 'Sanitizer\|runtime error' "$rundir/oood.log" | head -60
+	echo "$name: FAIL: the sanitizers reported errors in oood's log"
+	exit 1
+fi
+rm -rf "$rundir"
+ok "oood stopped cleanly, no sanitizer report in its log"
 echo "$passed passed, 0 failed"
