@@ -12,7 +12,8 @@
  * at once, streams and events that are complete as soon as recorded, PTX
  * modules whose .entry names and .param layouts are read from the text.
  * What it does not: kernels (a launch checks its function and does
- * nothing), timing (an event pair measures 1 us), green contexts (not
+ * nothing), timing (an event pair measures 1 us, or FAKECUDA_ELAPSED_US
+ * from the environment: a fused bundle as slow as a test wants), green contexts (not
  * provided: the executor runs without partitions), peer access, errors
  * of the GPU. Tests that need a kernel's result run on the GPU machine.
  */
@@ -382,11 +383,20 @@ CUresult cuEventRecord(CUevent e, CUstream s)
 CUresult cuEventQuery(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 CUresult cuEventSynchronize(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 
+/* FAKECUDA_ELAPSED_US (environment): what every event pair measures, in us (default 1) */
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
+	static float elapsed_ms = -1;
+
 	if (!a || !b)
 		return CUDA_ERROR_INVALID_HANDLE;
-	*ms = 0.001f;
+	if (elapsed_ms < 0) {
+		const char *e = getenv("FAKECUDA_ELAPSED_US");
+		double us = e && *e ? strtod(e, NULL) : 1;
+
+		elapsed_ms = (float)((us > 0 && us < 1e9 ? us : 1) / 1000.0);
+	}
+	*ms = elapsed_ms;
 	return CUDA_SUCCESS;
 }
 

@@ -8,7 +8,8 @@
 # 100 sessions, 8 threads of one session syncing at once, launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
 # clean), the per-session caps on fusion classes (128) and on a class's
-# shapes (8), a buffer that survives a SIGKILL of the executor and is mapped
+# shapes (8), bundles sent unfused when fusing does not pay (every timed
+# bundle made to measure 2 ms), a buffer that survives a SIGKILL of the executor and is mapped
 # again by the next one, a SIGKILLed tenant's charge returned, and an
 # allocation over mem_limit refused. The same checks run on the GPU machine
 # (tests/gpu) with the real driver.
@@ -127,14 +128,27 @@ case $out in
 esac
 ok "over mem_limit refused (${out#result -1003 })"
 
-kill -TERM "$daemon"
-wait "$daemon" || fail "oood exited with $?"
-# under make asan: nothing the sanitizers found in oood or its executors, to the end
-if grep -q 'Sanitizer\|runtime error' "$rundir/oood.log"; then
-	grep -A20 'Sanitizer\|runtime error' "$rundir/oood.log" | head -60
-	echo "$name: FAIL: the sanitizers reported errors in oood's log"
-	exit 1
-fi
-rm -rf "$rundir"
-ok "oood stopped cleanly, no sanitizer report in its log"
+# stop: oood exits 0 and, under make asan, nothing the sanitizers found in oood or its executors
+fake_stop() {
+	kill -TERM "$daemon"
+	wait "$daemon" || fail "oood exited with $?"
+	if grep -q 'Sanitizer\|runtime error' "$rundir/oood.log"; then
+		grep -A20 'Sanitizer\|runtime error' "$rundir/oood.log" | head -60
+		echo "$name: FAIL: the sanitizers reported errors in oood's log"
+		exit 1
+	fi
+	rm -rf "$rundir"
+	ok "oood stopped cleanly, no sanitizer report in its log"
+}
+fake_stop
+
+# a fused kernel that does not pay: every timed bundle measures 2 ms (launches alone are seen in
+# microseconds), so the scheduler sends most bundles unfused, one after another; every sync clean
+FAKECUDA_ELAPSED_US=2000 gpu_start 'max_sessions = 200\nmax_queues = 2048\n'
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" launches 2>&1) || fail "dp_check launches (slow fused): $out"
+c0=0
+d=$(settle 1 unfused_nopay)
+[ "$d" -gt 0 ] || fail "no bundle went unfused although every fused one measured 2 ms: $($ctl sched 2>&1 | head -24)"
+ok "fusing that does not pay: $d bundles sent unfused ($(echo "$out" | tail -1))"
+fake_stop
 echo "$passed passed, 0 failed"
