@@ -13,9 +13,15 @@
  * modules whose .entry names and .param layouts are read from the text.
  * What it does not: kernels (a launch checks its function and does
  * nothing), timing (an event pair measures 1 us, or FAKECUDA_ELAPSED_US
- * from the environment: a fused bundle as slow as a test wants), green contexts (not
- * provided: the executor runs without partitions), peer access, errors
- * of the GPU. Tests that need a kernel's result run on the GPU machine.
+ * from the environment: a fused bundle as slow as a test wants), green
+ * contexts (not provided: the executor runs without partitions), peer
+ * access. One GPU error is modelled: a launch whose 64-bit parameter is
+ * below 4096 faults, as a kernel dereferencing a null-page pointer would,
+ * and like the real driver's, the fault is sticky: the next query or
+ * synchronize sees it (the kernel ran after its launch returned), and from
+ * then on every launch, copy, record, query or synchronize of the process
+ * fails with CUDA_ERROR_ILLEGAL_ADDRESS. Tests that need a kernel's result run on the
+ * GPU machine.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +56,20 @@ struct fake_alloc {
 };
 
 static int inited;
+static CUresult sticky;  /* CUDA_SUCCESS, or the fault every later call reports */
+static CUresult pending; /* a fault not seen yet: the next query or synchronize sees it (it ran after the launch) */
+
+static CUresult seen(void)
+{
+	if (pending != CUDA_SUCCESS)
+		sticky = pending;
+	return sticky;
+}
+#define STICKY()                                                                                           \
+	do {                                                                                               \
+		if (sticky != CUDA_SUCCESS)                                                                \
+			return sticky;                                                                     \
+	} while (0)
 static int ctx_token, stream_token, event_token;
 
 CUresult cuInit(unsigned int flags)
@@ -311,18 +331,21 @@ CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const CUmemAccessDesc *d, si
 
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 {
+	STICKY();
 	memmove((void *)(uintptr_t)dst, src, n);
 	return CUDA_SUCCESS;
 }
 
 CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 {
+	STICKY();
 	memmove(dst, (const void *)(uintptr_t)src, n);
 	return CUDA_SUCCESS;
 }
 
 CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 {
+	STICKY();
 	uint32_t *p = (uint32_t *)(uintptr_t)dst;
 
 	for (size_t i = 0; i < n; i++)
@@ -330,7 +353,7 @@ CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize(void) { return seen(); }
 
 CUresult cuStreamCreate(CUstream *s, unsigned int fl)
 {
@@ -349,7 +372,7 @@ CUresult cuStreamDestroy(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVA
 CUresult cuStreamSynchronize(CUstream s)
 {
 	(void)s;
-	return CUDA_SUCCESS;
+	return seen();
 }
 
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl)
@@ -377,11 +400,18 @@ CUresult cuEventDestroy(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALI
 CUresult cuEventRecord(CUevent e, CUstream s)
 {
 	(void)s;
+	STICKY();
 	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult cuEventQuery(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
-CUresult cuEventSynchronize(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuEventQuery(CUevent e)
+{
+	if (seen() != CUDA_SUCCESS)
+		return sticky;
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
 
 /* FAKECUDA_ELAPSED_US (environment): what every event pair measures, in us (default 1) */
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
@@ -422,6 +452,7 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s)
 
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
+	STICKY();
 	(void)s;
 	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
 	return CUDA_SUCCESS;
@@ -429,6 +460,7 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream 
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
 {
+	STICKY();
 	(void)s;
 	memset((void *)(uintptr_t)dst, v, n);
 	return CUDA_SUCCESS;
@@ -436,6 +468,7 @@ CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
 
 CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)
 {
+	STICKY();
 	uint16_t *p = (uint16_t *)(uintptr_t)dst;
 
 	(void)s;
@@ -638,18 +671,41 @@ CUresult cuFuncGetParamInfo(CUfunction fn, size_t index, size_t *off, size_t *si
 	return CUDA_SUCCESS;
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+/* The bytes of parameter i of a launch, from kernelParams or the extra buffer; NULL if not given. */
+static const unsigned char *param_bytes(const struct fake_func *f, uint32_t i, void **params, void **extra)
+{
+	if (params)
+		return params[i];
+	for (void **x = extra; x && *x != CU_LAUNCH_PARAM_END; x += 2)
+		if (*x == CU_LAUNCH_PARAM_BUFFER_POINTER)
+			return (const unsigned char *)x[1] + f->off[i];
+	return NULL;
+}
+
+CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
 			unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params, void **extra)
 {
+	const struct fake_func *f = (const struct fake_func *)fn;
+
 	(void)s;
-	(void)params;
-	(void)extra;
 	(void)shmem;
+	STICKY();
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_SUCCESS; /* kernels do not run here */
+	/* kernels do not run here; one that would dereference a null-page pointer faults (see the top) */
+	for (uint32_t i = 0; i < f->nparams; i++) {
+		const unsigned char *p = f->size[i] == 8 ? param_bytes(f, i, params, extra) : NULL;
+		uint64_t v;
+
+		if (p) {
+			memcpy(&v, p, sizeof(v));
+			if (v < 4096)
+				pending = CUDA_ERROR_ILLEGAL_ADDRESS; /* seen by the next query or synchronize */
+		}
+	}
+	return CUDA_SUCCESS;
 }
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads, size_t smem)

@@ -182,10 +182,10 @@ static int vadd(const char *sock, const char *src, const char *ptx, const char *
 static int fault(const char *sock, const char *ptx)
 {
 	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
-	ooo_queue *q, *oq;
-	ooo_buf *ob;
-	ooo_module *m;
-	ooo_kernel *k;
+	ooo_queue *q = NULL, *oq = NULL;
+	ooo_buf *ob = NULL;
+	ooo_module *m = NULL;
+	ooo_kernel *k = NULL;
 	uint32_t pat[1024], back[1024];
 	uint32_t one[3] = { 1, 1, 1 };
 	uint64_t bad = 0x10;
@@ -214,6 +214,11 @@ static int fault(const char *sock, const char *ptx)
 	}
 	CHECK(r == 0, "read the other session's buffer after the restart: %d", r);
 	CHECK(!memcmp(pat, back, sizeof(pat)), "the other session's buffer changed");
+	ooo_kernel_free(k);
+	ooo_module_unload(m);
+	ooo_queue_destroy(q);
+	ooo_queue_destroy(oq);
+	ooo_buf_free(ob);
 	ooo_close(s);
 	ooo_close(other);
 	free(img);

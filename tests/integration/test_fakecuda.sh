@@ -8,7 +8,8 @@
 # 100 sessions, 8 threads of one session syncing at once, launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
 # clean), the per-session caps on fusion classes (128) and on a class's
-# shapes (8), bundles sent unfused when fusing does not pay (every timed
+# shapes (8), a faulting kernel (OOO_EFAULT for its tenant, the executor
+# replaced, a neighbour's buffer intact), bundles sent unfused when fusing does not pay (every timed
 # bundle made to measure 2 ms), a buffer that survives a SIGKILL of the executor and is mapped
 # again by the next one, a SIGKILLed tenant's charge returned, and an
 # allocation over mem_limit refused. The same checks run on the GPU machine
@@ -80,6 +81,21 @@ out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" shapes 2>&1) || fail "dp_ch
 d=$(settle 2 direct_launches)
 [ "$d" -eq 2 ] || fail "shapes: $d launches went unfused, not 2 (the first session's 9th shape, twice)"
 ok "one session's 9th shape of a class runs unfused, another session's new shape is still taken"
+
+# a kernel that faults (its pointer is in the null page: the stand-in's one modelled fault): its
+# tenant gets OOO_EFAULT, the executor is replaced, another tenant's buffer is intact
+printf '%s\n' '.version 7.8' '.target sm_90' '.address_size 64' '.visible .entry poke(.param .u64 p)' '{' \
+	' .reg .b64 a;' ' .reg .b32 v;' ' ld.param.u64 a, [p];' ' cvta.to.global.u64 a, a;' ' mov.u32 v, 1;' \
+	' st.global.u32 [a], v;' ' ret;' '}' >"$rundir/poke.ptx"
+chmod 644 "$rundir/poke.ptx"
+r0=$(field restarts)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" 2>&1) || fail "launch_check fault: $out"
+echo "$out" | grep -q '^ok' || fail "launch_check fault: $out"
+# (the faulting tenant gets OOO_EFAULT, or OOO_EDEVRESET when oood marks the executor's death before
+# the tenant reads the completion the executor posted: libooo drops a dead executor's completions)
+wait_ready || fail "executor not back after the fault"
+[ "$(field restarts)" -gt "$r0" ] || fail "the faulting executor was not replaced"
+ok "a faulting kernel: $(echo "$out" | grep '^faulting'), the executor replaced, the other tenant's buffer intact"
 
 # a buffer outlives the executor, and the next executor maps it again
 fifo="$rundir/in"
