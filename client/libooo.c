@@ -767,9 +767,25 @@ static void dp_fail_all(struct dpath *d, int status)
 	}
 }
 
+/* One completion from the ring: its entry ends with its status (one already freed keeps an error for its queue). */
+static void cqe_done(struct dpath *d, const struct ooo_cqe *c)
+{
+	uint32_t i = (uint32_t)(c->user_data & 0xffffffffu);
+	struct dp_entry *e = i < DP_INFLIGHT ? &d->ent[i] : NULL;
+
+	if (!e || !e->used || e->gen != (uint32_t)(c->user_data >> 32)) {
+		/* an error of a launch already freed, or a completion from before a reset */
+		if (c->status < 0 && c->queue < 256 && d->q[c->queue].live && !d->q[c->queue].error)
+			d->q[c->queue].error = c->status;
+		return;
+	}
+	entry_done(d, e, c->status);
+}
+
 /*
- * Has the executor been replaced since we last looked? Then everything in
- * flight failed. Returns true while a replacement is under way (odd epoch).
+ * Has the executor been replaced since we last looked? Then what it posted
+ * before it died ends with its status, and the rest in flight failed.
+ * Returns true while a replacement is under way (odd epoch).
  */
 static bool dp_epoch(struct dpath *d)
 {
@@ -779,14 +795,17 @@ static bool dp_epoch(struct dpath *d)
 		struct ooo_cqe c;
 
 		d->epoch = e;
-		dp_fail_all(d, -OOO_EDEVRESET);
 		/*
 		 * What the completion ring still holds came from the executor that
-		 * died: the new one has nothing of ours before we submit again.
+		 * died, posted before it died (the new one has nothing of ours
+		 * before we submit again): those commands end with their own
+		 * status (a faulting kernel's OOO_EFAULT among them), the rest of
+		 * what was in flight with OOO_EDEVRESET.
 		 */
 		while (ring_pop(&d->cq, &c) == 1)
-			;
+			cqe_done(d, &c);
 		ring_release(&d->cq);
+		dp_fail_all(d, -OOO_EDEVRESET);
 		set_last_error("the GPU executor was restarted: commands in flight failed");
 	}
 	return e & 1;
@@ -816,17 +835,8 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 		}
 	}
 	while ((r = ring_pop(&d->cq, &c)) == 1) {
-		uint32_t i = (uint32_t)(c.user_data & 0xffffffffu);
-		struct dp_entry *e = i < DP_INFLIGHT ? &d->ent[i] : NULL;
-
 		n++;
-		if (!e || !e->used || e->gen != (uint32_t)(c.user_data >> 32)) {
-			/* an error of a launch already freed, or a completion from before a reset */
-			if (c.status < 0 && c.queue < 256 && d->q[c.queue].live && !d->q[c.queue].error)
-				d->q[c.queue].error = c.status;
-			continue;
-		}
-		entry_done(d, e, c.status);
+		cqe_done(d, &c);
 	}
 	ring_release(&d->cq);
 	if (n > 0 && d->sleepers) {

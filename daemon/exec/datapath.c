@@ -716,7 +716,7 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 	bool moved = false;
 
 	s->blocked = false;
-	for (int n = 0; n < DP_BATCH && !dp->fatal; n++) {
+	for (int n = 0; n < DP_BATCH; n++) {
 		struct ooo_sqe e;
 		const char *why;
 		int r;
@@ -749,6 +749,21 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			break;
 		moved = true;
 		dp->commands++;
+		if (dp->fatal) {
+			/*
+			 * The context is gone: nothing more is issued. But a sync that
+			 * came behind a bundle that faulted learns that fault, so the
+			 * tenant whose kernel faulted gets OOO_EFAULT, not only the
+			 * restart that every tenant of the GPU gets.
+			 */
+			struct dp_queue *q = e.queue < DP_MAX_QUEUES ? s->queues[e.queue] : NULL;
+			int32_t st = 0;
+
+			if (e.opcode == OOO_OP_NOP && (e.flags & OOO_SQE_NOTIFY) && q && q->last &&
+			    co_bundle_done(q->last, &st) && st < 0 && dp_post(s, e.user_data, e.queue, e.opcode, st))
+				s->cq_dirty = true;
+			continue;
+		}
 		if (e.submit_us) {
 			/* modulo 2^32 us: a stamp within 10 s of our clock counts, anything else is noise */
 			uint32_t d = (uint32_t)(now / 1000u) - e.submit_us;
