@@ -414,6 +414,7 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 #define EXEC_NICE (-10)        /* the executor's nice value when started by root */
 #define STATS_NS 1000000000ull  /* the scheduler's counters go to oood this often */
 #define CTL_EVERY 8u            /* passes between looks at oood's socket while the data path moves */
+#define FATAL_GRACE_NS 20000000ull /* after a sticky error, passes for this long before exiting (see below) */
 
 static uint64_t mono_ns(void)
 {
@@ -475,7 +476,18 @@ static int serve(int fd, struct memory *mem, struct datapath *dp)
 		if (r < 0)
 			return 0;
 		if (dp->fatal) {
-			dp_progress(dp); /* post what can still be posted */
+			/*
+			 * Post what can still be posted, for a short while: a tenant's
+			 * sync that comes behind the bundle that faulted then gets the
+			 * fault (OOO_EFAULT), not only the restart. Nothing more is
+			 * issued; the restart waits its backoff anyway.
+			 */
+			uint64_t until = mono_ns() + FATAL_GRACE_NS;
+
+			do {
+				if (!dp_progress(dp))
+					usleep(200);
+			} while (mono_ns() < until);
 			fprintf(stderr, "oood[executor]: %s; the context is lost, exiting\n", dp->fatal_why);
 			return 1;
 		}
