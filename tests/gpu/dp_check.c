@@ -232,46 +232,67 @@ static const char launch_ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\
 				  " cvta.to.global.u64 a, a;\n add.s64 a, a, o;\n ld.global.u32 v, [a];\n"
 				  " add.s32 v, v, 1;\n st.global.u32 [a], v;\n ret;\n}\n";
 
+/* A session with launch_ptx's k0 loaded, a buffer of `size` bytes and a queue. */
+struct ktenant {
+	ooo_session *s;
+	ooo_module *m;
+	ooo_kernel *k;
+	ooo_buf *b;
+	ooo_queue *q;
+};
+
+static void kt_close(struct ktenant *t)
+{
+	ooo_kernel_free(t->k);
+	ooo_queue_destroy(t->q);
+	ooo_buf_free(t->b);
+	ooo_module_unload(t->m);
+	ooo_close(t->s);
+}
+
+/* 0, or -1 (a failed CHECK) with nothing left open */
+static int kt_open(const char *sock, size_t size, struct ktenant *t, int i)
+{
+	*t = (struct ktenant){ .s = ooo_open(sock) };
+	CHECK(t->s && ooo_module_load(t->s, OOO_PTX, launch_ptx, sizeof(launch_ptx) - 1, &t->m) == 0 &&
+		      ooo_kernel_get(t->m, "k0", &t->k) == 0 && ooo_buf_alloc(t->s, size, 0, &t->b) == 0 &&
+		      ooo_queue_create(t->s, NULL, &t->q) == 0,
+	      "session %d", i);
+	if (!fails)
+		return 0;
+	kt_close(t);
+	return -1;
+}
+
+/* k0 on t's buffer: `blocks` blocks of `threads` threads */
+static int kt_launch(struct ktenant *t, uint32_t blocks, uint32_t threads)
+{
+	const uint32_t grid[3] = { blocks, 1, 1 }, block[3] = { threads, 1, 1 };
+	struct {
+		uint64_t x;
+		uint32_t n;
+	} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(t->b), threads };
+
+	return ooo_launch(t->q, t->k, grid, block, 0, &p, 12);
+}
+
 static int launches(const char *sock)
 {
 	enum { SESSIONS = 8, PER_ROUND = 10, ROUNDS = 300 };
-	ooo_session *s[SESSIONS];
-	ooo_module *m[SESSIONS];
-	ooo_kernel *k[SESSIONS];
-	ooo_buf *b[SESSIONS];
-	ooo_queue *q[SESSIONS];
-	const uint32_t grid[3] = { 2, 1, 1 }, block[3] = { 128, 1, 1 };
-	int r;
+	struct ktenant t[SESSIONS];
+	int r, n = 0;
 
-	for (int i = 0; i < SESSIONS; i++) {
-		s[i] = ooo_open(sock);
-		CHECK(s[i] && ooo_module_load(s[i], OOO_PTX, launch_ptx, sizeof(launch_ptx) - 1, &m[i]) == 0 &&
-			      ooo_kernel_get(m[i], "k0", &k[i]) == 0 && ooo_buf_alloc(s[i], 1024, 0, &b[i]) == 0 &&
-			      ooo_queue_create(s[i], NULL, &q[i]) == 0,
-		      "session %d", i);
-		if (fails)
-			return 1;
-	}
+	while (n < SESSIONS && kt_open(sock, 1024, &t[n], n) == 0)
+		n++;
 	for (int round = 0; round < ROUNDS && !fails; round++) {
 		for (int i = 0; i < SESSIONS; i++)
-			for (int j = 0; j < PER_ROUND && !fails; j++) {
-				struct {
-					uint64_t x;
-					uint32_t n;
-				} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(b[i]), 256 };
-
-				CHECK((r = ooo_launch(q[i], k[i], grid, block, 0, &p, 12)) == 0, "launch %d.%d: %d", round, i, r);
-			}
+			for (int j = 0; j < PER_ROUND && !fails; j++)
+				CHECK((r = kt_launch(&t[i], 2, 128)) == 0, "launch %d.%d: %d", round, i, r);
 		for (int i = 0; i < SESSIONS && !fails; i++)
-			CHECK((r = ooo_queue_sync(q[i], 10000)) == 0, "sync %d.%d: %d", round, i, r);
+			CHECK((r = ooo_queue_sync(t[i].q, 10000)) == 0, "sync %d.%d: %d", round, i, r);
 	}
-	for (int i = 0; i < SESSIONS; i++) {
-		ooo_kernel_free(k[i]);
-		ooo_queue_destroy(q[i]);
-		ooo_buf_free(b[i]);
-		ooo_module_unload(m[i]);
-		ooo_close(s[i]);
-	}
+	for (int i = 0; i < n; i++)
+		kt_close(&t[i]);
 	if (!fails)
 		printf("ok: %d launches from %d sessions, every sync clean\n", SESSIONS * PER_ROUND * ROUNDS, SESSIONS);
 	return fails != 0;
@@ -279,41 +300,21 @@ static int launches(const char *sock)
 
 static int shapes(const char *sock)
 {
-	ooo_session *s[2] = { ooo_open(sock), ooo_open(sock) };
-	ooo_module *m[2];
-	ooo_kernel *k[2];
-	ooo_buf *b[2];
-	ooo_queue *q[2];
-	int r;
+	struct ktenant t[2];
+	int r, n = 0;
 
-	for (int i = 0; i < 2; i++) {
-		CHECK(s[i] && ooo_module_load(s[i], OOO_PTX, launch_ptx, sizeof(launch_ptx) - 1, &m[i]) == 0 &&
-			      ooo_kernel_get(m[i], "k0", &k[i]) == 0 && ooo_buf_alloc(s[i], 4096, 0, &b[i]) == 0 &&
-			      ooo_queue_create(s[i], NULL, &q[i]) == 0,
-		      "session %d", i);
-		if (fails)
-			return 1;
-	}
+	while (n < 2 && kt_open(sock, 4096, &t[n], n) == 0)
+		n++;
 	/* session 0: shapes of 40 .. 48 threads (no other check uses them), then 48 again; session 1: 49 */
 	for (int j = 0; j < 11 && !fails; j++) {
 		int i = j == 10;
-		uint32_t x = i ? 49 : 40u + (uint32_t)(j < 9 ? j : 8);
-		const uint32_t grid[3] = { 1, 1, 1 }, block[3] = { x, 1, 1 };
-		struct {
-			uint64_t x;
-			uint32_t n;
-		} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(b[i]), x };
 
-		CHECK((r = ooo_launch(q[i], k[i], grid, block, 0, &p, 12)) == 0, "launch %d of session %d: %d", j, i, r);
-		CHECK((r = ooo_queue_sync(q[i], 10000)) == 0, "sync %d: %d", j, r);
+		CHECK((r = kt_launch(&t[i], 1, i ? 49 : 40u + (uint32_t)(j < 9 ? j : 8))) == 0,
+		      "launch %d of session %d: %d", j, i, r);
+		CHECK((r = ooo_queue_sync(t[i].q, 10000)) == 0, "sync %d: %d", j, r);
 	}
-	for (int i = 0; i < 2; i++) {
-		ooo_kernel_free(k[i]);
-		ooo_queue_destroy(q[i]);
-		ooo_buf_free(b[i]);
-		ooo_module_unload(m[i]);
-		ooo_close(s[i]);
-	}
+	for (int i = 0; i < n; i++)
+		kt_close(&t[i]);
 	if (!fails)
 		printf("ok: 10 launches in 9 shapes from one session, 1 in a 10th from another\n");
 	return fails != 0;

@@ -1,7 +1,7 @@
 # lib.sh: shared set-up of the tests/gpu scripts (sourced, not run).
 # The caller sets `name` and `build`, then calls gpu_start CONFIG_EXTRA.
 # Gives: $libcuda, gpu_require, gpu_require_nvcc ($nvcc), and from gpu_start $rundir $sock $ctl $daemon,
-# fail, field, wait_ready, gpu_stop.
+# fail, field, wait_ready, tenant_mem, buffer_survives_restart, over_quota_refused, gpu_stop.
 
 # Skip (exit 77) where there is no NVIDIA device.
 gpu_require() {
@@ -57,9 +57,60 @@ wait_ready() {
 	return 1
 }
 
-# SIGTERM oood, which must exit 0, and remove the run directory.
+# tenant_mem: the device memory charged to the one tenant ("" when none is charged)
+tenant_mem() { $ctl --json tenants | tr -d ' \n' | sed -n 's/.*"used":{[^}]*"mem_bytes":\([0-9]*\).*/\1/p'; }
+
+# buffer_survives_restart LIBCUDA: a tenant (buf_check keep, with its own CUDA context from LIBCUDA)
+# allocates 64 MiB through oood and fills it; the executor is SIGKILLed and replaced; the new one
+# is given the buffer and maps it again; the tenant finds its contents intact, frees it, and its
+# charge returns. Sets $keep_ready to the tenant's "ready ADDR" line.
+buffer_survives_restart() {
+	fifo="$rundir/in"
+	mkfifo "$fifo"
+	"$build/tests/gpu/buf_check" "$sock" keep "$1" <"$fifo" >"$rundir/keep.out" 2>&1 &
+	tenant=$!
+	exec 9>"$fifo"
+	for _ in $(seq 100); do grep -q '^ready' "$rundir/keep.out" && break; sleep 0.1; done
+	grep -q '^ready' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
+	keep_ready=$(grep '^ready' "$rundir/keep.out")
+	[ "$(tenant_mem)" -ge 67108864 ] || fail "64 MiB not charged: $(tenant_mem)"
+	pid=$(field executor_pid)
+	kill -9 "$pid"
+	sleep 0.2
+	wait_ready || fail "executor not restarted: $(field reason)"
+	[ "$(field executor_pid)" != "$pid" ] || fail "the executor was not replaced"
+	for _ in $(seq 50); do grep -q 'mapping 1 buffers again' "$rundir/oood.log" && break; sleep 0.1; done
+	grep -q 'mapping 1 buffers again' "$rundir/oood.log" || fail "the new executor was not given the buffer"
+	sleep 0.5
+	grep -q 'could not be mapped again' "$rundir/oood.log" && fail "the buffer could not be mapped again"
+	echo check >&9
+	exec 9>&-
+	wait $tenant || fail "buf_check keep: $(cat "$rundir/keep.out")"
+	grep -q '^ok' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
+	for _ in $(seq 50); do [ "$(tenant_mem)" = "" ] && break; sleep 0.1; done
+	[ -z "$(tenant_mem)" ] || fail "tenant still charged after free: $(tenant_mem)"
+}
+
+# over_quota_refused: an allocation of 10 GiB under an 8 GiB mem_limit is refused (OOO_ELIMIT)
+# with a reason naming mem_limit; sets $quota_reason to it.
+over_quota_refused() {
+	out=$("$build/tests/gpu/buf_check" "$sock" alloc 10737418240) || fail "buf_check alloc exited $?: $out"
+	case $out in
+	"result -1003 "*mem_limit*) ;;
+	*) fail "10 GiB over an 8 GiB mem_limit: $out" ;;
+	esac
+	quota_reason=${out#result -1003 }
+}
+
+# SIGTERM oood, which must exit 0, and remove the run directory. Under make asan (a BUILD of
+# sanitized binaries) nothing the sanitizers found in oood or its executors may be in its log.
 gpu_stop() {
 	kill -TERM "$daemon"
 	wait "$daemon" || fail "oood exited with $?"
+	if grep -q 'Sanitizer\|runtime error' "$rundir/oood.log"; then
+		grep -A20 'Sanitizer\|runtime error' "$rundir/oood.log" | head -60
+		echo "$name: FAIL: the sanitizers reported errors in oood's log"
+		exit 1
+	fi
 	rm -rf "$rundir"
 }

@@ -98,26 +98,7 @@ wait_ready || fail "executor not back after the fault"
 ok "a faulting kernel: $(echo "$out" | grep '^faulting'), the executor replaced, the other tenant's buffer intact"
 
 # a buffer outlives the executor, and the next executor maps it again
-fifo="$rundir/in"
-mkfifo "$fifo"
-"$build/tests/gpu/buf_check" "$sock" keep "$fake" <"$fifo" >"$rundir/keep.out" 2>&1 &
-tenant=$!
-exec 9>"$fifo"
-for _ in $(seq 100); do grep -q '^ready' "$rundir/keep.out" && break; sleep 0.1; done
-grep -q '^ready' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
-pid=$(field executor_pid)
-kill -9 "$pid"
-sleep 0.2
-wait_ready || fail "executor not restarted: $(field reason)"
-for _ in $(seq 50); do grep -q 'mapping 1 buffers again' "$rundir/oood.log" && break; sleep 0.1; done
-grep -q 'mapping 1 buffers again' "$rundir/oood.log" || fail "the new executor was not given the buffer"
-[ "$(field executor_pid)" != "$pid" ] || fail "the executor was not replaced"
-sleep 0.3
-grep -q 'could not be mapped again' "$rundir/oood.log" && fail "the buffer could not be mapped again"
-echo check >&9
-exec 9>&-
-wait $tenant || fail "buf_check keep: $(cat "$rundir/keep.out")"
-grep -q '^ok' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
+buffer_survives_restart "$fake"
 ok "a buffer survives a SIGKILL of the executor and is mapped again"
 
 # the data path works on the new executor
@@ -125,7 +106,6 @@ out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_che
 ok "fill and read back on the new executor"
 
 # a tenant SIGKILLed while it holds 4 GiB: its charge returns
-tenant_mem() { $ctl --json tenants | tr -d ' \n' | sed -n 's/.*"used":{[^}]*"mem_bytes":\([0-9]*\).*/\1/p'; }
 "$build/tests/gpu/buf_check" "$sock" hold 4294967296 >"$rundir/hold.out" 2>&1 &
 holder=$!
 for _ in $(seq 100); do grep -q '^held' "$rundir/hold.out" && break; sleep 0.1; done
@@ -137,23 +117,12 @@ for _ in $(seq 100); do [ -z "$(tenant_mem)" ] && break; sleep 0.1; done
 [ -z "$(tenant_mem)" ] || fail "the SIGKILLed tenant is still charged: $(tenant_mem)"
 ok "a SIGKILLed tenant's 4 GiB charge returns"
 
-out=$("$build/tests/gpu/buf_check" "$sock" alloc 10737418240) || fail "buf_check alloc exited $?: $out"
-case $out in
-"result -1003 "*mem_limit*) ;;
-*) fail "10 GiB over an 8 GiB mem_limit: $out" ;;
-esac
-ok "over mem_limit refused (${out#result -1003 })"
+over_quota_refused
+ok "over mem_limit refused ($quota_reason)"
 
-# stop: oood exits 0 and, under make asan, nothing the sanitizers found in oood or its executors
+# stop: oood exits 0 and, under make asan, nothing the sanitizers found in oood or its executors (gpu_stop)
 fake_stop() {
-	kill -TERM "$daemon"
-	wait "$daemon" || fail "oood exited with $?"
-	if grep -q 'Sanitizer\|runtime error' "$rundir/oood.log"; then
-		grep -A20 'Sanitizer\|runtime error' "$rundir/oood.log" | head -60
-		echo "$name: FAIL: the sanitizers reported errors in oood's log"
-		exit 1
-	fi
-	rm -rf "$rundir"
+	gpu_stop
 	ok "oood stopped cleanly, no sanitizer report in its log"
 }
 fake_stop
