@@ -114,6 +114,27 @@ static uint64_t mix64(uint64_t x)
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
+/*
+ * How much of a bundle's predicted time its partition is busy with: all of
+ * it on one stream; with several, the share of the capacity its blocks
+ * take, at least 1 / streams (see sched_poll); capacity 0 (a launch not
+ * fusible, or of a class not compiled: its room is unknown): all of it.
+ */
+static uint64_t occupied(const struct sched *s, uint64_t pred, uint64_t blocks, uint32_t capacity)
+{
+	uint32_t n = s->cfg.streams;
+	uint64_t least;
+
+	if (n <= 1 || !capacity || blocks >= capacity)
+		return pred;
+	least = ((uint64_t)capacity + n - 1) / n;
+	if (blocks < least)
+		blocks = least;
+	if (blocks >= capacity)
+		return pred;
+	return (uint64_t)((unsigned __int128)pred * blocks / capacity);
+}
+
 int sched_new(const struct sched_cfg *cfg, struct sched **out)
 {
 	struct sched *s;
@@ -122,7 +143,7 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 	*out = NULL;
 	if (!cfg || !cfg->max_queues || cfg->max_queues > (1u << 20) || !cfg->max_items || cfg->max_items > (1u << 24) ||
 	    !cfg->partitions || cfg->partitions > SCHED_MAX_PARTITIONS || !cfg->max_inflight || cfg->max_inflight > 64 ||
-	    cfg->ewma_shift > 16)
+	    cfg->ewma_shift > 16 || cfg->streams > 64)
 		return -EINVAL;
 	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;
@@ -657,7 +678,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				pop_head(s, it);
 				s->cand[take[k]].item = NIL;
 			}
-			s->busy_until[p] = sat_add(s->busy_until[p] > now ? s->busy_until[p] : now, pred);
+			s->busy_until[p] = sat_add(s->busy_until[p] > now ? s->busy_until[p] : now,
+						   occupied(s, pred, sum, ks != NIL ? e->capacity : 0));
 			s->inflight[p]++;
 			s->st.bundles++;
 			s->st.part_bundles[p]++;

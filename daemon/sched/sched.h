@@ -61,6 +61,7 @@ struct sched_cfg {
 	uint64_t default_cost_ns;  /* predicted duration of a launch never seen */
 	uint32_t ewma_shift;       /* cost model: new = old + (sample - old) >> shift */
 	uint64_t idle_margin_ns;   /* a partial bundle goes once its partition is predicted idle within this (0 allowed) */
+	uint32_t streams;          /* streams the caller runs a partition's bundles on (0 or 1: one, in order) */
 };
 
 struct sched_launch {
@@ -162,7 +163,11 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * predicted + slack_margin_ns < the leader's deadline, where predicted is
  * the bundle's predicted_ns (its longest member's prediction). Dispatching
  * a bundle sets its partition's busy_until = max(busy_until, now) +
- * predicted_ns.
+ * predicted_ns. With streams > 1 (the caller runs a partition's bundles on
+ * that many streams, concurrently), a bundle that fills only part of its
+ * capacity leaves room for others beside it: busy_until grows by
+ * predicted_ns x its blocks / capacity, never less than 1 / streams of it
+ * (a bundle of a full capacity, or a launch alone, counts whole).
  *
  * Fusing that does not pay: a bundle of two or more whose leader's cost key
  * has both a fused bundle and a launch alone timed, and whose fused time

@@ -1266,6 +1266,55 @@ static void test_tm_bucket(void **state)
 	assert_int_equal(ooo_tm_bucket(UINT64_MAX), OOO_TM_HIST - 1);
 }
 
+/*
+ * Several streams per partition: a bundle filling part of its capacity
+ * keeps the partition busy for that share of its time (at least 1 /
+ * streams), so the next bundle is not held behind it as long as on one
+ * stream; a full bundle and a launch alone count whole.
+ */
+static void test_streams(void **state)
+{
+	struct sched_cfg c = cfg_of(16, 8, 1);
+	struct sched *s;
+	uint64_t wake = 0;
+	uint64_t tok;
+
+	c.streams = 65;
+	assert_int_equal(sched_new(&c, &s), -EINVAL);
+	c.streams = 4;
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sub(s, 1, 0, K, 1, 100000 * US); /* 1 of 8 blocks: counted as 2 of 8 (1 / streams), 10 us predicted */
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
+	tok = out[0].token;
+	assert_int_equal(out[0].predicted_ns, 10 * US);
+	sub(s, 2, 1, K, 4, 100000 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 0); /* held: busy until 2.5 us */
+	assert_int_equal(wake, 2500);
+	assert_int_equal(sched_poll(s, 2500, out, 16, &wake), 1); /* predicted idle: goes (4 of 8: busy 5 us more) */
+	assert_int_equal(out[0].ids[0], 2);
+	sub(s, 3, 2, K, 2, 100000 * US);
+	assert_int_equal(sched_poll(s, 2500, out, 16, &wake), 0);
+	assert_int_equal(wake, 7500);
+	assert_int_equal(sched_complete(s, tok, 10 * US, 3 * US), 0); /* others still in flight: busy_until stays */
+	/* a full bundle (8 of 8) counts its whole predicted time */
+	for (uint32_t q = 3; q < 6; q++)
+		sub(s, 4 + q, q, K, 2, 100000 * US);
+	assert_int_equal(sched_poll(s, 3 * US, out, 16, &wake), 1);
+	assert_int_equal(out[0].n, 4);
+	sub(s, 20, 8, K, 1, 100000 * US);
+	assert_int_equal(sched_poll(s, 3 * US, out, 16, &wake), 0);
+	assert_int_equal(wake, 17500); /* 7.5 + 10 */
+	/* a launch alone (not fusible) counts whole too */
+	sub(s, 21, 9, 0, 1, 100000 * US);
+	assert_int_equal(sched_poll(s, 3 * US, out, 16, &wake), 1);
+	assert_int_equal(out[0].ids[0], 21);
+	assert_int_equal(sched_poll(s, 3 * US, out, 16, &wake), 0);
+	assert_int_equal(wake, 27500);
+	sched_free(s);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1281,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_model_many_queues), cmocka_unit_test(test_no_starvation_fused),
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
 		cmocka_unit_test(test_tm_bucket),	  cmocka_unit_test(test_fusing_pays),
+		cmocka_unit_test(test_streams),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
