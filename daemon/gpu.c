@@ -113,8 +113,12 @@ static void spawn(struct server *srv, struct gpu *g)
 			fcntl(sv[1], F_SETFD, 0);
 		else if (dup2(sv[1], EXEC_CTL_FD) < 0)
 			_exit(127);
+		char streams[16];
+
+		snprintf(streams, sizeof(streams), "%u", srv->policy->streams);
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
-		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", (char *)NULL);
+		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--streams", streams,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(sv[1]);

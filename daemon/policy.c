@@ -56,7 +56,7 @@ enum key_type {
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_STREAMS,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
 	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
@@ -83,6 +83,7 @@ static const struct key_def daemon_keys[] = {
 	{ "executor_user", F_EXECUTOR_USER, T_STR, 1, OOO_NAME_MAX - 1 },
 	{ "libcuda", F_LIBCUDA, T_STR, 1, OOO_PATH_MAX - 1 },
 	{ "fuse", F_FUSE, T_BOOL, 0, 0 },
+	{ "streams", F_STREAMS, T_U32, 1, 8 },
 };
 
 static const struct key_def class_keys[] = {
@@ -692,6 +693,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 
 	switch (k->field) {
 	case F_MAX_SESSIONS: p->max_sessions = (uint32_t)n; break;
+	case F_STREAMS: p->streams = (uint32_t)n; break;
 	case F_MAX_ADMIN_SESSIONS: p->max_admin_sessions = (uint32_t)n; break;
 	case F_HELLO_TIMEOUT: p->hello_timeout_ms = (uint32_t)n; break;
 	case F_SHUTDOWN_GRACE: p->shutdown_grace_ms = (uint32_t)n; break;
@@ -1085,6 +1087,7 @@ static void policy_defaults(struct policy *p)
 	p->log_level = POLICY_LOG_INFO;
 	p->executor = true;
 	p->fuse = true;
+	p->streams = POLICY_STREAMS_DEFAULT;
 	p->telemetry.enabled = true;
 	p->telemetry.launch_probes = POLICY_LAUNCH_TRACKED;
 	p->telemetry.slow_sync_us = 10000;

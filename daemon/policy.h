@@ -21,6 +21,7 @@
 #define POLICY_MAX_MATCH 1024 /* ids per match list */
 #define POLICY_MAX_FILE (1u << 20)
 #define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
+#define POLICY_STREAMS_DEFAULT 4 /* [daemon] streams: an executor's bundles run on that many streams */
 
 enum policy_log_level { POLICY_LOG_ERR = 3, POLICY_LOG_WARN = 4, POLICY_LOG_INFO = 6, POLICY_LOG_DEBUG = 7 };
 
@@ -93,6 +94,7 @@ struct policy {
 	int log_level;               /* enum policy_log_level */
 	bool executor;               /* run GPU executors (default yes) */
 	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
+	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */
 	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */
 	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
 	struct policy_telemetry telemetry;

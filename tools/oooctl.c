@@ -1117,6 +1117,7 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(dispatch_alone);
 	SCHED_D(retried);
 	SCHED_D(unfused_nopay);
+	SCHED_D(stream_waits);
 	SCHED_D(jit_hits);
 	SCHED_D(jit_misses);
 	SCHED_D(jit_compiles);
@@ -1144,6 +1145,7 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	d->max_members = b->max_members;
 	d->nclasses = sched_nclasses(b);
 	d->npartitions = sched_nparts(b);
+	d->streams = b->streams;
 	for (uint32_t i = 0; i < d->nclasses; i++) {
 		const struct ooo_sched_class_stats *cb = &b->classes[i], *ca = sched_class_in(a, cb, i);
 		struct ooo_sched_class_stats *cd = &d->classes[i];
@@ -1359,6 +1361,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_obj_end();
 	j_u64("retried", c->retried);
 	j_u64("unfused_nopay", c->unfused_nopay);
+	j_u64("stream_waits", c->stream_waits);
 	j_u64("param_bundles", c->param_bundles);
 	j_obj("jit");
 	j_u64("hits", c->jit_hits);
@@ -1417,6 +1420,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 		j_u64("index", i);
 		j_u64("sms", c->parts[i].sms);
 		j_u64("max_inflight", c->parts[i].max_inflight);
+		j_u64("streams", c->streams ? c->streams : 1);
 		j_u64("bundles", c->parts[i].bundles);
 		j_num("bundles_per_s", f->parts[i].bundles_s, 3);
 		j_u64("busy_ns", c->parts[i].busy_ns);
@@ -1456,7 +1460,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	static const char *const cols2[] = { "METRIC", ">CUMULATIVE" };
 	static const char *const ccols[] = { "CLASS", ">SLO_US", ">LAUNCHES/S", ">LAUNCHES", ">MISSES", ">MISS%",
 					     ">MEAN_US", ">MAX_US" };
-	static const char *const pcols[] = { ">PART", ">SMS", ">INFLIGHT", ">BUNDLES/S", ">BUNDLES", ">UTIL" };
+	static const char *const pcols[] = { ">PART", ">SMS", ">STREAMS", ">INFLIGHT", ">BUNDLES/S", ">BUNDLES", ">UTIL" };
 	const uint64_t wc[4] = { c->dispatch_full, c->dispatch_slack, c->dispatch_idle, c->dispatch_alone };
 	const struct ooo_sched_counters *k = d ? d : c; /* what the class and partition rows show */
 	const struct sched_fig *fk = d ? fd : fc;
@@ -1497,6 +1501,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	}
 	ROW_COUNT("retried", retried);
 	ROW_COUNT("unfused, no gain", unfused_nopay);
+	ROW_COUNT("stream waits", stream_waits);
 	ROW_COUNT("table as parameter", param_bundles);
 	{
 		static const char *const nm[4] = { "launch hold p50", "launch hold p99", "launch latency p50",
@@ -1565,10 +1570,11 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	if (fk->nparts) {
 		printf("\nper partition, %s (UTIL: GPU time of its bundles / elapsed time):\n",
 		       iv ? "over the interval" : "since the executor started");
-		table_init(&t, 6, pcols);
+		table_init(&t, 7, pcols);
 		for (uint32_t i = 0; i < fk->nparts; i++) {
 			table_cell(&t, "%" PRIu32, i);
 			table_cell(&t, "%" PRIu32, k->parts[i].sms);
+			table_cell(&t, "%" PRIu32, k->streams ? k->streams : 1);
 			table_cell(&t, "%" PRIu32, k->parts[i].max_inflight);
 			table_cell(&t, "%s", fmt_fig(a, sizeof(a), fk->parts[i].bundles_s, 1));
 			table_cell(&t, "%" PRIu64, k->parts[i].bundles);
@@ -2987,6 +2993,7 @@ static int do_metrics(int argc, char **argv)
 			SC(direct_launches, "Tenant launches that could not be fused"),
 			SC(retried, "Fused launches that failed to start and ran unfused"),
 			SC(unfused_nopay, "Bundles sent unfused: the fused kernel was predicted slower than its members alone"),
+			SC(stream_waits, "Waits of one of a partition's streams for another stream's bundle"),
 			SC(jit_hits, "Fusion classes found compiled"),
 			SC(jit_misses, "Fusion classes not found compiled"),
 			SC(jit_compiles, "Fused kernels compiled"),

@@ -29,10 +29,12 @@
 #define CO_SESSION_CLASSES 128u /* distinct classes one session's kernels may hold (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SESSION_SHAPES 8u   /* of a class's shapes, those one session may add (one tenant cannot take them all) */
-#define CO_SLOTS 8u            /* descriptor tables in flight */
+#define CO_MAX_STREAMS 8u      /* streams of the partition (executor --streams; oood.conf streams) */
+#define CO_INFLIGHT_PER_STREAM 4u /* bundles in flight per stream (and never fewer than CO_INFLIGHT in all) */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
 #define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
-#define CO_INFLIGHT 8u         /* bundles in flight on the partition (a queue's chain pipelines like direct launches) */
+#define CO_INFLIGHT 8u         /* bundles in flight on the partition, at least (a queue's chain pipelines like direct launches) */
+#define CO_SLOTS (CO_MAX_STREAMS * CO_INFLIGHT_PER_STREAM) /* descriptor tables: one per bundle in flight at most */
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
@@ -90,6 +92,9 @@ struct dp_bundle {
 	uint32_t refs;
 	bool done, fused;
 	bool planned_fused; /* what the scheduler dispatched (it may have run unfused: no slot, a retry) */
+	bool waited;        /* its stream waited for another stream's bundle first (its time is not its own) */
+	uint8_t stream;     /* which of the partition's streams it runs on */
+	uint64_t seq;       /* its place on that stream (bundles on one stream end in order) */
 	int32_t status;
 	CUevent start, end; /* start: only on the fused bundles that are timed */
 	uint64_t token, dispatch_ns, predicted_ns;
@@ -99,10 +104,24 @@ struct dp_bundle {
 	struct co_member m[SCHED_MAX_BUNDLE];
 };
 
+/*
+ * One of the partition's streams: its bundles run in dispatch order, and
+ * bundles of different streams may run at the same time.
+ */
+struct co_stream {
+	CUstream stream;
+	struct dp_bundle *fl_head, *fl_tail; /* in flight on it, in dispatch order */
+	uint32_t nflight;
+	uint64_t seq;         /* bundles dispatched on it */
+	uint64_t last_end_ns; /* when its last bundle's end was seen */
+};
+
 struct coalescer {
 	struct sched *sched;
 	CUcontext ctx;
-	CUstream stream;
+	struct co_stream str[CO_MAX_STREAMS];
+	uint32_t nstreams, next_stream;
+	uint32_t max_inflight;
 	uint32_t sms;
 	struct dp_queue **qtab;
 	uint32_t *qfree, nqfree;
@@ -117,11 +136,9 @@ struct coalescer {
 	pthread_cond_t cv;
 	struct co_job *todo, *done;
 	atomic_uint ndone;
-	/* bundles in flight, in dispatch order */
-	struct dp_bundle *fl_head, *fl_tail, *spare; /* spare: freed bundles kept for reuse, nspare of them */
+	struct dp_bundle *spare; /* freed bundles kept for reuse, nspare of them */
 	uint32_t nspare;
-	uint32_t nflight;
-	uint64_t last_end_ns; /* when the last bundle's end was seen */
+	uint32_t nflight; /* bundles in flight on all streams */
 	unsigned char *host;
 	CUdeviceptr dev;
 	bool slot_busy[CO_SLOTS];
@@ -832,7 +849,7 @@ static struct dp_bundle *bundle_new(struct coalescer *co)
 
 static int slot_take(struct coalescer *co)
 {
-	for (int i = 0; i < (int)CO_SLOTS; i++)
+	for (int i = 0; i < (int)co->max_inflight; i++)
 		if (!co->slot_busy[i]) {
 			co->slot_busy[i] = true;
 			return i;
@@ -840,8 +857,8 @@ static int slot_take(struct coalescer *co)
 	return -1;
 }
 
-/* Launch b's members (queues qs, their backlog heads) as one fused kernel. CUDA_SUCCESS or why not. */
-static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp_queue **qs, uint32_t n)
+/* Launch b's members (queues qs, their backlog heads) as one fused kernel on st. CUDA_SUCCESS or why not. */
+static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp_queue **qs, uint32_t n, CUstream st)
 {
 	struct coalescer *co = dp->co;
 	const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
@@ -874,7 +891,7 @@ static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp
 		args[0] = co->ptab;
 		co->st.param_bundles++;
 		return dp->api->p_cuLaunchKernel(c->fnp, total, 1, 1, e0->launch.block[0], e0->launch.block[1],
-						 e0->launch.block[2], e0->launch.shmem, co->stream, args, NULL);
+						 e0->launch.block[2], e0->launch.shmem, st, args, NULL);
 	}
 	if ((b->slot = slot_take(co)) < 0)
 		return CUDA_ERROR_NOT_READY;
@@ -886,11 +903,76 @@ static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp
 	args[0] = &a.desc;
 	args[1] = &a.n_members;
 	args[2] = &a.uniform_blocks;
-	r = dp->api->p_cuMemcpyHtoDAsync(co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, host, (size_t)len, co->stream);
+	r = dp->api->p_cuMemcpyHtoDAsync(co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, host, (size_t)len, st);
 	if (r == CUDA_SUCCESS)
 		r = dp->api->p_cuLaunchKernel(c->fn, total, 1, 1, e0->launch.block[0], e0->launch.block[1],
-					      e0->launch.block[2], e0->launch.shmem, co->stream, args, NULL);
+					      e0->launch.block[2], e0->launch.shmem, st, args, NULL);
 	return r;
+}
+
+/*
+ * The stream a bundle of qs goes on. Where members' queues still have a
+ * bundle in flight, the stream most of those are on (it keeps their order
+ * with no wait); else the stream with the fewest bundles in flight, the
+ * search starting after the last one chosen so that ties spread.
+ */
+static uint32_t stream_choose(struct coalescer *co, struct dp_queue *const *qs, uint32_t n)
+{
+	uint32_t votes[CO_MAX_STREAMS] = { 0 }, best = UINT32_MAX, most = 0;
+
+	if (co->nstreams == 1)
+		return 0;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct dp_bundle *l = qs[k]->last;
+
+		if (l && !l->done && ++votes[l->stream] > most) {
+			most = votes[l->stream];
+			best = l->stream;
+		}
+	}
+	if (best != UINT32_MAX)
+		return best;
+	best = co->next_stream;
+	for (uint32_t i = 1; i < co->nstreams; i++) {
+		uint32_t x = (co->next_stream + i) % co->nstreams;
+
+		if (co->str[x].nflight < co->str[best].nflight)
+			best = x;
+	}
+	co->next_stream = (best + 1) % co->nstreams;
+	return best;
+}
+
+/*
+ * Order stream si after the members' earlier bundles on other streams: one
+ * wait per other stream, for the latest of those bundles on it (a stream's
+ * bundles end in order). *waited: whether any wait was needed.
+ */
+static CUresult streams_join(struct datapath *dp, uint32_t si, struct dp_queue *const *qs, uint32_t n, bool *waited)
+{
+	struct coalescer *co = dp->co;
+	const struct dp_bundle *after[CO_MAX_STREAMS] = { 0 };
+
+	*waited = false;
+	if (co->nstreams == 1)
+		return CUDA_SUCCESS;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct dp_bundle *l = qs[k]->last;
+
+		if (l && !l->done && l->stream != si && (!after[l->stream] || l->seq > after[l->stream]->seq))
+			after[l->stream] = l;
+	}
+	for (uint32_t x = 0; x < co->nstreams; x++) {
+		if (!after[x])
+			continue;
+		CUresult r = dp->api->p_cuStreamWaitEvent(co->str[si].stream, after[x]->end, 0);
+
+		if (r != CUDA_SUCCESS)
+			return r;
+		*waited = true;
+		co->st.stream_waits++;
+	}
+	return CUDA_SUCCESS;
 }
 
 static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_t now)
@@ -913,9 +995,15 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 * their end event (a driver call less on the latency path).
 	 */
 	bool fuse = sb->fused && n > 1, timed = fuse && co->nfused++ % CO_TIME_EVERY == 0;
+	uint32_t si = stream_choose(co, qs, n);
+	struct co_stream *cs = &co->str[si];
+	bool waited = false;
 
 	if (!b || (timed && tev_get(dp, &b->start, 1) < 0) || tev_get(dp, &b->end, timed) < 0 ||
-	    (timed && dp->api->p_cuEventRecord(b->start, co->stream) != CUDA_SUCCESS)) {
+	    (r = streams_join(dp, si, qs, n, &waited)) != CUDA_SUCCESS ||
+	    (timed && dp->api->p_cuEventRecord(b->start, cs->stream) != CUDA_SUCCESS)) {
+		if (r != CUDA_SUCCESS && dp_sticky(r))
+			dp_set_fatal(dp, r, "ordering a bundle after another stream's");
 		/* no bundle record: the members run on their own streams instead */
 		for (uint32_t k = 0; k < n; k++) {
 			qs[k]->in_sched = false;
@@ -931,11 +1019,13 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	}
 	b->token = sb->token;
 	b->planned_fused = sb->fused;
+	b->waited = waited;
+	b->stream = (uint8_t)si;
 	b->dispatch_ns = now;
 	b->predicted_ns = sb->predicted_ns;
 	b->fused = false;
 	if (fuse) {
-		r = launch_fused(dp, b, qs, n);
+		r = launch_fused(dp, b, qs, n, cs->stream);
 		if (r == CUDA_SUCCESS) {
 			b->fused = true;
 		} else if (dp_sticky(r)) {
@@ -962,7 +1052,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			r = dp->api->p_cuLaunchKernel(s->funcs[cmd->e.launch.kernel], cmd->e.launch.grid[0],
 						      cmd->e.launch.grid[1], cmd->e.launch.grid[2], cmd->e.launch.block[0],
 						      cmd->e.launch.block[1], cmd->e.launch.block[2], cmd->e.launch.shmem,
-						      co->stream, NULL, psize ? extra : NULL);
+						      cs->stream, NULL, psize ? extra : NULL);
 			if (r != CUDA_SUCCESS) {
 				if (dp_sticky(r))
 					dp_set_fatal(dp, r, "enqueue");
@@ -991,8 +1081,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		q->in_sched = false;
 		bl_pop(co, q);
 	}
-	if (dp->api->p_cuEventRecord(b->end, co->stream) != CUDA_SUCCESS)
+	if (dp->api->p_cuEventRecord(b->end, cs->stream) != CUDA_SUCCESS)
 		dp_set_fatal(dp, CUDA_ERROR_UNKNOWN, "recording a bundle's event");
+	b->seq = ++cs->seq;
 	/*
 	 * A query of an event not yet reached costs ~1.3 us of driver time on
 	 * the H200 machine, once per pass for the oldest bundle: a fused one is
@@ -1006,11 +1097,12 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 * members by at most that.
 	 */
 	b->expect_ns = b->fused ? now + (b->predicted_ns < CO_LOOK_MAX_NS ? b->predicted_ns : CO_LOOK_MAX_NS) : 0;
-	if (co->fl_tail)
-		co->fl_tail->next = b;
+	if (cs->fl_tail)
+		cs->fl_tail->next = b;
 	else
-		co->fl_head = b;
-	co->fl_tail = b;
+		cs->fl_head = b;
+	cs->fl_tail = b;
+	cs->nflight++;
 	co->nflight++;
 	co->st.bundles++;
 	co->st.launches += b->n;
@@ -1025,13 +1117,14 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		advance(dp, qs[k]);
 }
 
-static bool reap_bundles(struct datapath *dp, uint64_t now)
+/* The bundles of stream cs that have ended, in order. */
+static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 {
 	struct coalescer *co = dp->co;
 	bool moved = false;
 
-	while (co->fl_head) {
-		struct dp_bundle *b = co->fl_head;
+	while (cs->fl_head) {
+		struct dp_bundle *b = cs->fl_head;
 		CUresult r;
 		float ms = 0;
 		uint64_t ns = 0;
@@ -1049,11 +1142,11 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 				ns = (uint64_t)((double)ms * 1e6);
 				dp_hist(dp->gpu_hist, ns);
 			}
-		} else if (!b->fused) {
-			/* bundles end in order: this one ran since the later of its dispatch and the last end seen */
-			ns = now - (b->dispatch_ns > co->last_end_ns ? b->dispatch_ns : co->last_end_ns);
+		} else if (!b->fused && !b->waited) {
+			/* a stream's bundles end in order: this one ran since the later of its dispatch and the last end seen */
+			ns = now - (b->dispatch_ns > cs->last_end_ns ? b->dispatch_ns : cs->last_end_ns);
 		}
-		co->last_end_ns = now;
+		cs->last_end_ns = now;
 		/*
 		 * An untimed fused bundle teaches nothing (its GPU time is the
 		 * model's prediction), nor one run otherwise than the scheduler
@@ -1063,30 +1156,41 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 		sched_complete(co->sched, b->token, b->fused == b->planned_fused ? ns : 0, now);
 		co->st.parts[0].busy_ns += ns ? ns : b->fused ? b->predicted_ns : 0;
 		for (uint32_t k = 0; k < b->n; k++) {
-			struct ooo_sched_class_stats *cs = &co->st.classes[b->m[k].cls];
+			struct ooo_sched_class_stats *cl = &co->st.classes[b->m[k].cls];
 			uint64_t lat = now - b->m[k].arrival;
 			uint64_t hold = b->dispatch_ns > b->m[k].arrival ? b->dispatch_ns - b->m[k].arrival : 0;
 
 			co->st.hold_hist[ooo_tm_bucket(hold)]++;
 			dp_hist(dp->queue_hist, hold);
 			co->st.lat_hist[ooo_tm_bucket(lat)]++;
-			cs->launches++;
-			cs->lat_sum_ns += lat;
-			if (lat > cs->lat_max_ns)
-				cs->lat_max_ns = lat;
+			cl->launches++;
+			cl->lat_sum_ns += lat;
+			if (lat > cl->lat_max_ns)
+				cl->lat_max_ns = lat;
 			if (now > b->m[k].deadline)
-				cs->deadline_misses++;
+				cl->deadline_misses++;
 		}
 		b->done = true;
 		if (b->slot >= 0)
 			co->slot_busy[b->slot] = false;
-		co->fl_head = b->next;
-		if (!co->fl_head)
-			co->fl_tail = NULL;
+		cs->fl_head = b->next;
+		if (!cs->fl_head)
+			cs->fl_tail = NULL;
+		cs->nflight--;
 		co->nflight--;
 		co_bundle_put(dp, b);
 		moved = true;
 	}
+	return moved;
+}
+
+static bool reap_bundles(struct datapath *dp, uint64_t now)
+{
+	struct coalescer *co = dp->co;
+	bool moved = false;
+
+	for (uint32_t i = 0; i < co->nstreams; i++)
+		moved |= reap_stream(dp, &co->str[i], now);
 	return moved;
 }
 
@@ -1250,7 +1354,6 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		.max_queues = CO_MAX_QUEUES,
 		.max_items = CO_MAX_QUEUES,
 		.partitions = 1,
-		.max_inflight = CO_INFLIGHT,
 		.slack_margin_ns = 200000,
 		.idle_margin_ns = 20000,
 		.default_cost_ns = 20000,
@@ -1266,6 +1369,12 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		return -ENOMEM;
 	}
 	dp->co = co;
+	co->nstreams = dp->streams < 1 ? 1 : dp->streams > CO_MAX_STREAMS ? CO_MAX_STREAMS : dp->streams;
+	co->max_inflight = co->nstreams * CO_INFLIGHT_PER_STREAM;
+	if (co->max_inflight < CO_INFLIGHT)
+		co->max_inflight = CO_INFLIGHT;
+	cfg.max_inflight = co->max_inflight;
+	cfg.streams = co->nstreams;
 	pthread_mutex_init(&co->mu, NULL);
 	pthread_cond_init(&co->cv, NULL);
 	if (api->p_cuCtxGetCurrent(&co->ctx) != CUDA_SUCCESS || !co->ctx || api->p_cuCtxGetDevice(&d) != CUDA_SUCCESS ||
@@ -1277,7 +1386,8 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	co->sms = (uint32_t)v;
 	co->st.npartitions = 1;
 	co->st.parts[0].sms = co->sms;
-	co->st.parts[0].max_inflight = CO_INFLIGHT;
+	co->st.parts[0].max_inflight = co->max_inflight;
+	co->st.streams = co->nstreams;
 	if ((r = sched_new(&cfg, &co->sched)) < 0) {
 		snprintf(why, cap, "scheduler: %s", strerror(-r));
 		goto fail;
@@ -1292,10 +1402,15 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	for (uint32_t i = 0; i < CO_MAX_QUEUES; i++)
 		co->qfree[i] = CO_MAX_QUEUES - 1 - i;
 	co->nqfree = CO_MAX_QUEUES;
-	if (api->p_cuStreamCreate(&co->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-	    api->p_cuMemAlloc(&co->dev, (size_t)CO_SLOTS * CO_SLOT_BYTES) != CUDA_SUCCESS ||
-	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)CO_SLOTS * CO_SLOT_BYTES, 0) != CUDA_SUCCESS) {
-		snprintf(why, cap, "cannot make the partition's stream and descriptor memory");
+	for (uint32_t i = 0; i < co->nstreams; i++)
+		if (api->p_cuStreamCreate(&co->str[i].stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+			snprintf(why, cap, "cannot make the partition's %u streams", co->nstreams);
+			r = -ENOMEM;
+			goto fail;
+		}
+	if (api->p_cuMemAlloc(&co->dev, (size_t)co->max_inflight * CO_SLOT_BYTES) != CUDA_SUCCESS ||
+	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)co->max_inflight * CO_SLOT_BYTES, 0) != CUDA_SUCCESS) {
+		snprintf(why, cap, "cannot allocate the partition's descriptor memory");
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -1336,14 +1451,18 @@ void co_stop(struct datapath *dp)
 		pthread_mutex_unlock(&co->mu);
 		pthread_join(co->thr, NULL);
 	}
-	if (co->stream)
-		api->p_cuStreamSynchronize(co->stream);
-	while (co->fl_head) {
-		struct dp_bundle *b = co->fl_head;
+	for (uint32_t i = 0; i < CO_MAX_STREAMS; i++) {
+		struct co_stream *cs = &co->str[i];
 
-		co->fl_head = b->next;
-		b->done = true;
-		co_bundle_put(dp, b);
+		if (cs->stream)
+			api->p_cuStreamSynchronize(cs->stream);
+		while (cs->fl_head) {
+			struct dp_bundle *b = cs->fl_head;
+
+			cs->fl_head = b->next;
+			b->done = true;
+			co_bundle_put(dp, b);
+		}
 	}
 	for (struct co_job *lists[2] = { co->todo, co->done }, **l = lists; l < lists + 2; l++)
 		while (*l) {
@@ -1377,8 +1496,9 @@ void co_stop(struct datapath *dp)
 		api->p_cuMemFreeHost(co->host);
 	if (co->dev)
 		api->p_cuMemFree(co->dev);
-	if (co->stream)
-		api->p_cuStreamDestroy(co->stream);
+	for (uint32_t i = 0; i < CO_MAX_STREAMS; i++)
+		if (co->str[i].stream)
+			api->p_cuStreamDestroy(co->str[i].stream);
 	sched_free(co->sched);
 	free(co->qtab);
 	free(co->qfree);

@@ -11,16 +11,19 @@
  * forms bundles of launches of one fusion class (one kernel, by the hash of
  * its PTX and all it reaches, from any tenant, with one block shape and
  * dynamic shared memory size); a bundle of two or more runs as one launch of
- * the class's fused kernel on the partition's stream, with a descriptor table
- * copied before it; a bundle of one runs the tenant's own kernel there.
+ * the class's fused kernel on one of the partition's streams, with a
+ * descriptor table as its parameter or copied before it; a bundle of one runs
+ * the tenant's own kernel there. A bundle goes where most of its members'
+ * earlier bundles still run, else on the least busy stream, and waits for
+ * its members' earlier bundles on other streams first.
  * Fused kernels are compiled in a background thread; until one is ready its
  * class's launches go alone. Each member completes on its own, in its queue's
  * order: its queue's next commands follow the bundle (its end event), and a
  * completion asked of the bundle's members is posted when that event fires.
  *
  * Owner: struct datapath owns the coalescer (dp->co), which owns the
- * classes, the compile thread, the bundles in flight, the partition stream
- * and the descriptor slots. Queues reference bundles (q->last, pending
+ * classes, the compile thread, the bundles in flight, the partition's
+ * streams and the descriptor slots. Queues reference bundles (q->last, pending
  * completions); a bundle is freed when its last reference goes.
  */
 #ifndef OOO_EXEC_COALESCE_H

@@ -123,6 +123,7 @@ struct datapath {
 	int cc_major, cc_minor;
 	unsigned blocked; /* sessions blocked after the last pass */
 	bool fuse;         /* coalesce fusible launches (the scheduler and the JIT) */
+	uint32_t streams;  /* streams the coalescer runs bundles on (1 .. 8; 0: 1) */
 	struct coalescer *co; /* NULL: not started (or failed: co_failed) */
 	bool co_failed;
 	bool fatal;        /* a sticky CUDA error: the context is gone */

@@ -529,7 +529,7 @@ int executor_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "executor", no_argument, NULL, 'x' },	      { "device", required_argument, NULL, 'd' },
 		{ "user", required_argument, NULL, 'u' },      { "libcuda", required_argument, NULL, 'l' },
-		{ "fuse", required_argument, NULL, 'F' },
+		{ "fuse", required_argument, NULL, 'F' },      { "streams", required_argument, NULL, 'S' },
 		{ 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
@@ -538,7 +538,7 @@ int executor_main(int argc, char **argv)
 	struct memory mem = { 0 };
 	struct datapath dp;
 	CUcontext ctx = NULL;
-	unsigned long dev = 0;
+	unsigned long dev = 0, streams = 1;
 	char *end;
 	bool fuse = true;
 	int c, rc;
@@ -558,6 +558,12 @@ int executor_main(int argc, char **argv)
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
 				return EXEC_EXIT_USAGE;
 			fuse = !strcmp(optarg, "yes");
+			break;
+		case 'S':
+			errno = 0;
+			streams = strtoul(optarg, &end, 10);
+			if (errno || *end || streams < 1 || streams > 8)
+				return EXEC_EXIT_USAGE;
 			break;
 		default: return EXEC_EXIT_USAGE;
 		}
@@ -598,6 +604,7 @@ int executor_main(int argc, char **argv)
 	dp.cc_major = (int)r.cc_major;
 	dp.cc_minor = (int)r.cc_minor;
 	dp.fuse = fuse;
+	dp.streams = (uint32_t)streams;
 	if (rc == 0)
 		rc = serve(EXEC_CTL_FD, &mem, &dp);
 	dp_fini(&dp);

@@ -360,7 +360,8 @@ struct ooo_sched_counters {
 	uint64_t jit_compile_max_ns;
 	uint64_t cpu_ns;         /* the executor's CPU time (all threads) */
 	uint32_t max_members;    /* of one bundle */
-	uint32_t nclasses, npartitions, reserved;
+	uint32_t nclasses, npartitions;
+	uint32_t streams;        /* of the partition: its bundles run on that many streams, concurrently */
 	uint64_t loops;          /* passes of the executor's serving loop */
 	uint64_t work_ns;        /* time in passes that moved something (the rest is polling) */
 	uint64_t commands;       /* commands taken from the tenants' submission rings */
@@ -381,6 +382,7 @@ struct ooo_sched_counters {
 	uint64_t bundle_gpu_hist[OOO_TM_BUCKETS]; /* GPU time between a bundle's start and end events (timed ones) */
 	uint64_t submit_stamp_bad; /* stamps more than 10 s from the executor's clock: not in cmd_submit_hist */
 	uint64_t unfused_nopay;  /* bundles of 2+ sent unfused: the fused kernel was predicted slower than its members alone */
+	uint64_t stream_waits;   /* waits a stream made for another stream's bundle (a queue's order across streams) */
 };
 
 struct ooo_sched_rec {

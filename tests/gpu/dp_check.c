@@ -17,6 +17,12 @@
  *                                then the 9th again, another session in a 10th shape: the
  *                                first can add 8 of the class's shapes, so its 9th shape's two
  *                                launches go unfused (test_fakecuda.sh counts them); prints "ok"
+ *   dp_check SOCK order [noresults]  8 sessions launch two order-sensitive kernels (v + 1,
+ *                                2 v + 1) in patterns of different periods, 12 each a round
+ *                                for 200 rounds, so that bundles gather queues whose previous
+ *                                launch ran on other streams of the coalescer; every word
+ *                                must come out as its queue's launches in order make it
+ *                                (noresults: tests/fakecuda, which runs no kernel)
  *   dp_check SOCK threads        8 threads of one session, each on its own queue, fill,
  *                                sync and read back 2000 times at once: a completion
  *                                one thread reaps for another must still wake it (a
@@ -24,6 +30,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,7 +237,12 @@ static const char launch_ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\
 				  ".visible .entry k0(.param .u64 x, .param .u32 n)\n{\n .reg .b32 t, v;\n .reg .b64 a, o;\n"
 				  " ld.param.u64 a, [x];\n mov.u32 t, %tid.x;\n mul.wide.u32 o, t, 4;\n"
 				  " cvta.to.global.u64 a, a;\n add.s64 a, a, o;\n ld.global.u32 v, [a];\n"
-				  " add.s32 v, v, 1;\n st.global.u32 [a], v;\n ret;\n}\n";
+				  " add.s32 v, v, 1;\n st.global.u32 [a], v;\n ret;\n}\n"
+				  /* k1: v = 2 v + 1 (with k0, the order of a queue's launches shows in the result) */
+				  ".visible .entry k1(.param .u64 x, .param .u32 n)\n{\n .reg .b32 t, v;\n .reg .b64 a, o;\n"
+				  " ld.param.u64 a, [x];\n mov.u32 t, %tid.x;\n mul.wide.u32 o, t, 4;\n"
+				  " cvta.to.global.u64 a, a;\n add.s64 a, a, o;\n ld.global.u32 v, [a];\n"
+				  " shl.b32 v, v, 1;\n add.s32 v, v, 1;\n st.global.u32 [a], v;\n ret;\n}\n";
 
 /* A session with launch_ptx's k0 loaded, a buffer of `size` bytes and a queue. */
 struct ktenant {
@@ -295,6 +307,65 @@ static int launches(const char *sock)
 		kt_close(&t[i]);
 	if (!fails)
 		printf("ok: %d launches from %d sessions, every sync clean\n", SESSIONS * PER_ROUND * ROUNDS, SESSIONS);
+	return fails != 0;
+}
+
+/*
+ * Order across the coalescer's streams: 8 sessions, one queue each, launch
+ * k0 (v + 1) and k1 (2 v + 1) in patterns of different periods, so that a
+ * bundle of one kernel gathers queues whose previous launch went in bundles
+ * on different streams; each queue's words must come out as its launches in
+ * order make them. results false: only that every launch and sync succeeds
+ * (tests/fakecuda runs no kernel).
+ */
+static int order(const char *sock, bool results)
+{
+	enum { SESSIONS = 8, PER_ROUND = 12, ROUNDS = 200, THREADS = 128 };
+	struct ktenant t[SESSIONS];
+	ooo_kernel *k1[SESSIONS] = { 0 };
+	uint32_t want[SESSIONS] = { 0 }, *h = NULL;
+	int r, n = 0;
+
+	while (n < SESSIONS && kt_open(sock, THREADS * 4, &t[n], n) == 0) {
+		CHECK(ooo_kernel_get(t[n].m, "k1", &k1[n]) == 0, "k1 of session %d", n);
+		CHECK((r = ooo_memset(t[n].q, ooo_buf_addr(t[n].b), 0, THREADS, 4)) == 0, "memset %d: %d", n, r);
+		n++;
+	}
+	if (n < SESSIONS)
+		fails++;
+	for (int round = 0; round < ROUNDS && !fails; round++) {
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < PER_ROUND && !fails; j++) {
+				const uint32_t grid[3] = { 1, 1, 1 }, block[3] = { THREADS, 1, 1 };
+				struct {
+					uint64_t x;
+					uint32_t n;
+				} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(t[i].b), THREADS };
+				bool two = (j / (i % 3 + 1) + i / 3) % 2; /* periods 1, 2 and 3, phases apart */
+
+				CHECK((r = ooo_launch(t[i].q, two ? k1[i] : t[i].k, grid, block, 0, &p, 12)) == 0,
+				      "launch %d.%d.%d: %d", round, i, j, r);
+				want[i] = two ? 2 * want[i] + 1 : want[i] + 1;
+			}
+		for (int i = 0; i < n && !fails; i++)
+			CHECK((r = ooo_queue_sync(t[i].q, 10000)) == 0, "sync %d.%d: %d", round, i, r);
+	}
+	if (results && !fails && !(h = malloc(THREADS * 4)))
+		fails++;
+	for (int i = 0; results && h && i < n && !fails; i++) {
+		CHECK((r = ooo_memcpy_dtoh(t[i].q, h, ooo_buf_addr(t[i].b), THREADS * 4)) == 0, "dtoh %d: %d", i, r);
+		for (int w = 0; w < THREADS && !fails; w++)
+			CHECK(h[w] == want[i], "session %d word %d: %#x, its launches in order make %#x", i, w, h[w],
+			      want[i]);
+	}
+	free(h);
+	for (int i = 0; i < n; i++) {
+		ooo_kernel_free(k1[i]);
+		kt_close(&t[i]);
+	}
+	if (!fails)
+		printf("ok: %d launches of 2 kernels from %d sessions in order%s\n", SESSIONS * PER_ROUND * ROUNDS,
+		       SESSIONS, results ? ", every result right" : " (results not read)");
 	return fails != 0;
 }
 
@@ -500,10 +571,12 @@ int main(int argc, char **argv)
 		return shapes(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "launches"))
 		return launches(argv[1]);
+	if ((argc == 3 || (argc == 4 && !strcmp(argv[3], "noresults"))) && !strcmp(argv[2], "order"))
+		return order(argv[1], argc == 3);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | shapes | threads | bw LIBCUDA MB\n");
+	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | order [noresults] | shapes | threads | bw LIBCUDA MB\n");
 	return 2;
 }

@@ -60,6 +60,22 @@ wait_ready() {
 # tenant_mem: the device memory charged to the one tenant ("" when none is charged)
 tenant_mem() { $ctl --json tenants | tr -d ' \n' | sed -n 's/.*"used":{[^}]*"mem_bytes":\([0-9]*\).*/\1/p'; }
 
+# counter KEY...: the sum of the executor's cumulative counters KEY (oooctl sched --json)
+counter() {
+	pat=$(echo "$*" | sed 's/ /\\|/g')
+	$ctl --json sched --interval 0 2>/dev/null | sed -n "s/^ *\"\($pat\)\": \([0-9][0-9]*\),*\$/\2/p" |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+# settle WANT KEY...: wait until the counters' sum has grown by WANT from $c0 (they come about once a
+# second), then a report more, and print the growth
+settle() {
+	want=$1
+	shift
+	for _ in $(seq 50); do [ $(($(counter "$@") - c0)) -ge "$want" ] && break; sleep 0.2; done
+	sleep 1.5
+	echo $(($(counter "$@") - c0))
+}
+
 # buffer_survives_restart LIBCUDA: a tenant (buf_check keep, with its own CUDA context from LIBCUDA)
 # allocates 64 MiB through oood and fills it; the executor is SIGKILLed and replaced; the new one
 # is given the buffer and maps it again; the tenant finds its contents intact, frees it, and its

@@ -3,7 +3,9 @@
 # a real GPU: fill and read back, refusals, an executor killed under a busy
 # queue (OOO_EDEVRESET, then the queue works again), and the copy bandwidth
 # through staging next to direct pinned cuMemcpy in the same run. Also eight
-# threads of one session syncing at once (no lost wake-up).
+# threads of one session syncing at once (no lost wake-up), and launches of two
+# order-sensitive kernels whose bundles run on different streams of the
+# coalescer (each queue's results as its launches in order make them).
 set -u
 build=${1:-build}
 name=test_datapath
@@ -22,6 +24,13 @@ $ctl status | grep -q '^sessions  *0 /' || fail "sessions not reclaimed: $($ctl 
 
 out=$(timeout 120 "$build/tests/gpu/dp_check" "$sock" threads 2>&1) || fail "threads: $out"
 echo "test_datapath: $out"
+
+# a queue's launches in bundles on different streams of the coalescer keep their order
+c0=$(counter stream_waits)
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order 2>&1) || fail "order: $out"
+d=$(settle 1 stream_waits)
+[ "$d" -gt 0 ] || fail "order: no stream waited for another ($out): the check did not cross streams"
+echo "test_datapath: $out, $d waits of a stream for another's bundle"
 
 fifo="$rundir/in"
 mkfifo "$fifo"

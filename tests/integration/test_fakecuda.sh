@@ -7,7 +7,8 @@
 # HtoD, DtoH, DtoD), refusals of other sessions' memory, 1000 queues over
 # 100 sessions, 8 threads of one session syncing at once, launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
-# clean), the per-session caps on fusion classes (128) and on a class's
+# clean; two kernels whose bundles cross the coalescer's streams: counted
+# waits), the per-session caps on fusion classes (128) and on a class's
 # shapes (8), a faulting kernel (OOO_EFAULT for its tenant, the executor
 # replaced, a neighbour's buffer intact), bundles sent unfused when fusing does not pay (every timed
 # bundle made to measure 2 ms), a buffer that survives a SIGKILL of the executor and is mapped
@@ -49,21 +50,12 @@ done
 [ "${fused:-0}" -gt 0 ] || fail "oooctl sched counts no fused launch after dp_check launches: $($ctl sched 2>&1 | head -20)"
 ok "the coalescer fused $fused launches"
 
-# counter KEY...: the sum of the executor's cumulative counters KEY (oooctl sched --json)
-counter() {
-	pat=$(echo "$*" | sed 's/ /\\|/g')
-	$ctl --json sched --interval 0 2>/dev/null | sed -n "s/^ *\"\($pat\)\": \([0-9][0-9]*\),*\$/\2/p" |
-		awk '{ s += $1 } END { print s + 0 }'
-}
-# settle WANT KEY...: wait until the counters' sum has grown by WANT from $c0 (they come about once a
-# second), then a report more, and print the growth
-settle() {
-	want=$1
-	shift
-	for _ in $(seq 50); do [ $(($(counter "$@") - c0)) -ge "$want" ] && break; sleep 0.2; done
-	sleep 1.5
-	echo $(($(counter "$@") - c0))
-}
+# a queue's launches in bundles on different streams of the coalescer: the later stream waits
+c0=$(counter stream_waits)
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order: $out"
+d=$(settle 1 stream_waits)
+[ "$d" -gt 0 ] || fail "dp_check order: no stream waited for another ($out): the check did not cross streams"
+ok "dp_check order, $d waits of a stream for another's bundle ($(echo "$out" | tail -1))"
 
 # one session's kernels hold at most 128 fusion classes, found or made
 sleep 1.5

@@ -77,6 +77,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_int_equal(p->hello_timeout_ms, 5000);
 	assert_int_equal(p->shutdown_grace_ms, 2000);
 	assert_int_equal(p->log_level, POLICY_LOG_INFO);
+	assert_int_equal(p->streams, POLICY_STREAMS_DEFAULT);
 }
 
 static void test_default_text(void **state)
@@ -232,6 +233,7 @@ static const struct range_case daemon_ranges[] = {
 	{ "max_admin_sessions", 1, 1024 },
 	{ "hello_timeout_ms", 100, 600000 },
 	{ "shutdown_grace_ms", 0, 600000 },
+	{ "streams", 1, 8 },
 };
 
 static uint64_t daemon_field(const struct policy *p, const char *key)
@@ -242,6 +244,8 @@ static uint64_t daemon_field(const struct policy *p, const char *key)
 		return p->max_admin_sessions;
 	if (!strcmp(key, "hello_timeout_ms"))
 		return p->hello_timeout_ms;
+	if (!strcmp(key, "streams"))
+		return p->streams;
 	return p->shutdown_grace_ms;
 }
 

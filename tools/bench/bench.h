@@ -86,6 +86,7 @@ struct bench_opts {
 	char socket[BENCH_SOCK_MAX]; /* ooo: an oood already running; "" to start one */
 	char rundir[PATH_MAX];       /* ooo: the private oood's run directory; "": a new one */
 	char oood[PATH_MAX];
+	unsigned streams;           /* ooo: the private oood's [daemon] streams; 0: its default */
 	char mps_control[PATH_MAX];
 	char ooo_run[PATH_MAX];     /* lease: the ooo-run to exec tenants through */
 	unsigned lease_sm;          /* lease: each tenant's --sm; 0: 100/T (at least 1) */

@@ -114,6 +114,8 @@ void bench_gpu_usage(FILE *f)
 		"  --rundir DIR         ooo: run directory of the private oood (default: a new\n"
 		"                       %s/ooo-bench-XXXXXX, removed at the end unless it failed)\n"
 		"  --oood PATH          ooo: the oood to start (default: next to this binary, else PATH)\n"
+		"  --streams N          ooo: the private oood's executor runs bundles on N streams\n"
+		"                       (oood.conf streams, 1..8; default oood's)\n"
 		"  --mps-control PATH   mps, lease: the control program (default nvidia-cuda-mps-control\n"
 		"                       in PATH, else /usr/local/nvidia/bin)\n"
 		"  --ooo-run PATH       lease: ooo-run (default: next to this binary, else PATH)\n"
@@ -393,7 +395,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_MPS, O_OOO_RUN, O_LEASE_SM,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_MPS, O_OOO_RUN, O_LEASE_SM,
 	O_LEASE_CRIT,
 };
 
@@ -417,6 +419,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "plot", required_argument, NULL, O_PLOT },	     { "libcuda", required_argument, NULL, O_LIBCUDA },
 		{ "socket", required_argument, NULL, O_SOCKET },     { "rundir", required_argument, NULL, O_RUNDIR },
 		{ "oood", required_argument, NULL, O_OOOD },	     { "mps-control", required_argument, NULL, O_MPS },
+		{ "streams", required_argument, NULL, O_STREAMS },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
 		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
@@ -592,6 +595,12 @@ int bench_gpu_main(int argc, char **argv)
 		case O_OOOD:
 			rc = copy_path("--oood", optarg, o->oood, sizeof(o->oood));
 			break;
+		case O_STREAMS:
+			if (!bench_parse_u64(optarg, 1, 8, &v))
+				rc = bench_usage_error("--streams wants 1..8, not '%s'", optarg);
+			else
+				o->streams = (unsigned)v;
+			break;
 		case O_MPS:
 			rc = copy_path("--mps-control", optarg, o->mps_control, sizeof(o->mps_control));
 			break;
@@ -646,6 +655,10 @@ int bench_gpu_main(int argc, char **argv)
 	}
 	if (o->be_rate && !have_mix) {
 		rc = bench_usage_error("--be-rate is for mix's best-effort tenants");
+		goto out;
+	}
+	if (o->socket[0] && o->streams) {
+		rc = bench_usage_error("--streams sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
 	if (o->socket[0] && o->rundir[0]) {

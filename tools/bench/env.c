@@ -609,6 +609,7 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_sessions = 8192\n"
 		"libcuda = %s\n"
 		"executor = %s\n"
+		"%s%.0u%s"
 		"[class bench]\n"
 		"match_uid = *\n"
 		"priority = 99\n"
@@ -621,7 +622,7 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_modules = 65536\n"
 		"max_inflight = 1048576\n"
 		"max_leases = 4096\n",
-		o->libcuda, lease ? "no" : "yes");
+		o->libcuda, lease ? "no" : "yes", o->streams ? "streams = " : "", o->streams, o->streams ? "\n" : "");
 	if (lease)
 		/* native tenants only: MPS with oood's leases, no executor to share the GPU with */
 		fprintf(f,
