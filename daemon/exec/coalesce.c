@@ -41,6 +41,7 @@
 #define CO_TIME_EVERY 16u      /* fused bundles timed with a start event: one in this many (the cost model's samples) */
 #define CO_LOOK_EARLY_NS 1000u /* a fused bundle's end is looked for from this long before its predicted end */
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
+#define CO_ISSUE_EVERY 512u    /* bundles between two measures of the executor's busy time per bundle (sched_set_issue_ns) */
 
 struct co_pmod {
 	uint32_t refs;
@@ -154,6 +155,7 @@ struct coalescer {
 	struct jit_desc_launch dl[SCHED_MAX_BUNDLE];
 	struct sched_bundle out[CO_POLL_MAX];
 	uint64_t nfused;    /* fused dispatches, for sampling their timing */
+	uint64_t issue_b0, issue_w0; /* bundles and dp->work_ns at the last measure of the issue time */
 	size_t ptab_len;    /* bytes of ptab the last bundle used (the rest is zero) */
 	_Alignas(16) unsigned char ptab[JIT_PTABLE_BYTES]; /* the table of a bundle launched with it as its parameter */
 };
@@ -1216,6 +1218,13 @@ bool co_progress(struct datapath *dp, uint64_t now)
 		moved |= nb > 0;
 		/* a dispatch moved its members' next launches into the window: poll again (in-flight slots bound it) */
 	} while (nb > 0 && !dp->fatal);
+	if (co->nstreams > 1 && co->st.bundles - co->issue_b0 >= CO_ISSUE_EVERY) {
+		/* the serving loop's busy time per bundle: what issuing one costs, all of its commands included */
+		if (dp->work_ns > co->issue_w0)
+			sched_set_issue_ns(co->sched, (dp->work_ns - co->issue_w0) / (co->st.bundles - co->issue_b0));
+		co->issue_b0 = co->st.bundles;
+		co->issue_w0 = dp->work_ns;
+	}
 	return moved;
 }
 

@@ -98,6 +98,7 @@ struct sched {
 	 */
 	bool quiet;
 	uint64_t quiet_wake;
+	uint64_t issue_ns; /* the caller's CPU time per bundle (sched_set_issue_ns); 0: not known */
 	/* scratch of sched_poll, max_queues entries each */
 	struct cand *cand, *ctmp;
 	struct sched_stats st;
@@ -115,24 +116,31 @@ static uint64_t mix64(uint64_t x)
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 /*
- * How much of a bundle's predicted time its partition is busy with: all of
- * it on one stream; with several, the share of the capacity its blocks
- * take, at least 1 / streams (see sched_poll); capacity 0 (a launch not
- * fusible, or of a class not compiled: its room is unknown): all of it.
+ * How much of a bundle's predicted time its partition is busy with: pred
+ * divided by how many such bundles could run side by side, which is at
+ * most the streams, the capacity over its blocks, and what the caller can
+ * issue in that time (pred / issue_ns: a bundle much shorter than the CPU
+ * time of issuing one gains nothing from running beside others, only
+ * smaller bundles). All of it on one stream, and for capacity 0 (a launch
+ * not fusible, or of a class not compiled: its room is unknown).
  */
 static uint64_t occupied(const struct sched *s, uint64_t pred, uint64_t blocks, uint32_t capacity)
 {
-	uint32_t n = s->cfg.streams;
-	uint64_t least;
+	double k = s->cfg.streams;
 
-	if (n <= 1 || !capacity || blocks >= capacity)
+	if (k <= 1 || !capacity || blocks >= capacity)
 		return pred;
-	least = ((uint64_t)capacity + n - 1) / n;
-	if (blocks < least)
-		blocks = least;
-	if (blocks >= capacity)
-		return pred;
-	return (uint64_t)((unsigned __int128)pred * blocks / capacity);
+	if (blocks && (double)capacity / (double)blocks < k)
+		k = (double)capacity / (double)blocks;
+	if (s->issue_ns && (double)pred / (double)s->issue_ns < k)
+		k = (double)pred / (double)s->issue_ns;
+	return k <= 1 ? pred : (uint64_t)((double)pred / k);
+}
+
+void sched_set_issue_ns(struct sched *s, uint64_t ns)
+{
+	s->issue_ns = ns;
+	s->quiet = false;
 }
 
 int sched_new(const struct sched_cfg *cfg, struct sched **out)

@@ -166,8 +166,11 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * predicted_ns. With streams > 1 (the caller runs a partition's bundles on
  * that many streams, concurrently), a bundle that fills only part of its
  * capacity leaves room for others beside it: busy_until grows by
- * predicted_ns x its blocks / capacity, never less than 1 / streams of it
- * (a bundle of a full capacity, or a launch alone, counts whole).
+ * predicted_ns / k, where k, the bundles that could run side by side, is
+ * the least of streams, capacity / its blocks, and predicted_ns over the
+ * caller's issue time per bundle (sched_set_issue_ns; a bundle shorter
+ * than that gains nothing from company); k <= 1, a bundle of a full
+ * capacity, and a launch alone count whole.
  *
  * Fusing that does not pay: a bundle of two or more whose leader's cost key
  * has both a fused bundle and a launch alone timed, and whose fused time
@@ -189,6 +192,13 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
  * `now`. -ENOENT for an unknown token.
  */
 int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now);
+
+/*
+ * The caller's CPU time to issue one bundle (measured: its busy time over
+ * the bundles it dispatched; 0: unknown). With several streams it bounds
+ * how many bundles count as running side by side (see sched_poll).
+ */
+void sched_set_issue_ns(struct sched *s, uint64_t ns);
 
 /* Predicted duration of a launch with this cost key. */
 uint64_t sched_predict(const struct sched *s, uint64_t cost_key);

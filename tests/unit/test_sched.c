@@ -1312,6 +1312,22 @@ static void test_streams(void **state)
 	assert_int_equal(sched_poll(s, 3 * US, out, 16, &wake), 0);
 	assert_int_equal(wake, 27500);
 	sched_free(s);
+
+	/* issuing a bundle takes the caller 5 us: a 10 us bundle has at most one other beside it */
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sched_set_issue_ns(s, 5 * US);
+	sub(s, 1, 0, K, 1, 100000 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
+	sub(s, 2, 1, K, 1, 100000 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 0);
+	assert_int_equal(wake, 5 * US); /* 10 us / 2, not / 4 */
+	sched_set_issue_ns(s, 20 * US); /* longer than the bundle: it counts whole, as on one stream */
+	assert_int_equal(sched_poll(s, 5 * US, out, 16, &wake), 1);
+	sub(s, 3, 2, K, 1, 100000 * US);
+	assert_int_equal(sched_poll(s, 5 * US, out, 16, &wake), 0);
+	assert_int_equal(wake, 15 * US);
+	sched_free(s);
 	(void)state;
 }
 
