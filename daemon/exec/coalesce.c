@@ -96,7 +96,6 @@ struct dp_bundle {
 	bool waited;        /* its stream waited for another stream's bundle first (its time is not its own) */
 	uint8_t stream;     /* which of the partition's streams it runs on */
 	uint64_t seq;       /* its place on that stream (bundles on one stream end in order) */
-	uint32_t wseq;      /* the stream's word reaches this when it has ended (0: query its end event) */
 	int32_t status;
 	CUevent start, end; /* start: only on the fused bundles that are timed */
 	uint64_t token, dispatch_ns, predicted_ns;
@@ -116,8 +115,6 @@ struct co_stream {
 	uint32_t nflight;
 	uint64_t seq;         /* bundles dispatched on it */
 	uint64_t last_end_ns; /* when its last bundle's end was seen */
-	uint32_t word;        /* its completion word (dp_word_get), written with each bundle's seq; 0: none */
-	uint64_t wcheck_ns;   /* when a bundle's event was last queried while the word lagged */
 };
 
 struct coalescer {
@@ -765,7 +762,7 @@ static bool event_ready(const struct dp_session *s, const struct dp_cmd *cmd)
 }
 
 /* Move q's backlog forward: issue what goes to its own stream, hand its next launch to the scheduler. */
-static bool advance(struct datapath *dp, struct dp_queue *q, uint64_t now)
+static bool advance(struct datapath *dp, struct dp_queue *q)
 {
 	struct coalescer *co = dp->co;
 	bool moved = false;
@@ -783,7 +780,7 @@ static bool advance(struct datapath *dp, struct dp_queue *q, uint64_t now)
 			struct sched_launch l;
 
 			if (q->sw_wait) {
-				CUresult r = dp_own_done(dp, q, q->sw_ev, q->sw_seq, q->sw_ns, now);
+				CUresult r = dp->api->p_cuEventQuery(q->sw_ev);
 
 				if (r == CUDA_ERROR_NOT_READY)
 					break;
@@ -800,10 +797,6 @@ static bool advance(struct datapath *dp, struct dp_queue *q, uint64_t now)
 					dp_set_fatal(dp, CUDA_ERROR_OUT_OF_MEMORY, "recording an event");
 					break;
 				}
-				q->sw_seq = 0;
-				if (q->word && dp_word_write(dp, q->stream, q->word, q->wseq + 1))
-					q->sw_seq = ++q->wseq ? q->wseq : 0;
-				q->sw_ns = now;
 				q->own_dirty = false;
 				q->sw_wait = true;
 				moved = true;
@@ -1093,9 +1086,6 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	if (dp->api->p_cuEventRecord(b->end, cs->stream) != CUDA_SUCCESS)
 		dp_set_fatal(dp, CUDA_ERROR_UNKNOWN, "recording a bundle's event");
 	b->seq = ++cs->seq;
-	b->wseq = 0;
-	if (cs->word && (uint32_t)b->seq && dp_word_write(dp, cs->stream, cs->word, (uint32_t)b->seq))
-		b->wseq = (uint32_t)b->seq;
 	/*
 	 * A query of an event not yet reached costs ~1.3 us of driver time on
 	 * the H200 machine, once per pass for the oldest bundle: a fused one is
@@ -1126,7 +1116,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		co->st.max_members = b->n;
 	co->st.parts[0].bundles++;
 	for (uint32_t k = 0; k < n; k++)
-		advance(dp, qs[k], now);
+		advance(dp, qs[k]);
 }
 
 /* The bundles of stream cs that have ended, in order. */
@@ -1141,21 +1131,9 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 		float ms = 0;
 		uint64_t ns = 0;
 
-		if (b->wseq && !dp->fatal) {
-			/* its stream's completion word: a load; the end event only now and then while it lags */
-			if (dp_word_reached(dp, cs->word, b->wseq)) {
-				r = CUDA_SUCCESS;
-			} else if (now < b->dispatch_ns + DP_WORD_CHECK_NS || now < cs->wcheck_ns + DP_WORD_CHECK_NS) {
-				break;
-			} else {
-				cs->wcheck_ns = now;
-				r = dp->api->p_cuEventQuery(b->end);
-			}
-		} else {
-			if (b->expect_ns && now + CO_LOOK_EARLY_NS < b->expect_ns)
-				break; /* predicted to run a while yet (bundles end in order: the later ones too) */
-			r = dp->api->p_cuEventQuery(b->end);
-		}
+		if (b->expect_ns && now + CO_LOOK_EARLY_NS < b->expect_ns)
+			break; /* predicted to run a while yet (bundles end in order: the later ones too) */
+		r = dp->api->p_cuEventQuery(b->end);
 		if (r == CUDA_ERROR_NOT_READY)
 			break;
 		if (r != CUDA_SUCCESS) {
@@ -1231,7 +1209,7 @@ bool co_progress(struct datapath *dp, uint64_t now)
 	for (struct dp_queue *q = co->bl_head, *next; q; q = next) {
 		next = q->bl_next;
 		if (!q->in_sched)
-			moved |= advance(dp, q, now);
+			moved |= advance(dp, q);
 	}
 	do {
 		nb = sched_poll(co->sched, now, co->out, CO_POLL_MAX, NULL);
@@ -1433,14 +1411,12 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	for (uint32_t i = 0; i < CO_MAX_QUEUES; i++)
 		co->qfree[i] = CO_MAX_QUEUES - 1 - i;
 	co->nqfree = CO_MAX_QUEUES;
-	for (uint32_t i = 0; i < co->nstreams; i++) {
+	for (uint32_t i = 0; i < co->nstreams; i++)
 		if (api->p_cuStreamCreate(&co->str[i].stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
 			snprintf(why, cap, "cannot make the partition's %u streams", co->nstreams);
 			r = -ENOMEM;
 			goto fail;
 		}
-		co->str[i].word = dp_word_get(dp, co->str[i].stream);
-	}
 	if (api->p_cuMemAlloc(&co->dev, (size_t)co->max_inflight * CO_SLOT_BYTES) != CUDA_SUCCESS ||
 	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)co->max_inflight * CO_SLOT_BYTES, 0) != CUDA_SUCCESS) {
 		snprintf(why, cap, "cannot allocate the partition's descriptor memory");
@@ -1529,11 +1505,9 @@ void co_stop(struct datapath *dp)
 		api->p_cuMemFreeHost(co->host);
 	if (co->dev)
 		api->p_cuMemFree(co->dev);
-	for (uint32_t i = 0; i < CO_MAX_STREAMS; i++) {
+	for (uint32_t i = 0; i < CO_MAX_STREAMS; i++)
 		if (co->str[i].stream)
 			api->p_cuStreamDestroy(co->str[i].stream);
-		dp_word_put(dp, co->str[i].word);
-	}
 	sched_free(co->sched);
 	free(co->qtab);
 	free(co->qfree);

@@ -80,8 +80,6 @@
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                     \
 	X(cuEventElapsedTime)                                                                              \
 	X(cuMemHostAlloc)                                                                                  \
-	X(cuMemHostGetDevicePointer)                                                                       \
-	X(cuStreamWriteValue32)                                                                            \
 	X(cuMemFreeHost)
 
 /* Functions newer than CUDA_ABI_VERSION, each resolved at the version it appeared in. */

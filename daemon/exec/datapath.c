@@ -163,93 +163,6 @@ err:
 	return -EINVAL;
 }
 
-/* ---- completion words ---------------------------------------------------------------- */
-
-/*
- * The words, made on first use (the context is current then): pinned host
- * memory mapped for the device, and a probe: a write on the first stream
- * that asks for one must arrive, or events are queried as before (a driver
- * without stream memory operations).
- */
-static bool words_init(struct datapath *dp, CUstream probe)
-{
-	const struct cuda_api *api = dp->api;
-	void *p = NULL;
-	CUdeviceptr d = 0;
-	CUresult r;
-
-	dp->words_tried = true;
-	if (api->p_cuMemHostAlloc(&p, (size_t)DP_WORDS * sizeof(uint32_t), CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS) {
-		fprintf(stderr, "oood[executor]: no completion words (pinned memory refused): completions are polled\n");
-		return false;
-	}
-	memset(p, 0, (size_t)DP_WORDS * sizeof(uint32_t));
-	if ((r = api->p_cuMemHostGetDevicePointer(&d, p, 0)) != CUDA_SUCCESS ||
-	    (r = api->p_cuStreamWriteValue32(probe, d, 0x600d600du, CU_STREAM_WRITE_VALUE_DEFAULT)) != CUDA_SUCCESS ||
-	    (r = api->p_cuStreamSynchronize(probe)) != CUDA_SUCCESS || *(volatile uint32_t *)p != 0x600d600du) {
-		char e[128];
-
-		fprintf(stderr, "oood[executor]: no completion words (%s): completions are polled\n",
-			r != CUDA_SUCCESS ? cuda_strerror(api, r, e, sizeof(e)) : "a probe write did not arrive");
-		api->p_cuMemFreeHost(p);
-		return false;
-	}
-	if (!(dp->wfree = malloc(DP_WORDS * sizeof(*dp->wfree)))) {
-		api->p_cuMemFreeHost(p);
-		return false;
-	}
-	for (uint32_t i = 0; i < DP_WORDS; i++)
-		dp->wfree[i] = DP_WORDS - i; /* word i + 1 ... taken from the end: word 1 first */
-	dp->nwfree = DP_WORDS;
-	dp->words = p;
-	dp->words_dev = d;
-	return true;
-}
-
-uint32_t dp_word_get(struct datapath *dp, CUstream probe)
-{
-	uint32_t w;
-
-	if (!dp->words && (dp->words_tried || !words_init(dp, probe)))
-		return 0;
-	if (!dp->nwfree)
-		return 0;
-	w = dp->wfree[--dp->nwfree];
-	__atomic_store_n(&dp->words[w - 1], 0, __ATOMIC_RELAXED);
-	return w;
-}
-
-void dp_word_put(struct datapath *dp, uint32_t word)
-{
-	if (word && dp->words && dp->nwfree < DP_WORDS)
-		dp->wfree[dp->nwfree++] = word;
-}
-
-bool dp_word_write(struct datapath *dp, CUstream st, uint32_t word, uint32_t v)
-{
-	return word && dp->api->p_cuStreamWriteValue32(st, dp->words_dev + (CUdeviceptr)(word - 1) * sizeof(uint32_t), v,
-						       CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS;
-}
-
-/*
- * Is q's own-stream work up to the completion word value seq done, with ev
- * its event (a pending command's, or sw_ev)? CUDA_SUCCESS, CUDA_ERROR_NOT_READY,
- * or the error of the event. A word that lags is backed by a query of ev
- * now and then (DP_WORD_CHECK_NS since issue, and since the last), which
- * finds a sticky fault (after one, nothing is written).
- */
-CUresult dp_own_done(struct datapath *dp, struct dp_queue *q, CUevent ev, uint32_t seq, uint64_t issued, uint64_t now)
-{
-	if (!seq || !q->word || dp->fatal)
-		return dp->api->p_cuEventQuery(ev);
-	if (dp_word_reached(dp, q->word, seq))
-		return CUDA_SUCCESS;
-	if (now < issued + DP_WORD_CHECK_NS || now < q->wcheck_ns + DP_WORD_CHECK_NS)
-		return CUDA_ERROR_NOT_READY;
-	q->wcheck_ns = now;
-	return dp->api->p_cuEventQuery(ev);
-}
-
 static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 {
 	co_queue_destroy(dp, q); /* its held commands are issued first */
@@ -268,7 +181,6 @@ static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 			q->s->inflight--;
 	}
 	dp->api->p_cuStreamDestroy(q->stream);
-	dp_word_put(dp, q->word);
 	free(q);
 }
 
@@ -320,7 +232,6 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 		return -ENOMEM;
 	}
 	q->live = true;
-	q->word = dp_word_get(dp, q->stream);
 	q->s = s;
 	q->idx = (uint16_t)queue;
 	q->slo_us = slo_us;
@@ -414,12 +325,6 @@ void dp_fini(struct datapath *dp)
 		dp->api->p_cuEventDestroy(dp->evpool[--dp->nev]);
 	free(dp->evpool);
 	dp->evpool = NULL;
-	if (dp->words)
-		dp->api->p_cuMemFreeHost((void *)dp->words);
-	dp->words = NULL;
-	free(dp->wfree);
-	dp->wfree = NULL;
-	dp->nwfree = 0;
 }
 
 int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
@@ -782,9 +687,6 @@ failed:
 		ev_put(dp, p->ev);
 		return -EIO;
 	}
-	p->wseq = 0;
-	if (q->word && dp_word_write(dp, q->stream, q->word, q->wseq + 1))
-		p->wseq = ++q->wseq ? q->wseq : 0; /* (a 0 after 2^32 writes is left to the event) */
 	p->user_data = e->user_data;
 	p->opcode = e->opcode;
 	p->status = 0;
@@ -908,7 +810,7 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 				if (st)
 					p->status = st;
 			} else {
-				r = dp_own_done(dp, q, p->ev, p->wseq, p->issued_ns, seen);
+				r = dp->api->p_cuEventQuery(p->ev);
 				if (r == CUDA_ERROR_NOT_READY)
 					break;
 				if (r != CUDA_SUCCESS) {

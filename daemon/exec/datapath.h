@@ -48,7 +48,6 @@ struct dp_cmd {
 
 struct dp_pending {
 	CUevent ev;           /* or, when b is set, the bundle's completion */
-	uint32_t wseq;        /* its queue's completion word reaches this when it is done (0: query ev) */
 	struct dp_bundle *b;  /* referenced */
 	uint64_t taken_ns;    /* taken from the submission ring */
 	uint64_t issued_ns;   /* issued to CUDA (its bundle dispatched) */
@@ -78,11 +77,6 @@ struct dp_queue {
 	bool own_dirty;        /* work went to the queue's own stream since the last switch */
 	bool sw_wait;          /* waiting for sw_ev before the head launch may join a bundle */
 	CUevent sw_ev;
-	uint32_t sw_seq;       /* with sw_ev: the completion word's value when the own stream's work is done (0: none) */
-	uint32_t word;         /* its completion word (dp_word_*) + 1; 0: none, its events are queried */
-	uint32_t wseq;         /* the last value written to it */
-	uint64_t wcheck_ns;    /* when an event of it was last queried while its word lagged */
-	uint64_t sw_ns;        /* when sw_ev was recorded */
 	struct dp_bundle *last; /* referenced: the bundle holding the queue's latest work, if that went to a bundle */
 };
 
@@ -142,32 +136,7 @@ struct datapath {
 	uint64_t submit_hist[OOO_TM_BUCKETS], queue_hist[OOO_TM_BUCKETS], run_hist[OOO_TM_BUCKETS],
 		notify_hist[OOO_TM_BUCKETS], gpu_hist[OOO_TM_BUCKETS];
 	uint64_t submit_bad;
-	/*
-	 * Completion words: pinned host memory the GPU writes (cuStreamWriteValue32)
-	 * after a stream's work, so that the serving loop sees completions with a
-	 * load instead of a cuEventQuery (~1.3 us each while not reached).
-	 */
-	volatile uint32_t *words;
-	CUdeviceptr words_dev;
-	uint32_t *wfree, nwfree;
-	bool words_tried;
 };
-
-#define DP_WORDS 65536u           /* completion words: one per queue and per coalescer stream */
-#define DP_WORD_CHECK_NS 200000u  /* a lagging word's event is queried this often (a sticky fault writes nothing) */
-
-/* A completion word for a stream (its index + 1), set to 0; 0 when none is left or they do not work. */
-uint32_t dp_word_get(struct datapath *dp, CUstream probe);
-void dp_word_put(struct datapath *dp, uint32_t word); /* accepts 0 */
-/* Write v to the word after the stream's work so far: true when queued. */
-bool dp_word_write(struct datapath *dp, CUstream st, uint32_t word, uint32_t v);
-struct dp_queue;
-CUresult dp_own_done(struct datapath *dp, struct dp_queue *q, CUevent ev, uint32_t seq, uint64_t issued, uint64_t now);
-/* Has the word reached v (wrapping compare)? */
-static inline bool dp_word_reached(const struct datapath *dp, uint32_t word, uint32_t v)
-{
-	return (int32_t)(__atomic_load_n(&dp->words[word - 1], __ATOMIC_ACQUIRE) - v) >= 0;
-}
 
 /* Count one duration (ns) in a stage histogram. */
 void dp_hist(uint64_t *h, uint64_t ns);

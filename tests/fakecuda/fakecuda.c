@@ -740,26 +740,6 @@ CUresult cuMemHostAlloc(void **p, size_t n, unsigned int fl)
 	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned int fl)
-{
-	(void)fl;
-	*d = (CUdeviceptr)(uintptr_t)p; /* device memory is host memory at the same address */
-	return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* Written at once, as the work before it is done; after a fault the GPU writes nothing more. */
-CUresult cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t v, unsigned int fl)
-{
-	(void)s;
-	(void)fl;
-	STICKY();
-	if (!addr || addr % 4)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (pending == CUDA_SUCCESS)
-		__atomic_store_n((uint32_t *)(uintptr_t)addr, v, __ATOMIC_RELEASE);
-	return CUDA_SUCCESS;
-}
-
 CUresult cuMemFreeHost(void *p)
 {
 	free(p);
