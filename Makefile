@@ -55,7 +55,7 @@ OBJ := $(BUILD)/obj
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c \
                daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c \
-               daemon/exec/coalesce.c daemon/sched/sched.c
+               daemon/exec/coalesce.c daemon/sched/sched.c daemon/sched/fairq.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
@@ -250,7 +250,7 @@ $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/
 # includes tools/oooctl.c (its sched arithmetic is static there), so it links what oooctl links
 $(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
 $(OBJ)/tests/unit/test_oooctl_sched.o: $(BUILD)/gen/version.h
-$(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o
+$(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
 $(BUILD)/tests/test_sampler: $(OBJ)/tests/unit/test_sampler.o | $(BUILD)/libooo-sampler.so
 $(OBJ)/tests/unit/test_sampler.o: ALL_CFLAGS += -fno-omit-frame-pointer

@@ -22,6 +22,7 @@
 #include "../../bpf/telemetry.h" /* ooo_tm_bucket: the histograms of the probes and of oooctl */
 
 #include "../jit/jit.h"
+#include "../sched/fairq.h"
 #include "../sched/sched.h"
 
 #define CO_MAX_QUEUES 65536u   /* scheduler queue ids: queues of all sessions together */
@@ -74,7 +75,8 @@ struct co_class {
 };
 
 struct co_job {
-	struct co_job *next;
+	struct fairq_node q; /* first: the todo queue's node (owner: the session that made the class) */
+	struct co_job *next; /* the done list */
 	struct co_class *c;
 	CUmodule mod;
 	CUfunction fn, fnp;
@@ -135,7 +137,8 @@ struct coalescer {
 	bool thr_started, stop;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct co_job *todo, *done;
+	struct fairq todo; /* round-robin by session: one tenant's many kernels do not hold back another's */
+	struct co_job *done;
 	atomic_uint ndone;
 	struct dp_bundle *spare; /* freed bundles kept for reuse, nspare of them */
 	uint32_t nspare;
@@ -210,7 +213,7 @@ static void class_put(struct datapath *dp, struct co_class *c)
 	(void)dp;
 }
 
-static void compile_queue(struct coalescer *co, struct co_class *c)
+static void compile_queue(struct coalescer *co, struct co_class *c, uint64_t owner)
 {
 	struct co_job *j = calloc(1, sizeof(*j));
 
@@ -220,11 +223,11 @@ static void compile_queue(struct coalescer *co, struct co_class *c)
 		return;
 	}
 	j->c = c;
+	j->q.owner = owner;
 	c->refs++;
 	c->state = CLS_COMPILING;
 	pthread_mutex_lock(&co->mu);
-	j->next = co->todo;
-	co->todo = j;
+	fairq_push(&co->todo, &j->q);
 	pthread_cond_signal(&co->cv);
 	pthread_mutex_unlock(&co->mu);
 }
@@ -278,12 +281,11 @@ static void *compile_main(void *arg)
 	for (;;) {
 		struct co_job *j;
 
-		while (!co->todo && !co->stop)
+		while (!co->todo.n && !co->stop)
 			pthread_cond_wait(&co->cv, &co->mu);
 		if (co->stop)
 			break;
-		j = co->todo;
-		co->todo = j->next;
+		j = (struct co_job *)fairq_take(&co->todo); /* q is j's first member */
 		pthread_mutex_unlock(&co->mu);
 		compile_one(api, j);
 		pthread_mutex_lock(&co->mu);
@@ -493,7 +495,7 @@ void co_kernel_got(struct datapath *dp, struct dp_session *s, uint32_t module, u
 		co->classes = c;
 		co->nclasses++;
 		co->st.jit_misses++;
-		compile_queue(co, c); /* now, off the launch path: ready before the launches come, mostly */
+		compile_queue(co, c, s->id); /* now, off the launch path: ready before the launches come, mostly */
 	}
 	c->refs++;
 	s->kfuse[kernel] = c;
@@ -1446,6 +1448,14 @@ fail:
 	return r;
 }
 
+static void co_job_drop(const struct cuda_api *api, struct co_job *j)
+{
+	if (j->mod)
+		api->p_cuModuleUnload(j->mod);
+	j->c->refs--;
+	free(j);
+}
+
 void co_stop(struct datapath *dp)
 {
 	struct coalescer *co = dp->co;
@@ -1473,16 +1483,14 @@ void co_stop(struct datapath *dp)
 			co_bundle_put(dp, b);
 		}
 	}
-	for (struct co_job *lists[2] = { co->todo, co->done }, **l = lists; l < lists + 2; l++)
-		while (*l) {
-			struct co_job *j = *l;
+	for (struct fairq_node *n; (n = fairq_take(&co->todo));)
+		co_job_drop(api, (struct co_job *)n);
+	while (co->done) {
+		struct co_job *j = co->done;
 
-			*l = j->next;
-			if (j->mod)
-				api->p_cuModuleUnload(j->mod);
-			j->c->refs--;
-			free(j);
-		}
+		co->done = j->next;
+		co_job_drop(api, j);
+	}
 	while (co->classes) {
 		struct co_class *c = co->classes;
 

@@ -14,6 +14,7 @@
 #include <linux/types.h>
 
 #include "../../bpf/telemetry.h"
+#include "../../daemon/sched/fairq.h"
 #include "../../daemon/sched/sched.h"
 
 #define US 1000ull
@@ -1331,6 +1332,49 @@ static void test_streams(void **state)
 	(void)state;
 }
 
+/* The compiler's queue: round-robin over owners, an owner's newest job first; a flood does not starve. */
+static void test_fairq(void **state)
+{
+	struct fairq q = { 0 };
+	struct fairq_node n[300];
+	uint64_t got[8];
+
+	assert_null(fairq_take(&q));
+	/* owner 7 queues 256 jobs, then owners 3 and 9 one each */
+	for (int i = 0; i < 256; i++) {
+		n[i].owner = 7;
+		fairq_push(&q, &n[i]);
+	}
+	n[256].owner = 3;
+	fairq_push(&q, &n[256]);
+	n[257].owner = 9;
+	fairq_push(&q, &n[257]);
+	assert_int_equal(q.n, 258);
+	for (int i = 0; i < 4; i++)
+		got[i] = fairq_take(&q)->owner;
+	/* from last = 0: 3, then 7, then 9, then (wrapping) 7 again */
+	assert_int_equal(got[0], 3);
+	assert_int_equal(got[1], 7);
+	assert_int_equal(got[2], 9);
+	assert_int_equal(got[3], 7);
+	/* 7's newest first: what remains of 7 comes out newest to oldest */
+	{
+		struct fairq_node *j = fairq_take(&q);
+
+		assert_ptr_equal(j, &n[253]); /* 255 and 254 went above */
+	}
+	/* a newcomer is served next time round, not after the flood */
+	n[258].owner = 5;
+	fairq_push(&q, &n[258]);
+	assert_int_equal(fairq_take(&q)->owner, 5); /* last 7, nobody above it: round again, from the least */
+	assert_int_equal(fairq_take(&q)->owner, 7);
+	for (uint32_t left = q.n; left; left--)
+		assert_int_equal(fairq_take(&q)->owner, 7);
+	assert_null(fairq_take(&q));
+	assert_int_equal(q.n, 0);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1347,6 +1391,7 @@ int main(void)
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
 		cmocka_unit_test(test_tm_bucket),	  cmocka_unit_test(test_fusing_pays),
 		cmocka_unit_test(test_streams),
+		cmocka_unit_test(test_fairq),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
