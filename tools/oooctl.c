@@ -1126,6 +1126,7 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(cpu_ns);
 	SCHED_D(loops);
 	SCHED_D(work_ns);
+	SCHED_D(launch_ns);
 	SCHED_D(commands);
 	SCHED_D(param_bundles);
 	SCHED_D(take_ns);
@@ -1193,6 +1194,7 @@ struct sched_fig {
 	double cpu_pct;      /* of one core */
 	double loops_s;      /* serving loop passes */
 	double work_pct;     /* of one core: passes that moved something */
+	double launch_pct;   /* of one core: the launcher thread issuing bundles */
 	double commands_s;
 	double ns_per_command; /* work_ns / commands: the executor's CPU cost of one command */
 	double take_share, disp_share; /* of work_ns */
@@ -1222,6 +1224,7 @@ static void sched_figures(const struct ooo_sched_counters *c, uint64_t span_ns, 
 	f->cpu_pct = sched_share(c->cpu_ns, span_ns) * 100.0;
 	f->loops_s = sched_per_s(c->loops, span_ns);
 	f->work_pct = sched_share(c->work_ns, span_ns) * 100.0;
+	f->launch_pct = sched_share(c->launch_ns, span_ns) * 100.0;
 	f->commands_s = sched_per_s(c->commands, span_ns);
 	f->ns_per_command = sched_share(c->work_ns, c->commands);
 	f->take_share = sched_share(c->take_ns, c->work_ns);
@@ -1378,6 +1381,8 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_num("loops_per_s", f->loops_s, 1);
 	j_u64("work_ns", c->work_ns);
 	j_num("work_pct", f->work_pct, 2);
+	j_u64("launch_ns", c->launch_ns);
+	j_num("launch_pct", f->launch_pct, 2);
 	j_u64("commands", c->commands);
 	j_num("commands_per_s", f->commands_s, 1);
 	j_num("ns_per_command", f->ns_per_command, 1);
@@ -1537,6 +1542,8 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 		  fmt_share(b, sizeof(b), fc->cpu_pct / 100.0));
 	sched_row(&t, iv, "executor busy", iv ? fmt_share(a, sizeof(a), fd->work_pct / 100.0) : "",
 		  fmt_share(b, sizeof(b), fc->work_pct / 100.0));
+	sched_row(&t, iv, "launcher busy", iv ? fmt_share(a, sizeof(a), fd->launch_pct / 100.0) : "",
+		  fmt_share(b, sizeof(b), fc->launch_pct / 100.0));
 	ROW_RATE("loop passes/s", loops_s);
 	ROW_RATE("commands/s", commands_s);
 	sched_row(&t, iv, "busy ns/command", iv ? fmt_fig(a, sizeof(a), fd->ns_per_command, 0) : "",
@@ -3032,6 +3039,12 @@ static int do_metrics(int argc, char **argv)
 			if (sr[i].have)
 				printf("ooo_sched_executor_cpu_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
 				       (double)sr[i].c.cpu_ns / 1e9);
+		prom_family("ooo_sched_launcher_busy_seconds_total", "counter",
+			    "Time the executor's launcher thread spent issuing bundles to CUDA");
+		for (size_t i = 0; i < nsr; i++)
+			if (sr[i].have)
+				printf("ooo_sched_launcher_busy_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
+				       (double)sr[i].c.launch_ns / 1e9);
 		for (int h = 0; h < 2; h++) {
 			static const char *const hn[2] = { "ooo_sched_launch_hold_seconds", "ooo_sched_launch_latency_seconds" };
 			static const char *const hh[2] = {

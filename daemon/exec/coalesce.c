@@ -7,12 +7,15 @@
 #include "coalesce.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ooo/jit.h>
 #include <ooo/ooo.h>
@@ -43,6 +46,8 @@
 #define CO_LOOK_EARLY_NS 1000u /* a fused bundle's end is looked for from this long before its predicted end */
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
 #define CO_ISSUE_EVERY 512u    /* bundles between two measures of the executor's busy time per bundle (sched_set_issue_ns) */
+#define CO_LQ 64u              /* the launcher's queue: bundles dispatched, not yet issued or not yet looked at (> CO_SLOTS) */
+#define CO_LAUNCH_SPIN_NS 300000u /* the launcher polls this long after its last bundle before it sleeps */
 
 struct co_pmod {
 	uint32_t refs;
@@ -85,17 +90,40 @@ struct co_job {
 	char why[256];
 };
 
+/*
+ * A member of a bundle: what the launcher needs to run it alone (a bundle of
+ * one, a bundle sent unfused, or the fused launch refused), and where its
+ * launch error goes.
+ */
 struct co_member {
 	uint64_t arrival, deadline;
+	CUfunction fn;      /* the tenant's own kernel */
+	uint32_t grid[3], block[3], shmem;
+	uint32_t poff, plen; /* its parameters, in the bundle's params */
+	int32_t status;     /* the launcher's: 0, -EIO (its launch refused), -OOO_EFAULT (the context is lost) */
+	struct dp_session *s; /* for its launch error, when it asks no completion of its own */
+	uint64_t user_data;
+	uint16_t queue;
 	uint8_t cls;
+	bool notify;        /* its own completion carries its status */
 };
 
+/*
+ * A bundle. The serving thread fills it and hands it to the launcher thread
+ * (the launcher queue), which issues it to CUDA and sets `issued`; from then
+ * on the serving thread reads what the launcher wrote (fused, retried,
+ * lstatus, the members' status) and may query its events. Fields above
+ * "the launcher's" are the serving thread's alone, or written before the
+ * hand-over and only read by the launcher.
+ */
 struct dp_bundle {
 	struct dp_bundle *next;
 	uint32_t refs;
-	bool done, fused;
-	bool planned_fused; /* what the scheduler dispatched (it may have run unfused: no slot, a retry) */
+	bool done;
+	bool planned_fused; /* what the scheduler dispatched (it may have run unfused: a retry) */
+	bool fuse;          /* the launcher runs it fused (planned_fused, and it got a descriptor slot) */
 	bool waited;        /* its stream waited for another stream's bundle first (its time is not its own) */
+	bool looked;        /* the serving thread has taken the launcher's results (co_results) */
 	uint8_t stream;     /* which of the partition's streams it runs on */
 	uint64_t seq;       /* its place on that stream (bundles on one stream end in order) */
 	int32_t status;
@@ -103,6 +131,18 @@ struct dp_bundle {
 	uint64_t token, dispatch_ns, predicted_ns;
 	uint64_t expect_ns; /* fused: its end is not looked for before this (0: look on every pass) */
 	int slot;
+	/* for the launcher */
+	CUstream cstream;
+	CUfunction fn, fnp;  /* the class's fused entries (fnp: the table as the parameter; may be NULL) */
+	uint32_t nwait;
+	struct dp_bundle *after[CO_MAX_STREAMS]; /* referenced: its stream first waits for their ends */
+	unsigned char *params; /* the members' parameter blocks, copied out of their backlogs */
+	size_t pcap;
+	/* the launcher's */
+	bool fused, retried, param_table;
+	int32_t lstatus;    /* -OOO_EFAULT: the context was lost before or while it was issued (its end is not recorded) */
+	uint64_t issued_ns; /* when the launcher finished issuing it */
+	atomic_bool issued;
 	uint32_t n;
 	struct co_member m[SCHED_MAX_BUNDLE];
 };
@@ -155,12 +195,31 @@ struct coalescer {
 	uint32_t ncls;
 	struct ooo_sched_counters st;
 	uint64_t start_ns;
-	struct jit_desc_launch dl[SCHED_MAX_BUNDLE];
 	struct sched_bundle out[CO_POLL_MAX];
 	uint64_t nfused;    /* fused dispatches, for sampling their timing */
-	uint64_t issue_b0, issue_w0; /* bundles and dp->work_ns at the last measure of the issue time */
+	uint64_t issue_b0, issue_w0, issue_l0; /* bundles, dp->work_ns and launch_ns at the last measure of the issue time */
+	/*
+	 * The launcher thread: the serving thread pushes bundles at lq_tail, the
+	 * launcher issues them to CUDA in that order and moves lq_head, and the
+	 * serving thread takes their results (co_results) at lq_look. The driver
+	 * calls of a bundle (cuLaunchKernel, its event records and stream waits)
+	 * cost the serving thread nothing but the hand-over.
+	 */
+	struct dp_bundle *lq[CO_LQ];
+	uint32_t lq_look;                /* the serving thread's */
+	_Alignas(64) atomic_uint lq_tail; /* written by the serving thread */
+	atomic_int lsleep;                /* 1: the launcher sleeps (or is about to) on this futex word */
+	_Alignas(64) atomic_uint lq_head; /* written by the launcher */
+	atomic_uint_fast64_t launch_ns;   /* the launcher's busy time */
+	atomic_int lfatal;                /* a sticky CUresult the launcher met (0: none) */
+	atomic_bool lstop;
+	pthread_t lthr;
+	bool lthr_started;
+	char lfatal_why[64];
+	/* the launcher's own */
 	size_t ptab_len;    /* bytes of ptab the last bundle used (the rest is zero) */
 	_Alignas(16) unsigned char ptab[JIT_PTABLE_BYTES]; /* the table of a bundle launched with it as its parameter */
+	struct jit_desc_launch ldl[SCHED_MAX_BUNDLE];
 };
 
 /* ---- parsed modules and classes ---------------------------------------------------- */
@@ -566,19 +625,36 @@ static void bundle_events_put(struct datapath *dp, struct dp_bundle *b)
 	b->start = b->end = NULL;
 }
 
+/* The bundles b's stream waited for: referenced until the launcher has issued b. */
+static void bundle_after_put(struct datapath *dp, struct dp_bundle *b)
+{
+	for (uint32_t i = 0; i < b->nwait; i++)
+		co_bundle_put(dp, b->after[i]);
+	b->nwait = 0;
+}
+
+static void bundle_free(struct dp_bundle *b)
+{
+	if (b) {
+		free(b->params);
+		free(b);
+	}
+}
+
 void co_bundle_put(struct datapath *dp, struct dp_bundle *b)
 {
 	struct coalescer *co = dp->co;
 
 	if (!b || --b->refs)
 		return;
+	bundle_after_put(dp, b); /* a bundle never issued (co_stop) still holds them */
 	bundle_events_put(dp, b);
 	if (co->nspare < CO_SPARE) {
 		b->next = co->spare;
 		co->spare = b;
 		co->nspare++;
 	} else {
-		free(b);
+		bundle_free(b);
 	}
 }
 
@@ -587,11 +663,27 @@ uint64_t co_bundle_dispatched(const struct dp_bundle *b)
 	return b->dispatch_ns;
 }
 
-bool co_bundle_done(const struct dp_bundle *b, int32_t *status)
+bool co_bundle_done(const struct dp_bundle *b, uint32_t member, int32_t *status)
 {
 	if (b->done)
-		*status = b->status;
+		*status = b->status < 0 ? b->status : member < b->n ? b->m[member].status : 0;
 	return b->done;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+/* Until the launcher has issued b (its events exist on the GPU's timeline): a few bundles' driver calls at most. */
+static void wait_issued(const struct dp_bundle *b)
+{
+	while (!atomic_load_explicit(&b->issued, memory_order_acquire))
+		cpu_relax();
 }
 
 CUresult co_before_direct(struct datapath *dp, struct dp_queue *q)
@@ -600,8 +692,10 @@ CUresult co_before_direct(struct datapath *dp, struct dp_queue *q)
 
 	if (!dp->co || !q->last)
 		return CUDA_SUCCESS;
-	if (!q->last->done)
+	if (!q->last->done) {
+		wait_issued(q->last);
 		r = dp->api->p_cuStreamWaitEvent(q->stream, q->last->end, 0);
+	}
 	co_bundle_put(dp, q->last);
 	q->last = NULL;
 	return r;
@@ -838,17 +932,40 @@ static struct dp_bundle *bundle_new(struct coalescer *co)
 	if (b) {
 		co->spare = b->next;
 		co->nspare--;
-	} else if (!(b = malloc(sizeof(*b))))
+	} else if ((b = malloc(sizeof(*b)))) {
+		b->params = NULL; /* kept while the bundle is a spare */
+		b->pcap = 0;
+	} else {
 		return NULL;
+	}
 	b->next = NULL;
 	b->refs = 1; /* the in-flight list's */
-	b->done = b->fused = false;
-	b->status = 0;
+	b->done = b->fuse = b->waited = b->looked = false;
+	b->fused = b->retried = b->param_table = false;
+	b->status = b->lstatus = 0;
 	b->expect_ns = 0;
 	b->start = b->end = NULL;
+	b->fn = b->fnp = NULL;
 	b->slot = -1;
+	b->nwait = 0;
 	b->n = 0;
+	atomic_store_explicit(&b->issued, false, memory_order_relaxed); /* published by the launcher queue's tail */
 	return b;
+}
+
+/* Room for need bytes of the members' parameters (kept with a spare bundle). */
+static int bundle_params(struct dp_bundle *b, size_t need)
+{
+	if (need <= b->pcap)
+		return 0;
+	if (need < 4096)
+		need = 4096;
+	free(b->params);
+	b->pcap = 0;
+	if (!(b->params = malloc(need)))
+		return -ENOMEM;
+	b->pcap = need;
+	return 0;
 }
 
 static int slot_take(struct coalescer *co)
@@ -861,12 +978,41 @@ static int slot_take(struct coalescer *co)
 	return -1;
 }
 
-/* Launch b's members (queues qs, their backlog heads) as one fused kernel on st. CUDA_SUCCESS or why not. */
-static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp_queue **qs, uint32_t n, CUstream st)
+/* ---- the launcher thread --------------------------------------------------------------- */
+
+static long futex_op(atomic_int *w, int op, int val)
 {
-	struct coalescer *co = dp->co;
-	const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
-	struct co_class *c = qs[0]->s->kfuse[e0->launch.kernel];
+	return syscall(SYS_futex, (int *)w, op, val, NULL, NULL, 0);
+}
+
+/* The launcher met a sticky error: the context is lost (the serving thread sets dp->fatal from it). */
+static void launcher_fatal(struct coalescer *co, CUresult r, const char *what)
+{
+	if (atomic_load_explicit(&co->lfatal, memory_order_relaxed))
+		return;
+	snprintf(co->lfatal_why, sizeof(co->lfatal_why), "%s", what);
+	atomic_store_explicit(&co->lfatal, (int)r, memory_order_release);
+}
+
+/* Member m of b alone, on b's stream, with its own parameters. */
+static CUresult launch_member(const struct cuda_api *api, const struct dp_bundle *b, const struct co_member *m)
+{
+	size_t psize = m->plen;
+	void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, b->params + m->poff, CU_LAUNCH_PARAM_BUFFER_SIZE, &psize,
+			  CU_LAUNCH_PARAM_END };
+
+	return api->p_cuLaunchKernel(m->fn, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
+				     m->shmem, b->cstream, NULL, psize ? extra : NULL);
+}
+
+/*
+ * b's members as one launch of the class's fused kernel: the descriptor
+ * table as the launch's parameter when it fits, else copied to b's slot of
+ * device memory first.
+ */
+static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, struct dp_bundle *b)
+{
+	const struct co_member *m0 = &b->m[0];
 	unsigned char *host;
 	struct ooo_jit_args a;
 	uint32_t total = 0;
@@ -874,45 +1020,232 @@ static CUresult launch_fused(struct datapath *dp, struct dp_bundle *b, struct dp
 	CUresult r;
 	void *args[3];
 
-	if (!c || c->state != CLS_READY)
-		return CUDA_ERROR_NOT_READY;
-	for (uint32_t k = 0; k < n; k++) {
-		struct dp_queue *q = qs[k];
-		const struct ooo_sqe *e = &q->bl[q->bl_head].e;
+	for (uint32_t k = 0; k < b->n; k++) {
+		const struct co_member *m = &b->m[k];
 
-		if (q->s->kfuse[e->launch.kernel] != c) /* cannot happen: one scheduler class is one kernel */
-			return CUDA_ERROR_INVALID_VALUE;
-		co->dl[k] = (struct jit_desc_launch){ .body = 0,
-						      .grid = { e->launch.grid[0], e->launch.grid[1], e->launch.grid[2] },
-						      .params = bl_params(q, q->bl_head),
-						      .param_size = e->launch.param_len };
+		co->ldl[k] = (struct jit_desc_launch){ .body = 0,
+						       .grid = { m->grid[0], m->grid[1], m->grid[2] },
+						       .params = b->params + m->poff,
+						       .param_size = m->plen };
 	}
 	/* a table that fits goes as the launch's parameter: no copy to the device before the kernel */
-	if (c->fnp && (len = jit_desc_build(co->dl, n, co->ptab, sizeof(co->ptab), &total, NULL)) > 0) {
+	if (b->fnp && (len = jit_desc_build(co->ldl, b->n, co->ptab, sizeof(co->ptab), &total, NULL)) > 0) {
 		if ((size_t)len < co->ptab_len)
 			memset(co->ptab + len, 0, co->ptab_len - (size_t)len); /* no earlier bundle's parameters */
 		co->ptab_len = (size_t)len;
 		args[0] = co->ptab;
-		co->st.param_bundles++;
-		return dp->api->p_cuLaunchKernel(c->fnp, total, 1, 1, e0->launch.block[0], e0->launch.block[1],
-						 e0->launch.block[2], e0->launch.shmem, st, args, NULL);
+		b->param_table = true;
+		return api->p_cuLaunchKernel(b->fnp, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
+					     b->cstream, args, NULL);
 	}
-	if ((b->slot = slot_take(co)) < 0)
-		return CUDA_ERROR_NOT_READY;
 	host = co->host + (size_t)b->slot * CO_SLOT_BYTES;
-	len = jit_desc_build(co->dl, n, host, CO_SLOT_BYTES, &total, NULL);
+	len = jit_desc_build(co->ldl, b->n, host, CO_SLOT_BYTES, &total, NULL);
 	if (len < 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	jit_desc_args(host, co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, &a);
 	args[0] = &a.desc;
 	args[1] = &a.n_members;
 	args[2] = &a.uniform_blocks;
-	r = dp->api->p_cuMemcpyHtoDAsync(co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, host, (size_t)len, st);
+	r = api->p_cuMemcpyHtoDAsync(co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, host, (size_t)len, b->cstream);
 	if (r == CUDA_SUCCESS)
-		r = dp->api->p_cuLaunchKernel(c->fn, total, 1, 1, e0->launch.block[0], e0->launch.block[1],
-					      e0->launch.block[2], e0->launch.shmem, st, args, NULL);
+		r = api->p_cuLaunchKernel(b->fn, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
+					  b->cstream, args, NULL);
 	return r;
 }
+
+/*
+ * Issue b to CUDA: its stream's waits for other streams' bundles, its start
+ * (timed bundles), its members (fused, or one by one: a bundle of one, one
+ * sent unfused, or a fused launch the driver refused), its end. A member
+ * whose own launch is refused gets the error; nobody else's work is
+ * affected. After a sticky error nothing more is issued.
+ */
+static void issue_bundle(struct coalescer *co, const struct cuda_api *api, struct dp_bundle *b)
+{
+	CUresult r;
+
+	if (atomic_load_explicit(&co->lfatal, memory_order_relaxed))
+		goto lost;
+	for (uint32_t i = 0; i < b->nwait; i++) {
+		r = api->p_cuStreamWaitEvent(b->cstream, b->after[i]->end, 0);
+		if (r != CUDA_SUCCESS && !dp_sticky(r))
+			r = api->p_cuEventSynchronize(b->after[i]->end); /* the same order, kept on the host */
+		if (r != CUDA_SUCCESS) {
+			launcher_fatal(co, r, "ordering a bundle after another stream's");
+			goto lost;
+		}
+	}
+	if (b->start && (r = api->p_cuEventRecord(b->start, b->cstream)) != CUDA_SUCCESS && dp_sticky(r)) {
+		launcher_fatal(co, r, "recording a bundle's start");
+		goto lost;
+	}
+	if (b->fuse) {
+		r = launch_fused(co, api, b);
+		if (r == CUDA_SUCCESS) {
+			b->fused = true;
+		} else if (dp_sticky(r)) {
+			launcher_fatal(co, r, "launching a fused kernel");
+			goto lost;
+		} else {
+			b->retried = true; /* its members run one by one instead */
+		}
+	}
+	for (uint32_t k = 0; !b->fused && k < b->n; k++) {
+		r = launch_member(api, b, &b->m[k]);
+		if (r != CUDA_SUCCESS && dp_sticky(r)) {
+			b->m[k].status = -OOO_EFAULT;
+			launcher_fatal(co, r, "enqueue");
+			goto lost;
+		}
+		if (r != CUDA_SUCCESS)
+			b->m[k].status = -EIO;
+	}
+	if ((r = api->p_cuEventRecord(b->end, b->cstream)) != CUDA_SUCCESS) {
+		launcher_fatal(co, r, "recording a bundle's event");
+		goto lost;
+	}
+	return;
+lost:
+	b->lstatus = -OOO_EFAULT; /* its end may not be recorded: never query it */
+}
+
+struct launch_ctx {
+	struct coalescer *co;
+	const struct cuda_api *api;
+};
+
+/*
+ * The launcher: issues the bundles the serving thread pushes, in order. It
+ * polls CO_LAUNCH_SPIN_NS after its last bundle (a tenant's next kernel
+ * usually comes within microseconds), then sleeps on co->lsleep until a push
+ * wakes it.
+ */
+static void *launch_main(void *arg)
+{
+	struct launch_ctx *lc = arg;
+	struct coalescer *co = lc->co;
+	const struct cuda_api *api = lc->api;
+	uint32_t head = atomic_load_explicit(&co->lq_head, memory_order_relaxed);
+	uint64_t idle_since = dp_now_ns();
+
+	free(lc);
+	api->p_cuCtxSetCurrent(co->ctx);
+	for (;;) {
+		uint32_t tail = atomic_load_explicit(&co->lq_tail, memory_order_acquire);
+
+		if (head != tail) {
+			uint64_t t0 = idle_since = dp_now_ns();
+
+			do {
+				struct dp_bundle *b = co->lq[head % CO_LQ];
+
+				issue_bundle(co, api, b);
+				b->issued_ns = idle_since = dp_now_ns();
+				atomic_store_explicit(&b->issued, true, memory_order_release);
+				atomic_store_explicit(&co->lq_head, ++head, memory_order_release);
+			} while (head != tail);
+			atomic_fetch_add_explicit(&co->launch_ns, idle_since - t0, memory_order_relaxed);
+			continue;
+		}
+		if (atomic_load_explicit(&co->lstop, memory_order_acquire))
+			break;
+		if (dp_now_ns() - idle_since < CO_LAUNCH_SPIN_NS) {
+			cpu_relax();
+			continue;
+		}
+		atomic_store(&co->lsleep, 1);
+		atomic_thread_fence(memory_order_seq_cst); /* against the serving thread's push: one of us sees the other */
+		if (atomic_load(&co->lq_tail) == head && !atomic_load(&co->lstop))
+			futex_op(&co->lsleep, FUTEX_WAIT_PRIVATE, 1);
+		atomic_store(&co->lsleep, 0);
+		idle_since = dp_now_ns();
+	}
+	return NULL;
+}
+
+static void launcher_wake(struct coalescer *co)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&co->lsleep, memory_order_relaxed)) {
+		atomic_store(&co->lsleep, 0);
+		futex_op(&co->lsleep, FUTEX_WAKE_PRIVATE, 1);
+	}
+}
+
+static void co_results(struct datapath *dp);
+
+/* Hand b to the launcher. */
+static void launcher_push(struct datapath *dp, struct dp_bundle *b)
+{
+	struct coalescer *co = dp->co;
+	uint32_t tail = atomic_load_explicit(&co->lq_tail, memory_order_relaxed);
+
+	/* never full: bundles in flight (the scheduler's bound) are fewer than CO_LQ; this only guards the bound */
+	while (tail - co->lq_look >= CO_LQ) {
+		cpu_relax();
+		co_results(dp);
+	}
+	co->lq[tail % CO_LQ] = b;
+	atomic_store_explicit(&co->lq_tail, tail + 1, memory_order_release);
+	launcher_wake(co);
+}
+
+/*
+ * Take the results of the bundles the launcher has issued, in order: count
+ * them, post their members' launch errors (those that ask no completion of
+ * their own), release the bundles their streams waited for, and learn of a
+ * sticky error.
+ */
+static void co_results(struct datapath *dp)
+{
+	struct coalescer *co = dp->co;
+	uint32_t head = atomic_load_explicit(&co->lq_head, memory_order_acquire);
+	int lf;
+
+	while (co->lq_look != head) {
+		struct dp_bundle *b = co->lq[co->lq_look++ % CO_LQ];
+
+		if (b->fused) {
+			co->st.fused_bundles++;
+			co->st.fused_launches += b->n;
+		}
+		co->st.param_bundles += b->param_table;
+		co->st.retried += b->retried;
+		for (uint32_t k = 0; k < b->n; k++) {
+			const struct co_member *m = &b->m[k];
+
+			if (m->status < 0 && !m->notify) {
+				if (!dp_post(m->s, m->user_data, m->queue, OOO_OP_LAUNCH, m->status))
+					fprintf(stderr,
+						"oood[executor]: session %llu: completion ring full, a launch error was "
+						"lost\n",
+						(unsigned long long)m->s->id);
+				m->s->cq_dirty = true;
+			}
+		}
+		bundle_after_put(dp, b);
+		b->looked = true;
+	}
+	if ((lf = atomic_load_explicit(&co->lfatal, memory_order_acquire)) != 0)
+		dp_set_fatal(dp, (CUresult)lf, co->lfatal_why);
+}
+
+/*
+ * Until the launcher has issued everything pushed, and its results are
+ * taken: before a session or a queue goes (its bundles' members name it), or
+ * the host waits for a bundle.
+ */
+static void launcher_drain(struct datapath *dp)
+{
+	struct coalescer *co = dp->co;
+	uint32_t tail = atomic_load_explicit(&co->lq_tail, memory_order_relaxed);
+
+	while (atomic_load_explicit(&co->lq_head, memory_order_acquire) != tail)
+		cpu_relax();
+	co_results(dp);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
 
 /*
  * The stream a bundle of qs goes on. Where members' queues still have a
@@ -948,20 +1281,19 @@ static uint32_t stream_choose(struct coalescer *co, struct dp_queue *const *qs, 
 }
 
 /*
- * Order stream si after the members' earlier bundles on other streams: one
- * wait per other stream, for the latest of those bundles on it (a stream's
- * bundles end in order). *waited: whether any wait was needed.
+ * What b (on stream si) waits for first: the members' earlier bundles on
+ * other streams, the latest of them on each other stream (a stream's bundles
+ * end in order), referenced until the launcher has issued b.
  */
-static CUresult streams_join(struct datapath *dp, uint32_t si, struct dp_queue *const *qs, uint32_t n, bool *waited)
+static void streams_after(struct coalescer *co, uint32_t si, struct dp_queue *const *qs, uint32_t n,
+			  struct dp_bundle *b)
 {
-	struct coalescer *co = dp->co;
-	const struct dp_bundle *after[CO_MAX_STREAMS] = { 0 };
+	struct dp_bundle *after[CO_MAX_STREAMS] = { 0 };
 
-	*waited = false;
 	if (co->nstreams == 1)
-		return CUDA_SUCCESS;
+		return;
 	for (uint32_t k = 0; k < n; k++) {
-		const struct dp_bundle *l = qs[k]->last;
+		struct dp_bundle *l = qs[k]->last;
 
 		if (l && !l->done && l->stream != si && (!after[l->stream] || l->seq > after[l->stream]->seq))
 			after[l->stream] = l;
@@ -969,29 +1301,30 @@ static CUresult streams_join(struct datapath *dp, uint32_t si, struct dp_queue *
 	for (uint32_t x = 0; x < co->nstreams; x++) {
 		if (!after[x])
 			continue;
-		CUresult r = dp->api->p_cuStreamWaitEvent(co->str[si].stream, after[x]->end, 0);
-
-		if (r != CUDA_SUCCESS)
-			return r;
-		*waited = true;
+		after[x]->refs++;
+		b->after[b->nwait++] = after[x];
 		co->st.stream_waits++;
 	}
-	return CUDA_SUCCESS;
+	b->waited = b->nwait > 0;
 }
+
+static inline uint32_t align16(uint32_t n) { return (n + 15u) & ~15u; }
 
 static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_t now)
 {
 	struct coalescer *co = dp->co;
 	struct dp_queue *qs[SCHED_MAX_BUNDLE];
 	struct dp_bundle *b = bundle_new(co);
-	CUresult r = CUDA_SUCCESS;
 	uint32_t n = 0;
+	size_t need = 0;
 
 	for (uint32_t k = 0; k < sb->n; k++) {
 		struct dp_queue *q = sb->ids[k] < CO_MAX_QUEUES ? co->qtab[sb->ids[k]] : NULL;
 
-		if (q && q->in_sched && q->bl_len)
+		if (q && q->in_sched && q->bl_len) {
 			qs[n++] = q;
+			need += align16(q->bl[q->bl_head].e.launch.param_len);
+		}
 	}
 	/*
 	 * One fused bundle in CO_TIME_EVERY is timed by CUDA events around it
@@ -1001,13 +1334,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	bool fuse = sb->fused && n > 1, timed = fuse && co->nfused++ % CO_TIME_EVERY == 0;
 	uint32_t si = stream_choose(co, qs, n);
 	struct co_stream *cs = &co->str[si];
-	bool waited = false;
 
-	if (!b || (timed && tev_get(dp, &b->start, 1) < 0) || tev_get(dp, &b->end, timed) < 0 ||
-	    (r = streams_join(dp, si, qs, n, &waited)) != CUDA_SUCCESS ||
-	    (timed && dp->api->p_cuEventRecord(b->start, cs->stream) != CUDA_SUCCESS)) {
-		if (r != CUDA_SUCCESS && dp_sticky(r))
-			dp_set_fatal(dp, r, "ordering a bundle after another stream's");
+	if (!b || bundle_params(b, need) < 0 || (timed && tev_get(dp, &b->start, 1) < 0) ||
+	    tev_get(dp, &b->end, timed) < 0) {
 		/* no bundle record: the members run on their own streams instead */
 		for (uint32_t k = 0; k < n; k++) {
 			qs[k]->in_sched = false;
@@ -1023,70 +1352,68 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	}
 	b->token = sb->token;
 	b->planned_fused = sb->fused;
-	b->waited = waited;
 	b->stream = (uint8_t)si;
+	b->cstream = cs->stream;
 	b->dispatch_ns = now;
 	b->predicted_ns = sb->predicted_ns;
-	b->fused = false;
 	if (fuse) {
-		r = launch_fused(dp, b, qs, n, cs->stream);
-		if (r == CUDA_SUCCESS) {
-			b->fused = true;
-		} else if (dp_sticky(r)) {
-			dp_set_fatal(dp, r, "launching a fused kernel");
-		} else {
-			if (r != CUDA_ERROR_NOT_READY)
-				co->st.retried++;
-			if (b->slot >= 0)
-				co->slot_busy[b->slot] = false;
-			b->slot = -1;
+		/* one scheduler class is one kernel and shape: every member has the leader's class */
+		const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
+		struct co_class *c = qs[0]->s->kfuse[e0->launch.kernel];
+		bool same = c && c->state == CLS_READY;
+
+		for (uint32_t k = 1; same && k < n; k++)
+			same = qs[k]->s->kfuse[qs[k]->bl[qs[k]->bl_head].e.launch.kernel] == c;
+		if (same && (b->slot = slot_take(co)) >= 0) {
+			b->fuse = true;
+			b->fn = c->fn;
+			b->fnp = c->fnp;
 		}
 	}
-	for (uint32_t k = 0; k < n; k++) {
+	streams_after(co, si, qs, n, b);
+	for (uint32_t k = 0, off = 0; k < n; k++) {
 		struct dp_queue *q = qs[k];
 		struct dp_cmd *cmd = &q->bl[q->bl_head];
+		const struct ooo_sqe *e = &cmd->e;
 		struct dp_session *s = q->s;
-		int32_t merr = 0;
+		bool notify = (e->flags & OOO_SQE_NOTIFY) != 0;
 
-		if (!b->fused && !dp->fatal) {
-			size_t psize = cmd->e.launch.param_len;
-			void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, bl_params(q, q->bl_head), CU_LAUNCH_PARAM_BUFFER_SIZE,
-					  &psize, CU_LAUNCH_PARAM_END };
-
-			r = dp->api->p_cuLaunchKernel(s->funcs[cmd->e.launch.kernel], cmd->e.launch.grid[0],
-						      cmd->e.launch.grid[1], cmd->e.launch.grid[2], cmd->e.launch.block[0],
-						      cmd->e.launch.block[1], cmd->e.launch.block[2], cmd->e.launch.shmem,
-						      cs->stream, NULL, psize ? extra : NULL);
-			if (r != CUDA_SUCCESS) {
-				if (dp_sticky(r))
-					dp_set_fatal(dp, r, "enqueue");
-				merr = dp_sticky(r) ? -OOO_EFAULT : -EIO;
-				if (!(cmd->e.flags & OOO_SQE_NOTIFY))
-					member_error(dp, q, cmd, merr); /* else its completion below carries it */
-			}
-		}
-		b->m[b->n++] = (struct co_member){ .arrival = cmd->arrival_ns, .deadline = cmd->deadline_ns, .cls = q->cls };
+		b->m[b->n] = (struct co_member){ .arrival = cmd->arrival_ns,
+						 .deadline = cmd->deadline_ns,
+						 .fn = s->funcs[e->launch.kernel],
+						 .grid = { e->launch.grid[0], e->launch.grid[1], e->launch.grid[2] },
+						 .block = { e->launch.block[0], e->launch.block[1], e->launch.block[2] },
+						 .shmem = e->launch.shmem,
+						 .poff = off,
+						 .plen = e->launch.param_len,
+						 .s = s,
+						 .user_data = e->user_data,
+						 .queue = q->idx,
+						 .cls = q->cls,
+						 .notify = notify };
+		if (e->launch.param_len)
+			memcpy(b->params + off, bl_params(q, q->bl_head), e->launch.param_len);
+		off += align16(e->launch.param_len);
 		/* the queue's next work follows this bundle */
 		if (q->last)
 			co_bundle_put(dp, q->last);
 		q->last = b;
 		b->refs++;
-		if (cmd->e.flags & OOO_SQE_NOTIFY) {
+		if (notify) {
 			struct dp_pending *p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 
-			*p = (struct dp_pending){ .b = b, .user_data = cmd->e.user_data, .opcode = cmd->e.opcode,
-						  .status = merr, .notify = true, .taken_ns = cmd->arrival_ns,
+			*p = (struct dp_pending){ .b = b, .member = (uint16_t)b->n, .user_data = e->user_data,
+						  .opcode = e->opcode, .notify = true, .taken_ns = cmd->arrival_ns,
 						  .issued_ns = b->dispatch_ns };
 			b->refs++;
 			q->len++;
 			s->inflight++;
 			dp->inflight++;
 		}
+		b->n++;
 		q->in_sched = false;
 		bl_pop(co, q);
 	}
-	if (dp->api->p_cuEventRecord(b->end, cs->stream) != CUDA_SUCCESS)
-		dp_set_fatal(dp, CUDA_ERROR_UNKNOWN, "recording a bundle's event");
 	b->seq = ++cs->seq;
 	/*
 	 * A query of an event not yet reached costs ~1.3 us of driver time on
@@ -1100,7 +1427,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 * for its kernel, then launches short ones, delays the bundles' other
 	 * members by at most that.
 	 */
-	b->expect_ns = b->fused ? now + (b->predicted_ns < CO_LOOK_MAX_NS ? b->predicted_ns : CO_LOOK_MAX_NS) : 0;
+	b->expect_ns = b->fuse ? now + (b->predicted_ns < CO_LOOK_MAX_NS ? b->predicted_ns : CO_LOOK_MAX_NS) : 0;
 	if (cs->fl_tail)
 		cs->fl_tail->next = b;
 	else
@@ -1110,13 +1437,10 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	co->nflight++;
 	co->st.bundles++;
 	co->st.launches += b->n;
-	if (b->fused) {
-		co->st.fused_bundles++;
-		co->st.fused_launches += b->n;
-	}
 	if (b->n > co->st.max_members)
 		co->st.max_members = b->n;
 	co->st.parts[0].bundles++;
+	launcher_push(dp, b);
 	for (uint32_t k = 0; k < n; k++)
 		advance(dp, qs[k]);
 }
@@ -1133,9 +1457,11 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 		float ms = 0;
 		uint64_t ns = 0;
 
+		if (!b->looked)
+			break; /* not issued yet, or its results not taken (co_results) */
 		if (b->expect_ns && now + CO_LOOK_EARLY_NS < b->expect_ns)
 			break; /* predicted to run a while yet (bundles end in order: the later ones too) */
-		r = dp->api->p_cuEventQuery(b->end);
+		r = b->lstatus < 0 ? CUDA_ERROR_LAUNCH_FAILED : dp->api->p_cuEventQuery(b->end);
 		if (r == CUDA_ERROR_NOT_READY)
 			break;
 		if (r != CUDA_SUCCESS) {
@@ -1147,8 +1473,10 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 				dp_hist(dp->gpu_hist, ns);
 			}
 		} else if (!b->fused && !b->waited) {
-			/* a stream's bundles end in order: this one ran since the later of its dispatch and the last end seen */
-			ns = now - (b->dispatch_ns > cs->last_end_ns ? b->dispatch_ns : cs->last_end_ns);
+			/* a stream's bundles end in order: this one ran since the later of its issue and the last end seen */
+			ns = now - (b->issued_ns > cs->last_end_ns ? b->issued_ns : cs->last_end_ns);
+			if ((int64_t)ns < 0)
+				ns = 0;
 		}
 		cs->last_end_ns = now;
 		/*
@@ -1221,22 +1549,42 @@ bool co_progress(struct datapath *dp, uint64_t now)
 		/* a dispatch moved its members' next launches into the window: poll again (in-flight slots bound it) */
 	} while (nb > 0 && !dp->fatal);
 	if (co->nstreams > 1 && co->st.bundles - co->issue_b0 >= CO_ISSUE_EVERY) {
-		/* the serving loop's busy time per bundle: what issuing one costs, all of its commands included */
-		if (dp->work_ns > co->issue_w0)
-			sched_set_issue_ns(co->sched, (dp->work_ns - co->issue_w0) / (co->st.bundles - co->issue_b0));
+		/*
+		 * What issuing one bundle costs: the serving loop's busy time per
+		 * bundle (all of its commands included) or the launcher's (the
+		 * driver calls), whichever is more: the two run side by side.
+		 */
+		uint64_t bn = co->st.bundles - co->issue_b0, l = atomic_load_explicit(&co->launch_ns, memory_order_relaxed);
+		uint64_t w = dp->work_ns > co->issue_w0 ? (dp->work_ns - co->issue_w0) / bn : 0;
+		uint64_t li = (l - co->issue_l0) / bn;
+
+		if (w || li)
+			sched_set_issue_ns(co->sched, w > li ? w : li);
 		co->issue_b0 = co->st.bundles;
 		co->issue_w0 = dp->work_ns;
+		co->issue_l0 = l;
 	}
 	return moved;
 }
 
-bool co_reap(struct datapath *dp, uint64_t now) { return dp->co ? reap_bundles(dp, now) : false; }
+bool co_reap(struct datapath *dp, uint64_t now)
+{
+	if (!dp->co)
+		return false;
+	co_results(dp);
+	return reap_bundles(dp, now);
+}
 
 bool co_busy(const struct datapath *dp)
 {
 	const struct coalescer *co = dp->co;
 
 	return co && (co->nflight || co->bl_head);
+}
+
+uint64_t co_launch_ns(const struct datapath *dp)
+{
+	return dp->co ? atomic_load_explicit(&dp->co->launch_ns, memory_order_relaxed) : 0;
 }
 
 /* ---- queues and sessions ------------------------------------------------------------- */
@@ -1298,6 +1646,7 @@ void co_queue_destroy(struct datapath *dp, struct dp_queue *q)
 	if (!co)
 		return;
 	queue_flush(dp, q);
+	launcher_drain(dp); /* its bundles' members name it: their launch errors are posted before it goes */
 	bl_unlist(co, q);
 	if (q->gid != UINT32_MAX) {
 		co->qtab[q->gid] = NULL;
@@ -1347,11 +1696,13 @@ void co_flush_session(struct datapath *dp, struct dp_session *s)
 			any = true;
 		}
 	}
+	/* its bundles' members name it (launch errors): the launcher's results first */
+	launcher_drain(dp);
 	/* wait for this session's bundles only (the others' ahead of them on the stream, in order) */
 	for (int i = 0; any && i < DP_MAX_QUEUES; i++) {
 		struct dp_queue *q = s->queues[i];
 
-		if (q && q->last && !q->last->done)
+		if (q && q->last && !q->last->done && q->last->lstatus == 0)
 			dp->api->p_cuEventSynchronize(q->last->end);
 	}
 }
@@ -1440,6 +1791,24 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		goto fail;
 	}
 	co->thr_started = true;
+	{
+		struct launch_ctx *lc = malloc(sizeof(*lc));
+
+		if (!lc) {
+			r = -ENOMEM;
+			snprintf(why, cap, "out of memory");
+			goto fail;
+		}
+		lc->co = co;
+		lc->api = api;
+		if ((r = pthread_create(&co->lthr, NULL, launch_main, lc)) != 0) {
+			free(lc);
+			snprintf(why, cap, "cannot start the launcher thread: %s", strerror(r));
+			r = -r;
+			goto fail;
+		}
+		co->lthr_started = true;
+	}
 	co->ncls = 0;
 	co->start_ns = dp_now_ns();
 	return 0;
@@ -1463,6 +1832,14 @@ void co_stop(struct datapath *dp)
 
 	if (!co)
 		return;
+	if (co->lthr_started) {
+		/* it issues what was pushed, then stops */
+		atomic_store_explicit(&co->lstop, true, memory_order_release);
+		atomic_store(&co->lsleep, 0);
+		futex_op(&co->lsleep, FUTEX_WAKE_PRIVATE, 1);
+		pthread_join(co->lthr, NULL);
+		co_results(dp);
+	}
 	if (co->thr_started) {
 		pthread_mutex_lock(&co->mu);
 		co->stop = true;
@@ -1501,7 +1878,7 @@ void co_stop(struct datapath *dp)
 		struct dp_bundle *b = co->spare;
 
 		co->spare = b->next;
-		free(b);
+		bundle_free(b);
 	}
 	co->nspare = 0;
 	for (int k = 0; k < 2; k++) {
@@ -1543,6 +1920,7 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	out->commands = dp->commands;
 	out->take_ns = dp->take_ns;
 	out->dispatch_ns = dp->dispatch_ns;
+	out->launch_ns = co_launch_ns(dp);
 	memcpy(out->cmd_submit_hist, dp->submit_hist, sizeof(out->cmd_submit_hist));
 	memcpy(out->cmd_queue_hist, dp->queue_hist, sizeof(out->cmd_queue_hist));
 	memcpy(out->cmd_run_hist, dp->run_hist, sizeof(out->cmd_run_hist));

@@ -68,7 +68,12 @@ CUresult co_before_direct(struct datapath *dp, struct dp_queue *q);
  * (referenced) or NULL.
  */
 struct dp_bundle *co_follow(struct datapath *dp, struct dp_queue *q);
-bool co_bundle_done(const struct dp_bundle *b, int32_t *status);
+/*
+ * Whether b has completed, and then the status of member `member` (its own
+ * launch's error, or the bundle's fault; a member index out of range, as
+ * for a command that follows the bundle: the bundle's fault only).
+ */
+bool co_bundle_done(const struct dp_bundle *b, uint32_t member, int32_t *status);
 /* When the bundle went to CUDA (dp_now_ns). */
 uint64_t co_bundle_dispatched(const struct dp_bundle *b);
 void co_bundle_put(struct datapath *dp, struct dp_bundle *b); /* accepts NULL */
@@ -82,6 +87,8 @@ bool co_reap(struct datapath *dp, uint64_t now);
 bool co_progress(struct datapath *dp, uint64_t now);
 /* Work held or in flight: the executor must keep polling. */
 bool co_busy(const struct datapath *dp);
+/* The launcher thread's busy time so far (ns): issuing bundles to CUDA. */
+uint64_t co_launch_ns(const struct datapath *dp);
 void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_counters *out);
 
 #endif

@@ -53,6 +53,7 @@ struct dp_pending {
 	uint64_t issued_ns;   /* issued to CUDA (its bundle dispatched) */
 	uint64_t user_data;
 	int32_t status;
+	uint16_t member;      /* with b: the command's place among b's members (UINT16_MAX: it follows b) */
 	uint8_t opcode;
 	bool notify;
 };

@@ -383,6 +383,7 @@ struct ooo_sched_counters {
 	uint64_t submit_stamp_bad; /* stamps more than 10 s from the executor's clock: not in cmd_submit_hist */
 	uint64_t unfused_nopay;  /* bundles of 2+ sent unfused: the fused kernel was predicted slower than its members alone */
 	uint64_t stream_waits;   /* waits a stream made for another stream's bundle (a queue's order across streams) */
+	uint64_t launch_ns;      /* the launcher thread's busy time: issuing bundles to CUDA (driver calls) */
 };
 
 struct ooo_sched_rec {

@@ -20,8 +20,14 @@
  * and like the real driver's, the fault is sticky: the next query or
  * synchronize sees it (the kernel ran after its launch returned), and from
  * then on every launch, copy, record, query or synchronize of the process
- * fails with CUDA_ERROR_ILLEGAL_ADDRESS. Tests that need a kernel's result run on the
- * GPU machine.
+ * fails with CUDA_ERROR_ILLEGAL_ADDRESS. With FAKECUDA_REFUSE=1 in the
+ * environment, launches are refused (errors that leave the context usable)
+ * in two cases: a fused kernel of the executor (an entry named ooo_fused*),
+ * as when a fused kernel needs more registers than its block shape allows
+ * (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), and a launch whose last parameter
+ * is the 32-bit word 0x7e7e7e7e (CUDA_ERROR_INVALID_VALUE): the executor's
+ * fallback from a fused launch to its members, one of which is refused.
+ * Tests that need a kernel's result run on the GPU machine.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,8 +62,9 @@ struct fake_alloc {
 };
 
 static int inited;
-static CUresult sticky;  /* CUDA_SUCCESS, or the fault every later call reports */
-static CUresult pending; /* a fault not seen yet: the next query or synchronize sees it (it ran after the launch) */
+/* atomic: the executor calls the driver from its serving thread and its launcher thread */
+static _Atomic CUresult sticky;  /* CUDA_SUCCESS, or the fault every later call reports */
+static _Atomic CUresult pending; /* a fault not seen yet: the next query or synchronize sees it (it ran after the launch) */
 
 static CUresult seen(void)
 {
@@ -671,6 +678,19 @@ CUresult cuFuncGetParamInfo(CUfunction fn, size_t index, size_t *off, size_t *si
 	return CUDA_SUCCESS;
 }
 
+/* FAKECUDA_REFUSE=1: refuse fused launches and launches marked 0x7e7e7e7e (see the top) */
+static int refusing(void)
+{
+	static _Atomic int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("FAKECUDA_REFUSE");
+
+		on = e && !strcmp(e, "1");
+	}
+	return on;
+}
+
 /* The bytes of parameter i of a launch, from kernelParams or the extra buffer; NULL if not given. */
 static const unsigned char *param_bytes(const struct fake_func *f, uint32_t i, void **params, void **extra)
 {
@@ -694,6 +714,17 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (refusing()) {
+		const unsigned char *p = f->nparams && f->size[f->nparams - 1] == 4
+						 ? param_bytes(f, f->nparams - 1, params, extra)
+						 : NULL;
+		uint32_t v = 0;
+
+		if (!strncmp(f->name, "ooo_fused", 9))
+			return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+		if (p && (memcpy(&v, p, sizeof(v)), v == 0x7e7e7e7eu))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
 	/* kernels do not run here; one that would dereference a null-page pointer faults (see the top) */
 	for (uint32_t i = 0; i < f->nparams; i++) {
 		const unsigned char *p = f->size[i] == 8 ? param_bytes(f, i, params, extra) : NULL;

@@ -13,6 +13,10 @@
  *                                for 300 rounds: every launch accepted and every sync
  *                                clean (the results are not read: tests/fakecuda, where
  *                                this runs in CI, runs no kernel); prints "ok"
+ *   dp_check SOCK refused        as launches (100 rounds), but session 0's 5th launch of each
+ *                                round is marked 0x7e7e7e7e, which tests/fakecuda refuses
+ *                                with FAKECUDA_REFUSE=1 (as it refuses every fused launch):
+ *                                session 0's syncs get -EIO, every other sync is clean
  *   dp_check SOCK shapes         one session launches one fusible kernel in 9 block shapes,
  *                                then the 9th again, another session in a 10th shape: the
  *                                first can add 8 of the class's shapes, so its 9th shape's two
@@ -276,16 +280,21 @@ static int kt_open(const char *sock, size_t size, struct ktenant *t, int i)
 	return -1;
 }
 
-/* k0 on t's buffer: `blocks` blocks of `threads` threads */
-static int kt_launch(struct ktenant *t, uint32_t blocks, uint32_t threads)
+/* k0 on t's buffer: `blocks` blocks of `threads` threads, n (unused by k0) the mark */
+static int kt_launch_n(struct ktenant *t, uint32_t blocks, uint32_t threads, uint32_t n)
 {
 	const uint32_t grid[3] = { blocks, 1, 1 }, block[3] = { threads, 1, 1 };
 	struct {
 		uint64_t x;
 		uint32_t n;
-	} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(t->b), threads };
+	} __attribute__((packed, aligned(8))) p = { ooo_buf_addr(t->b), n };
 
 	return ooo_launch(t->q, t->k, grid, block, 0, &p, 12);
+}
+
+static int kt_launch(struct ktenant *t, uint32_t blocks, uint32_t threads)
+{
+	return kt_launch_n(t, blocks, threads, threads);
 }
 
 static int launches(const char *sock)
@@ -307,6 +316,41 @@ static int launches(const char *sock)
 		kt_close(&t[i]);
 	if (!fails)
 		printf("ok: %d launches from %d sessions, every sync clean\n", SESSIONS * PER_ROUND * ROUNDS, SESSIONS);
+	return fails != 0;
+}
+
+/*
+ * One tenant's launch refused inside bundles: as `launches`, but every
+ * round session 0's 5th launch carries the mark 0x7e7e7e7e, which the
+ * stand-in driver refuses with FAKECUDA_REFUSE=1 (as it refuses every
+ * fused launch there, so bundles fall back to their members one by one).
+ * Session 0's sync gets the error of its own launch (-EIO); every other
+ * session's sync is clean. Meaningful on tests/fakecuda only.
+ */
+static int refused(const char *sock)
+{
+	enum { SESSIONS = 8, PER_ROUND = 10, ROUNDS = 100 };
+	struct ktenant t[SESSIONS];
+	int r, n = 0;
+
+	while (n < SESSIONS && kt_open(sock, 1024, &t[n], n) == 0)
+		n++;
+	for (int round = 0; round < ROUNDS && !fails; round++) {
+		for (int i = 0; i < SESSIONS; i++)
+			for (int j = 0; j < PER_ROUND && !fails; j++)
+				CHECK((r = kt_launch_n(&t[i], 2, 128, i == 0 && j == 4 ? 0x7e7e7e7eu : 128)) == 0,
+				      "launch %d.%d: %d", round, i, r);
+		for (int i = 0; i < SESSIONS && !fails; i++) {
+			r = ooo_queue_sync(t[i].q, 10000);
+			CHECK(r == (i ? 0 : -EIO), "sync %d.%d: %d (%s), not %d", round, i, r, ooo_strerror(r),
+			      i ? 0 : -EIO);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		kt_close(&t[i]);
+	if (!fails)
+		printf("ok: %d rounds: session 0's refused launch failed its sync with -EIO, every other sync clean\n",
+		       ROUNDS);
 	return fails != 0;
 }
 
@@ -571,12 +615,14 @@ int main(int argc, char **argv)
 		return shapes(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "launches"))
 		return launches(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "refused"))
+		return refused(argv[1]);
 	if ((argc == 3 || (argc == 4 && !strcmp(argv[3], "noresults"))) && !strcmp(argv[2], "order"))
 		return order(argv[1], argc == 3);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | order [noresults] | shapes | threads | bw LIBCUDA MB\n");
+	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | refused | order [noresults] | shapes | threads | bw LIBCUDA MB\n");
 	return 2;
 }

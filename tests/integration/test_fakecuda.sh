@@ -11,7 +11,8 @@
 # waits), the per-session caps on fusion classes (128) and on a class's
 # shapes (8), a faulting kernel (OOO_EFAULT for its tenant, the executor
 # replaced, a neighbour's buffer intact), bundles sent unfused when fusing does not pay (every timed
-# bundle made to measure 2 ms), a buffer that survives a SIGKILL of the executor and is mapped
+# bundle made to measure 2 ms), fused launches the driver refuses (each bundle's members then run one
+# by one, and one tenant's own refused launch fails only its sync), a buffer that survives a SIGKILL of the executor and is mapped
 # again by the next one, a SIGKILLed tenant's charge returned, and an
 # allocation over mem_limit refused. The same checks run on the GPU machine
 # (tests/gpu) with the real driver.
@@ -127,5 +128,17 @@ c0=0
 d=$(settle 1 unfused_nopay)
 [ "$d" -gt 0 ] || fail "no bundle went unfused although every fused one measured 2 ms: $($ctl sched 2>&1 | head -24)"
 ok "fusing that does not pay: $d bundles sent unfused ($(echo "$out" | tail -1))"
+fake_stop
+
+# fused launches refused by the driver (FAKECUDA_REFUSE=1: as a fused kernel needing more registers
+# than its block allows): each bundle's members run one by one instead, and one tenant's own refused
+# launch fails only that tenant's sync
+FAKECUDA_REFUSE=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n'
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" refused 2>&1) || fail "dp_check refused: $out"
+c0=0
+d=$(settle 1 retried)
+[ "$d" -gt 0 ] || fail "no bundle was retried unfused although every fused launch was refused: $($ctl sched 2>&1 | head -24)"
+[ "$(counter fused_launches)" -eq 0 ] || fail "fused launches counted although the driver refused every one"
+ok "fused launches refused: $d bundles ran their members one by one ($(echo "$out" | tail -1))"
 fake_stop
 echo "$passed passed, 0 failed"

@@ -56,6 +56,7 @@ static void mk(struct ooo_sched_counters *c, uint64_t start_ns, uint64_t snap_ns
 	c->cpu_ns = k * 250 * MS;
 	c->loops = 1000 * k;
 	c->work_ns = k * 100 * MS;
+	c->launch_ns = k * 150 * MS;
 	c->commands = 500 * k;
 	c->max_members = 8 + (uint32_t)k;
 	c->nclasses = 2;
@@ -122,6 +123,7 @@ static void test_delta_one_run(void **state)
 	assert_int_equal(d.cpu_ns, 500 * MS);
 	assert_int_equal(d.loops, 2000);
 	assert_int_equal(d.work_ns, 200 * MS);
+	assert_int_equal(d.launch_ns, 300 * MS);
 	assert_int_equal(d.commands, 1000);
 	/* maxima are the later snapshot's, not differences */
 	assert_int_equal(d.max_members, 11);
@@ -151,6 +153,7 @@ static void test_delta_one_run(void **state)
 	assert_near(f.cpu_pct, 25.0); /* 0.5 s of CPU in 2 s */
 	assert_near(f.loops_s, 1000.0);
 	assert_near(f.work_pct, 10.0);
+	assert_near(f.launch_pct, 15.0); /* the launcher: 300 ms in 2 s */
 	assert_near(f.commands_s, 500.0);
 	assert_near(f.ns_per_command, 200000.0); /* 200 ms of work over 1000 commands */
 	assert_int_equal(f.nclasses, 2);
