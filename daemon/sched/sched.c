@@ -667,7 +667,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				s->st.dispatch_nopay++;
 			}
 			b->predicted_ns = pred;
-			b->token = ++s->next_token;
+			/* the flight's index in the low bits: sched_complete finds it at once */
+			b->token = ++s->next_token << 16 | (uint64_t)(f - s->flights);
 			f->used = true;
 			f->token = b->token;
 			f->partition = p;
@@ -722,13 +723,13 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 
 int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now)
 {
-	uint32_t nf = s->cfg.partitions * s->cfg.max_inflight;
+	uint32_t nf = s->cfg.partitions * s->cfg.max_inflight, i = (uint32_t)(token & 0xffff);
 
-	for (uint32_t i = 0; i < nf; i++) {
+	if (i < nf) {
 		struct flight *f = &s->flights[i];
 
 		if (!f->used || f->token != token)
-			continue;
+			return -ENOENT;
 		s->quiet = false;
 		for (uint32_t k = 0; k < f->n; k++) {
 			struct queue *q = &s->queues[f->queues[k]];

@@ -201,18 +201,23 @@ static void test_work_conserving(void **state)
 static void test_compile_fallback(void **state)
 {
 	struct sched *s = mk(8, 8, 1);
+	uint64_t tok[4];
 
 	for (uint32_t q = 0; q < 4; q++)
 		sub(s, q, q, K, 2, 1000 * US);
 	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 4);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		assert_false(out[i].fused);
+		tok[i] = out[i].token;
+	}
 	assert_int_equal(sched_class_ready(s, K, true), 0);
 	for (uint32_t q = 0; q < 3; q++)
 		sub(s, 10 + q, q, K, 2, 1000 * US);
 	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 0); /* 4 in flight, 6 of 8 blocks, slack left: held */
-	for (uint64_t t = 1; t <= 4; t++)
-		assert_int_equal(sched_complete(s, t, 10 * US, 0), 0);
+	assert_int_equal(sched_complete(s, tok[0] ^ 1u << 16, 10 * US, 0), -ENOENT); /* not a token it gave */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sched_complete(s, tok[i], 10 * US, 0), 0);
+	assert_int_equal(sched_complete(s, tok[0], 10 * US, 0), -ENOENT); /* completed already */
 	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1); /* idle: goes */
 	assert_int_equal(out[0].n, 3);
 	assert_true(out[0].fused);
