@@ -53,9 +53,9 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
-               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c \
+               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/parts.c daemon/partplan.c \
                daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c \
-               daemon/exec/coalesce.c daemon/sched/sched.c daemon/sched/fairq.c
+               daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
@@ -63,7 +63,7 @@ POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_ldcache test_mps test_fence test_place test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
+UNIT_TESTS  := test_wire test_partplan test_ldcache test_mps test_fence test_place test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -237,6 +237,7 @@ $(BUILD)/ooo-bench: $(BENCH_OBJS) $(BUILD)/libooo.a
 # ---- tests -----------------------------------------------------------------
 $(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(BUILD)/libooo.a
 $(BUILD)/tests/test_policy: $(OBJ)/tests/unit/test_policy.o $(POLICY_OBJS)
+$(BUILD)/tests/test_partplan: $(OBJ)/tests/unit/test_partplan.o $(OBJ)/daemon/partplan.o $(POLICY_OBJS)
 $(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/registry.o $(POLICY_OBJS) $(OBJ)/client/wire.o
 $(BUILD)/tests/test_ring: $(OBJ)/tests/unit/test_ring.o $(OBJ)/client/ring.o
 $(BUILD)/tests/test_ldcache: $(OBJ)/tests/unit/test_ldcache.o $(OBJ)/daemon/ldcache.o

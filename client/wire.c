@@ -23,6 +23,14 @@ _Static_assert(sizeof(struct ooo_sched_rec) != sizeof(struct ooo_device_rec) &&
 		       sizeof(struct ooo_sched_rec) != sizeof(struct ooo_tenant_rec) &&
 		       sizeof(struct ooo_sched_rec) != sizeof(struct ooo_session_rec),
 	       "check_list tells records apart by size");
+_Static_assert(sizeof(struct ooo_part_gpu_rec) % 8 == 0, "no tail padding");
+_Static_assert(sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_sched_rec) &&
+		       sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_device_rec) &&
+		       sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_tenant_rec) &&
+		       sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_session_rec) &&
+		       sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_proc_rec) &&
+		       sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_lease_rec),
+	       "check_list tells records apart by size");
 _Static_assert(OOO_MSG_MAX >= sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_status), "status fits");
 
 static bool has_nul(const char *field, size_t cap)
@@ -69,6 +77,8 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_EVICT: return "evict";
 	case OOO_MSG_MPS: return "mps";
 	case OOO_MSG_MPS_RUN: return "mps run";
+	case OOO_MSG_PARTITIONS: return "partitions";
+	case OOO_MSG_PARTITION_SET: return "partition set";
 	default: return "unknown";
 	}
 }
@@ -211,6 +221,14 @@ static int check_request(const struct wire_msg *m, const char **why)
 		}
 		return 0;
 	}
+	case OOO_MSG_PARTITION_SET: {
+		const struct ooo_msg_partition_set *r = p;
+		if (n != sizeof(*r) || !FIELD_OK(r, class_name) || r->reset > 1 || (r->reset && r->sms)) {
+			*why = "partition set: bad size, class name not NUL-terminated, or reset with SMs";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_BYE:
 	case OOO_MSG_STATUS:
 	case OOO_MSG_RELOAD:
@@ -226,7 +244,8 @@ static int check_request(const struct wire_msg *m, const char **why)
 	case OOO_MSG_DEVICES:
 	case OOO_MSG_SCHED:
 	case OOO_MSG_PROCS:
-	case OOO_MSG_LEASES: {
+	case OOO_MSG_LEASES:
+	case OOO_MSG_PARTITIONS: {
 		const struct ooo_msg_list_req *r = p;
 		if (n != sizeof(*r) || r->reserved) {
 			*why = "list request payload has the wrong size";
@@ -263,6 +282,19 @@ static int check_list(const struct wire_msg *m, size_t rec_size, const char **wh
 				goto bad_rec;
 			for (uint32_t k = 0; k < OOO_SCHED_CLASSES; k++)
 				if (!FIELD_OK(&sr.c.classes[k], name))
+					goto bad;
+			for (uint32_t k = 0; k < OOO_SCHED_PARTITIONS; k++)
+				if (!FIELD_OK(&sr.c.parts[k], name))
+					goto bad;
+		} else if (rec_size == sizeof(struct ooo_part_gpu_rec)) {
+			struct ooo_part_gpu_rec pg;
+			memcpy(&pg, rec, sizeof(pg));
+			if (pg.n > OOO_PART_MAX)
+				goto bad_rec;
+			if (!FIELD_OK(&pg, reason))
+				goto bad;
+			for (uint32_t k = 0; k < OOO_PART_MAX; k++)
+				if (!FIELD_OK(&pg.p[k], class_name))
 					goto bad;
 		} else if (rec_size == sizeof(struct ooo_device_rec)) {
 			struct ooo_device_rec d;
@@ -408,6 +440,17 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return check_list(m, sizeof(struct ooo_proc_rec), why);
 	case OOO_MSG_LEASES:
 		return check_list(m, sizeof(struct ooo_lease_rec), why);
+	case OOO_MSG_PARTITIONS:
+		return check_list(m, sizeof(struct ooo_part_gpu_rec), why);
+	case OOO_MSG_PARTITION_SET: {
+		const struct ooo_msg_partition_set_reply *r = p;
+		EXACT(*r);
+		if (!FIELD_OK(r, msg)) {
+			*why = "partition set reply text is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_LEASE: {
 		const struct ooo_msg_lease *l = p;
 		EXACT(*l);

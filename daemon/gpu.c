@@ -266,6 +266,7 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	g->reason[0] = '\0';
 	buffers_gpu_ready(srv, g->idx);
 	dpath_gpu_ready(srv, g->idx);
+	parts_gpu_ready(srv, g);
 	log_info("gpu%u: %s, %u SMs, compute %u.%u, %.1f GiB, driver %d.%d, executor pid %d", g->idx, g->info.name,
 		 g->info.sm_count, g->info.cc_major, g->info.cc_minor, (double)g->info.mem_total / (1 << 30),
 		 g->info.driver_version / 1000, g->info.driver_version % 1000 / 10, (int)g->pid);
@@ -345,8 +346,14 @@ static void on_stats(struct gpu *g, const void *payload, size_t plen)
 		c->classes[i].name[sizeof(c->classes[i].name) - 1] = '\0';
 		wire_sanitize(c->classes[i].name);
 	}
-	for (uint32_t i = c->npartitions; i < OOO_SCHED_PARTITIONS; i++)
-		memset(&c->parts[i], 0, sizeof(c->parts[i]));
+	for (uint32_t i = 0; i < OOO_SCHED_PARTITIONS; i++) {
+		if (i >= c->npartitions) {
+			memset(&c->parts[i], 0, sizeof(c->parts[i]));
+			continue;
+		}
+		c->parts[i].name[sizeof(c->parts[i].name) - 1] = '\0';
+		wire_sanitize(c->parts[i].name);
+	}
 	g->have_stats = true;
 	g->stats_ns = server_now_ns();
 }
@@ -402,6 +409,8 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 			   type == (EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY) ||
 			   type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
 			dpath_on_xreply(srv, idx, type, payload);
+		} else if (type == (EXEC_MSG_PARTITIONS | OOO_MSG_REPLY)) {
+			parts_on_reply(srv, g, payload);
 		} else if (type == (EXEC_MSG_ATTACH | OOO_MSG_REPLY) || type == (EXEC_MSG_DETACH | OOO_MSG_REPLY) ||
 			   type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY)) {
 			struct exec_mem_reply r;

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "exec/exec_proto.h"
+#include "parts.h"
 
 #define GPU_MAX 64
 #define GPU_BACKOFF_MIN_MS 1000u
@@ -53,6 +54,7 @@ struct gpu {
 	uint64_t stats_warn_ns; /* last warning about an unusable one; kept across restarts */
 	uint32_t stats_dropped; /* unusable ones since that warning */
 	struct ooo_sched_counters stats;
+	struct gpu_parts parts; /* the SM partition plan sent to the running executor, and its answer */
 	char reason[OOO_ERRMSG_MAX];
 	unsigned char rbuf[4096];
 	struct msghdr rmsg;

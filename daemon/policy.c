@@ -59,7 +59,7 @@ enum key_field {
 	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_STREAMS,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
-	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
+	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
 	F_MPS_ENABLED, F_MPS_CONTROL, F_MPS_MULTIUSER, F_MPS_EXEC_CLIENT, F_MPS_MAX_CLIENTS, F_MPS_EXEC_RESERVE,
 	F_MPS_EVICT_GRACE, F_MPS_STOP_GRACE, F_MPS_DEVICES, F_MPS_FEEDBACK, F_MPS_FEEDBACK_STEP,
 	F_TM_ENABLED, F_TM_ALL, F_TM_LAUNCH, F_TM_LIBCUDA, F_TM_SLOW, F_TM_MAXPROCS, F_TM_MAXTRACKED, F_TM_RINGBUF,
@@ -103,6 +103,7 @@ static const struct key_def class_keys[] = {
 	{ "max_inflight", F_INFLIGHT, T_U32, 0, 1048576 },
 	{ "trace_launches", F_TRACE_LAUNCHES, T_BOOL, 0, 0 },
 	{ "binary_modules", F_BINARY_MODULES, T_BOOL, 0, 0 },
+	{ "partition", F_PARTITION, T_BOOL, 0, 0 },
 	{ "native_sm", F_NATIVE_SM, T_U32, 1, 100 },
 	{ "native_mem", F_NATIVE_MEM, T_SIZE, 1, MAX_SIZE_LIMIT },
 	{ "native_priority", F_NATIVE_PRIO, T_LPRIO, 0, 0 },
@@ -592,6 +593,8 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			cls->trace_launches = b;
 		else if (k->field == F_BINARY_MODULES)
 			cls->binary_modules = b;
+		else if (k->field == F_PARTITION)
+			cls->partition = b;
 		else if (k->field == F_MPS_MULTIUSER)
 			p->mps.multiuser = b;
 		else if (k->field == F_MPS_EXEC_CLIENT)
@@ -1141,6 +1144,23 @@ int policy_parse(const char *text, size_t len, const char *source, struct policy
 	rc = ini_parse_stream(reader, &c, handler, &c);
 	finish_line(&c);
 	end_section(&c);
+	if (!c.failed && rc == 0) {
+		/* reserved partitions: the executor has POLICY_MAX_PARTITIONS, and the shared one must keep SMs */
+		uint32_t np = 0, share = 0;
+
+		for (size_t i = 0; i < c.p->nclasses; i++)
+			if (c.p->classes[i].partition) {
+				np++;
+				share += c.p->classes[i].sm_share;
+			}
+		if (np > POLICY_MAX_PARTITIONS)
+			fail(&c, 0, -EINVAL, "%u classes have partition = yes: at most %u may", np, POLICY_MAX_PARTITIONS);
+		else if (np && share >= 100)
+			fail(&c, 0, -EINVAL,
+			     "the classes with partition = yes reserve %u%% of each GPU's SMs (sm_share): the other "
+			     "classes need some",
+			     share);
+	}
 	/* inih saw an error we did not record: fall back to a generic reason */
 	if (rc > 0 && (!c.failed || rc < err->line)) {
 		c.failed = false;

@@ -22,6 +22,7 @@
 #define POLICY_MAX_FILE (1u << 20)
 #define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
 #define POLICY_STREAMS_DEFAULT 4 /* [daemon] streams: an executor's bundles run on that many streams */
+#define POLICY_MAX_PARTITIONS 7  /* classes with partition = yes (the executor's reserved partitions; the shared one besides) */
 
 enum policy_log_level { POLICY_LOG_ERR = 3, POLICY_LOG_WARN = 4, POLICY_LOG_INFO = 6, POLICY_LOG_DEBUG = 7 };
 
@@ -39,6 +40,7 @@ struct ooo_class {
 	uint64_t limit[OOO_RES_COUNT]; /* per tenant, indexed by enum ooo_res */
 	bool trace_launches; /* telemetry: uprobe its sessions' cuLaunchKernel calls (default no) */
 	bool binary_modules; /* may load CUBIN and FATBIN modules (default yes): the JIT cannot analyse or fence them */
+	bool partition;      /* its bundles run on SMs reserved for it: sm_share percent of each GPU (default no) */
 	/* native tenants (ooo-run leases, daemon/lease.c) */
 	uint32_t native_sm;       /* share of a lease that asks for none; default 25; never above sm_share */
 	uint64_t native_mem;      /* pinned device memory limit of a lease that asks for none; 0: mem_limit */

@@ -704,6 +704,17 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
 		return;
 	}
+	if (type == OOO_MSG_PARTITION_SET) {
+		struct ooo_msg_partition_set_reply rep;
+		int r = parts_admin_set(srv, m->payload, &rep);
+
+		log_info("oooctl (pid %u uid %u): partition set: %s", c->cred.pid, c->cred.uid, rep.msg);
+		if (r < 0)
+			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", rep.msg);
+		else
+			conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
+		return;
+	}
 	if (type == OOO_MSG_MPS_RUN) {
 		const struct ooo_msg_mps_run *req = m->payload;
 		struct ooo_msg_mps_run_reply *rep = calloc(1, sizeof(*rep));
@@ -750,6 +761,8 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		n = telemetry_admin_procs(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	else if (type == OOO_MSG_LEASES)
 		n = lease_admin_list(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	else if (type == OOO_MSG_PARTITIONS)
+		n = parts_admin_list(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	else if (type == OOO_MSG_MPS)
 		n = lease_admin_mps(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	else
@@ -891,6 +904,8 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_EVICT:
 	case OOO_MSG_MPS:
 	case OOO_MSG_MPS_RUN:
+	case OOO_MSG_PARTITIONS:
+	case OOO_MSG_PARTITION_SET:
 		if (!c->admin) {
 			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
 					 wire_type_name(type), srv->sock_path[1]);
@@ -1326,6 +1341,7 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	close_revoked(srv);
 	telemetry_reload(srv);
 	lease_reload(srv);
+	parts_reload(srv);
 	if (old->mps.enabled != np->mps.enabled || strcmp(old->mps.control, np->mps.control) ||
 	    old->mps.multiuser != np->mps.multiuser || old->mps.executor_client != np->mps.executor_client)
 		log_warn("reload: [mps] enabled, control, multiuser and executor_client apply when oood next starts "

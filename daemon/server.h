@@ -126,6 +126,7 @@ struct server {
 	struct telemetry *tm;     /* eBPF probes (telemetry.c) */
 	struct mps mps;           /* the MPS control daemon (mps.c) */
 	struct leases leases;     /* native tenants' MPS leases (lease.c) */
+	struct parts parts;       /* SM partitions: what oooctl set, the plans' numbering (parts.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);

@@ -568,6 +568,7 @@ static int cmd_getopt(int argc, char **argv, const char *shortopts)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "metric", required_argument, NULL, 'm' },
 		{ "grace", required_argument, NULL, 'g' },
+		{ "wait", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char so[32];
@@ -590,11 +591,14 @@ static int cmd_getopt(int argc, char **argv, const char *shortopts)
 				exit(usage_error("unknown option '-%c'", optopt));
 			exit(usage_error("unknown option '%s'", argv[optind - 1]));
 		default:
-			/* --count belongs to ping and top, --device to sched, --interval to sched and top, --metric to hist */
-			if ((c == 'c' || c == 'd' || c == 'i' || c == 'm' || c == 'g') && !strchr(shortopts, c))
+			/*
+			 * --count belongs to ping and top, --device to sched, --interval to sched and top,
+			 * --metric to hist, --grace to evict, --wait to partition
+			 */
+			if ((c == 'c' || c == 'd' || c == 'i' || c == 'm' || c == 'g' || c == 'w') && !strchr(shortopts, c))
 				exit(usage_error("unknown option '--%s'",
 						 c == 'c' ? "count" : c == 'd' ? "device" : c == 'i' ? "interval" :
-						 c == 'g' ? "grace" : "metric"));
+						 c == 'g' ? "grace" : c == 'w' ? "wait" : "metric"));
 			return c;
 		}
 	}
@@ -1161,8 +1165,11 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	}
 	for (uint32_t i = 0; i < d->npartitions; i++) {
 		const struct ooo_sched_part_stats *pb = &b->parts[i];
-		const struct ooo_sched_part_stats *pa = i < sched_nparts(a) ? &a->parts[i] : NULL;
+		/* a partition of another class now (a new plan) counts from zero */
+		const struct ooo_sched_part_stats *pa =
+			i < sched_nparts(a) && !strcmp(a->parts[i].name, pb->name) ? &a->parts[i] : NULL;
 
+		memcpy(d->parts[i].name, pb->name, sizeof(d->parts[i].name));
 		d->parts[i].sms = pb->sms;
 		d->parts[i].max_inflight = pb->max_inflight;
 		d->parts[i].bundles = sched_sub(pb->bundles, pa ? pa->bundles : 0);
@@ -1423,6 +1430,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	for (uint32_t i = 0; i < f->nparts; i++) {
 		j_obj(NULL);
 		j_u64("index", i);
+		j_str("class", c->parts[i].name[0] ? c->parts[i].name : NULL);
 		j_u64("sms", c->parts[i].sms);
 		j_u64("max_inflight", c->parts[i].max_inflight);
 		j_u64("streams", c->streams ? c->streams : 1);
@@ -1465,7 +1473,8 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	static const char *const cols2[] = { "METRIC", ">CUMULATIVE" };
 	static const char *const ccols[] = { "CLASS", ">SLO_US", ">LAUNCHES/S", ">LAUNCHES", ">MISSES", ">MISS%",
 					     ">MEAN_US", ">MAX_US" };
-	static const char *const pcols[] = { ">PART", ">SMS", ">STREAMS", ">INFLIGHT", ">BUNDLES/S", ">BUNDLES", ">UTIL" };
+	static const char *const pcols[] = { ">PART", "CLASS", ">SMS", ">STREAMS", ">INFLIGHT", ">BUNDLES/S", ">BUNDLES",
+					     ">UTIL" };
 	const uint64_t wc[4] = { c->dispatch_full, c->dispatch_slack, c->dispatch_idle, c->dispatch_alone };
 	const struct ooo_sched_counters *k = d ? d : c; /* what the class and partition rows show */
 	const struct sched_fig *fk = d ? fd : fc;
@@ -1577,9 +1586,10 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	if (fk->nparts) {
 		printf("\nper partition, %s (UTIL: GPU time of its bundles / elapsed time):\n",
 		       iv ? "over the interval" : "since the executor started");
-		table_init(&t, 7, pcols);
+		table_init(&t, 8, pcols);
 		for (uint32_t i = 0; i < fk->nparts; i++) {
 			table_cell(&t, "%" PRIu32, i);
+			table_cell(&t, "%s", k->parts[i].name[0] ? k->parts[i].name : "(shared)");
 			table_cell(&t, "%" PRIu32, k->parts[i].sms);
 			table_cell(&t, "%" PRIu32, k->streams ? k->streams : 1);
 			table_cell(&t, "%" PRIu32, k->parts[i].max_inflight);
@@ -2796,6 +2806,207 @@ static int do_evict(int argc, char **argv)
 	return RC_OK;
 }
 
+/* ---- partition ---------------------------------------------------------------- */
+
+/* Whether GPU r has answered plan `gen` (or a later one), or never will (not ready, or it got no plan). */
+static bool part_settled(const struct ooo_part_gpu_rec *r, uint64_t gen)
+{
+	return r->state != OOO_DEV_READY || r->answered >= gen || r->generation < gen;
+}
+
+static void part_print(const struct ooo_part_gpu_rec *g, size_t n)
+{
+	static const char *const cols[] = { ">GPU", "PARTITION", "CLASS", ">ASKED", ">SMS", "SOURCE" };
+	struct table tab;
+
+	table_init(&tab, 6, cols);
+	for (size_t i = 0; i < n; i++) {
+		bool applied = g[i].generation && g[i].answered == g[i].generation && g[i].status == 0;
+
+		for (uint32_t k = 0; k < g[i].n; k++) {
+			table_cell(&tab, "%" PRIu32, g[i].index);
+			table_cell(&tab, "%" PRIu32, k + 1);
+			table_cell(&tab, "%s", g[i].p[k].class_name);
+			table_cell(&tab, "%" PRIu32, g[i].p[k].asked);
+			table_cell(&tab, applied ? "%" PRIu32 : "-", g[i].p[k].sms);
+			table_cell(&tab, "%s", g[i].p[k].source == OOO_PART_OOOCTL ? "oooctl" : "policy");
+		}
+		table_cell(&tab, "%" PRIu32, g[i].index);
+		table_cell(&tab, "shared");
+		table_cell(&tab, "(the others)");
+		table_cell(&tab, "-");
+		if (applied && g[i].n)
+			table_cell(&tab, "%" PRIu32, g[i].shared_sms);
+		else if (g[i].sm_count && (applied || !g[i].n))
+			table_cell(&tab, "%" PRIu32, g[i].sm_count);
+		else
+			table_cell(&tab, "-");
+		table_cell(&tab, "-");
+	}
+	table_print(&tab);
+	for (size_t i = 0; i < n; i++) {
+		if (g[i].state != OOO_DEV_READY)
+			printf("gpu%" PRIu32 ": %s: its executor gets the plan when it is ready\n", g[i].index,
+			       dev_state(g[i].state));
+		else if (!g[i].generation)
+			printf("gpu%" PRIu32 ": no plan: %s\n", g[i].index, g[i].reason[0] ? g[i].reason : "-");
+		else if (g[i].answered < g[i].generation)
+			printf("gpu%" PRIu32 ": plan %" PRIu64 " sent, not answered yet\n", g[i].index, g[i].generation);
+		else if (g[i].status < 0)
+			printf("gpu%" PRIu32 ": plan %" PRIu64 " refused, the partitions are as they were: %s\n", g[i].index,
+			       g[i].generation, g[i].reason);
+		else if (g[i].n)
+			printf("gpu%" PRIu32 ": plan %" PRIu64 " applied (green contexts, split granule %" PRIu32 " SMs)\n",
+			       g[i].index, g[i].generation, g[i].granule);
+		else
+			printf("gpu%" PRIu32 ": plan %" PRIu64 " applied: no reserved partitions, every class shares the GPU\n",
+			       g[i].index, g[i].generation);
+	}
+}
+
+static void part_json(const struct ooo_part_gpu_rec *g, size_t n)
+{
+	j_arr("gpus");
+	for (size_t i = 0; i < n; i++) {
+		bool applied = g[i].generation && g[i].answered == g[i].generation && g[i].status == 0;
+
+		j_obj(NULL);
+		j_u64("index", g[i].index);
+		j_str("state", dev_state(g[i].state));
+		j_u64("sm_count", g[i].sm_count);
+		j_u64("plan", g[i].generation);
+		j_u64("answered", g[i].answered);
+		j_bool("applied", applied);
+		j_i64("status", g[i].status);
+		j_str("reason", g[i].reason);
+		j_u64("granule", g[i].granule);
+		j_arr("partitions");
+		for (uint32_t k = 0; k < g[i].n; k++) {
+			j_obj(NULL);
+			j_str("class", g[i].p[k].class_name);
+			j_u64("asked", g[i].p[k].asked);
+			j_u64("sms", applied ? g[i].p[k].sms : 0);
+			j_str("source", g[i].p[k].source == OOO_PART_OOOCTL ? "oooctl" : "policy");
+			j_obj_end();
+		}
+		j_arr_end();
+		j_u64("shared_sms", applied && g[i].n ? g[i].shared_sms : applied ? g[i].sm_count : 0);
+		j_obj_end();
+	}
+	j_arr_end();
+}
+
+static int do_partition(int argc, char **argv)
+{
+	struct ooo_msg_partition_set req;
+	struct ooo_msg_partition_set_reply rep;
+	struct ooo_part_gpu_rec *g = NULL;
+	unsigned long v, wait_ms = 10000;
+	const char *verb;
+	size_t n = 0;
+	ooo_session *s;
+	int rc, r, c;
+
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "w:")) != -1) {
+		if (c == 'w') {
+			if (!parse_uint(optarg, 0, 600000, &v))
+				return usage_error("--wait wants milliseconds from 0 to 600000, not '%s'", optarg);
+			wait_ms = v;
+		} else {
+			return RC_USAGE;
+		}
+	}
+	verb = optind < argc ? argv[optind] : "list";
+	memset(&req, 0, sizeof(req));
+	if (!strcmp(verb, "set")) {
+		if (argc - optind != 3)
+			return usage_error("oooctl partition set CLASS SMS");
+		if (!parse_uint(argv[optind + 2], 0, 65536, &v))
+			return usage_error("SMS wants a number of SMs (0: no partition), not '%s'", argv[optind + 2]);
+		req.sms = (uint32_t)v;
+	} else if (!strcmp(verb, "reset")) {
+		if (argc - optind != 2)
+			return usage_error("oooctl partition reset CLASS");
+		req.reset = 1;
+	} else if (!strcmp(verb, "list")) {
+		if (argc - optind > 1)
+			return usage_error("oooctl partition [list] takes no arguments");
+	} else {
+		return usage_error("unknown partition command '%s': list, set or reset", verb);
+	}
+	if (strcmp(verb, "list")) {
+		if (strlen(argv[optind + 1]) >= sizeof(req.class_name))
+			return usage_error("class name too long (at most %zu characters)", sizeof(req.class_name) - 1);
+		snprintf(req.class_name, sizeof(req.class_name), "%s", argv[optind + 1]);
+	}
+	if (!(s = admin_open(&rc)))
+		return rc;
+	rep.generation = 0;
+	if (strcmp(verb, "list")) {
+		r = call(s, OOO_MSG_PARTITION_SET, &req, sizeof(req), &rep, sizeof(rep));
+		if (r >= 0 && (size_t)r != sizeof(rep)) {
+			snprintf(reason, sizeof(reason), "partition set reply of %d bytes, expected %zu", r, sizeof(rep));
+			r = -OOO_EPROTO;
+		}
+		if (r < 0) {
+			ooo_close(s);
+			return report("partition", r);
+		}
+		sanitize(rep.msg);
+		if (!opt_json)
+			printf("%s\n", rep.msg);
+	}
+	/* after a change, until every ready executor has answered it (or --wait runs out) */
+	for (uint64_t waited = 0;; waited += 50) {
+		bool settled = true;
+
+		free(g);
+		g = NULL;
+		r = fetch_list(s, OOO_MSG_PARTITIONS, sizeof(*g), (void **)&g, &n);
+		if (r < 0)
+			break;
+		for (size_t i = 0; i < n && rep.generation; i++)
+			settled = settled && part_settled(&g[i], rep.generation);
+		if (settled || waited >= wait_ms)
+			break;
+		usleep(50000);
+	}
+	ooo_close(s);
+	if (r < 0) {
+		free(g);
+		return report("partition", r);
+	}
+	for (size_t i = 0; i < n; i++) {
+		sanitize(g[i].reason);
+		for (uint32_t k = 0; k < OOO_PART_MAX; k++)
+			sanitize(g[i].p[k].class_name);
+	}
+	rc = RC_OK;
+	for (size_t i = 0; i < n && rep.generation; i++)
+		if (!part_settled(&g[i], rep.generation) || (g[i].answered == rep.generation && g[i].status < 0))
+			rc = RC_FAIL; /* not answered in time, or refused */
+	if (opt_json) {
+		j_obj(NULL);
+		if (rep.generation) {
+			j_u64("plan", rep.generation);
+			j_str("message", rep.msg);
+		}
+		part_json(g, n);
+		j_obj_end();
+	} else if (!n) {
+		printf("no GPU executors (executor = no in the configuration)\n");
+	} else {
+		part_print(g, n);
+		for (size_t i = 0; i < n && rep.generation; i++)
+			if (!part_settled(&g[i], rep.generation))
+				err_msg("gpu%" PRIu32 ": no answer to plan %" PRIu64 " within %lu ms", g[i].index,
+					rep.generation, wait_ms);
+	}
+	free(g);
+	return rc;
+}
+
 static int do_mps(int argc, char **argv)
 {
 	struct ooo_msg_mps m;
@@ -3207,6 +3418,22 @@ static const struct cmd cmds[] = {
 	  "\n"
 	  "Only processes that hold a lease can be evicted. A process that is not (yet) an\n"
 	  "MPS client gets SIGTERM at once. The lease ends when the process exits.\n" },
+	{ "partition", do_partition, "Show the executors' SM partitions, or resize a class's at run time",
+	  "[list] | set CLASS SMS | reset CLASS [-w|--wait MS]",
+	  "  list             each GPU's reserved partitions (class, SMs asked, SMs it has,\n"
+	  "                   whether the policy or oooctl asked) and the shared one\n"
+	  "  set CLASS SMS    reserve SMS SMs of every GPU for CLASS's bundles (0: none, the\n"
+	  "                   class shares the rest), whatever its policy says, until reset\n"
+	  "  reset CLASS      back to the policy: sm_share percent if partition = yes, else none\n"
+	  "  -w, --wait MS    how long set and reset wait for every executor's answer\n"
+	  "                   (default 10000; 0: do not wait)\n"
+	  "\n"
+	  "A partition is made of CUDA green contexts: sizes are rounded up to the GPU's\n"
+	  "split granule (8 SMs on an H200), and the shared partition must keep some SMs.\n"
+	  "An executor waits for the bundles in flight before it changes its partitions;\n"
+	  "launches held meanwhile stay in order. A plan an executor cannot make is\n"
+	  "refused (the reason is shown, exit status 1) and its partitions stay as they were.\n"
+	  "What set asks outlives reloads; it is dropped if the policy loses the class.\n" },
 	{ "mps", do_mps, "Show the MPS control daemon oood runs, or run one control command", "[run COMMAND...]",
 	  "  run COMMAND  one of get_server_list, get_client_list SERVER,\n"
 	  "               set_default_active_thread_percentage PCT, set_active_thread_percentage SERVER PCT,\n"

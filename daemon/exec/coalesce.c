@@ -27,13 +27,15 @@
 #include "../jit/jit.h"
 #include "../sched/fairq.h"
 #include "../sched/sched.h"
+#include "partition.h"
 
 #define CO_MAX_QUEUES 65536u   /* scheduler queue ids: queues of all sessions together */
 #define CO_MAX_CLASSES 1024u   /* fusion classes kept (compiled or not) */
 #define CO_SESSION_CLASSES 128u /* distinct classes one session's kernels may hold (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SESSION_SHAPES 8u   /* of a class's shapes, those one session may add (one tenant cannot take them all) */
-#define CO_MAX_STREAMS 8u      /* streams of the partition (executor --streams; oood.conf streams) */
+#define CO_MAX_STREAMS 8u      /* streams of a partition (executor --streams; oood.conf streams) */
+#define CO_MAX_PARTS OOO_SCHED_PARTITIONS /* the shared partition (0) and the classes' reserved ones */
 #define CO_INFLIGHT_PER_STREAM 4u /* bundles in flight per stream (and never fewer than CO_INFLIGHT in all) */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
 #define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
@@ -59,7 +61,7 @@ enum { CLS_NEW, CLS_COMPILING, CLS_READY, CLS_FAILED };
 struct co_shape {
 	uint32_t block[3];
 	uint32_t shmem;
-	uint32_t capacity; /* blocks of one bundle on the partition */
+	uint32_t per_sm;   /* blocks of the fused kernel resident per SM: a bundle holds per_sm x its partition's SMs */
 	uint64_t by;       /* the session that added it (ids are never reused) */
 };
 
@@ -124,7 +126,8 @@ struct dp_bundle {
 	bool fuse;          /* the launcher runs it fused (planned_fused, and it got a descriptor slot) */
 	bool waited;        /* its stream waited for another stream's bundle first (its time is not its own) */
 	bool looked;        /* the serving thread has taken the launcher's results (co_results) */
-	uint8_t stream;     /* which of the partition's streams it runs on */
+	uint8_t part;       /* the partition it runs on */
+	uint8_t stream;     /* which of the partition's streams */
 	uint64_t seq;       /* its place on that stream (bundles on one stream end in order) */
 	int32_t status;
 	CUevent start, end; /* start: only on the fused bundles that are timed */
@@ -135,7 +138,7 @@ struct dp_bundle {
 	CUstream cstream;
 	CUfunction fn, fnp;  /* the class's fused entries (fnp: the table as the parameter; may be NULL) */
 	uint32_t nwait;
-	struct dp_bundle *after[CO_MAX_STREAMS]; /* referenced: its stream first waits for their ends */
+	struct dp_bundle *after[CO_MAX_PARTS * CO_MAX_STREAMS]; /* referenced: its stream first waits for their ends */
 	unsigned char *params; /* the members' parameter blocks, copied out of their backlogs */
 	size_t pcap;
 	/* the launcher's */
@@ -148,7 +151,7 @@ struct dp_bundle {
 };
 
 /*
- * One of the partition's streams: its bundles run in dispatch order, and
+ * One of a partition's streams: its bundles run in dispatch order, and
  * bundles of different streams may run at the same time.
  */
 struct co_stream {
@@ -159,13 +162,32 @@ struct co_stream {
 	uint64_t last_end_ns; /* when its last bundle's end was seen */
 };
 
+/*
+ * A partition: the SMs its bundles run on. Partition 0 is the shared one
+ * (every class without a reservation); the others are reserved for one
+ * class each (co_partitions). Without reservations there are no green
+ * contexts: partition 0 is the whole device, on primary-context streams.
+ */
+struct co_part {
+	char klass[32];      /* the class it is reserved for ("" for the shared one) */
+	uint32_t sms;        /* what the partition has */
+	uint32_t asked;      /* what the plan asked (before rounding to the split granule) */
+	struct co_stream str[CO_MAX_STREAMS];
+	uint32_t next_stream;
+};
+
 struct coalescer {
 	struct sched *sched;
 	CUcontext ctx;
-	struct co_stream str[CO_MAX_STREAMS];
-	uint32_t nstreams, next_stream;
-	uint32_t max_inflight;
-	uint32_t sms;
+	CUdevice cudev;
+	uint32_t nstreams; /* of every partition */
+	struct co_part part[CO_MAX_PARTS];
+	uint32_t nparts;   /* 1 + the reserved ones */
+	struct partition_set *pset; /* the green contexts, while any partition is reserved (else NULL) */
+	CUstream prim[CO_MAX_STREAMS]; /* partition 0's streams without green contexts (primary context) */
+	uint64_t plan_gen; /* the generation of the plan applied */
+	uint32_t max_inflight; /* per partition */
+	uint32_t sms;      /* of the device */
 	struct dp_queue **qtab;
 	uint32_t *qfree, nqfree;
 	struct dp_queue *bl_head;
@@ -183,6 +205,7 @@ struct coalescer {
 	struct dp_bundle *spare; /* freed bundles kept for reuse, nspare of them */
 	uint32_t nspare;
 	uint32_t nflight; /* bundles in flight on all streams */
+	bool draining;    /* co_partitions waits for every bundle: reap without the predicted-end gate */
 	unsigned char *host;
 	CUdeviceptr dev;
 	bool slot_busy[CO_SLOTS];
@@ -365,19 +388,20 @@ static void shape_capacity(struct datapath *dp, struct co_class *c, uint32_t i)
 	int nb = 0;
 	uint32_t threads = sh->block[0] * sh->block[1] * sh->block[2];
 
-	sh->capacity = 1;
+	/* per SM: the same in every partition (the driver's occupancy is per SM) */
+	sh->per_sm = 0;
 	if (dp->api->p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&nb, c->fn, (int)threads, sh->shmem) ==
 		    CUDA_SUCCESS &&
 	    nb > 0)
-		sh->capacity = (uint32_t)nb * co->sms;
+		sh->per_sm = (uint32_t)nb;
 	if (c->fnp) {
 		/* a bundle may run as either entry: the capacity of the one with fewer blocks resident */
 		int np = 0;
 
 		if (dp->api->p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&np, c->fnp, (int)threads, sh->shmem) ==
 			    CUDA_SUCCESS &&
-		    np > 0 && (uint32_t)np * co->sms < sh->capacity)
-			sh->capacity = (uint32_t)np * co->sms;
+		    np > 0 && (!sh->per_sm || (uint32_t)np < sh->per_sm))
+			sh->per_sm = (uint32_t)np;
 	}
 	sched_class_ready(co->sched, sched_class(c, i), true);
 }
@@ -407,7 +431,7 @@ static int shape_of(struct datapath *dp, const struct dp_session *s, struct co_c
 		return -1;
 	memcpy(c->shapes[c->nshapes].block, e->launch.block, sizeof(e->launch.block));
 	c->shapes[c->nshapes].shmem = e->launch.shmem;
-	c->shapes[c->nshapes].capacity = 1;
+	c->shapes[c->nshapes].per_sm = 0;
 	c->shapes[c->nshapes].by = s->id;
 	if (c->state == CLS_READY)
 		shape_capacity(dp, c, c->nshapes);
@@ -901,16 +925,18 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 			l = (struct sched_launch){
 				.id = q->gid,
 				.queue = q->gid,
-				.partition = 0,
+				.partition = q->part,
 				.klass = c->state == CLS_READY ? sched_class(c, (uint32_t)shape) : 0,
 				.blocks = cmd->e.launch.grid[0] * cmd->e.launch.grid[1] * cmd->e.launch.grid[2],
-				.capacity = c->shapes[shape].capacity,
+				.capacity = c->shapes[shape].per_sm * co->part[q->part].sms,
 				.cost_key = (uint64_t)c->id << 32 ^ (cmd->e.launch.grid[0] * cmd->e.launch.grid[1] *
 								      cmd->e.launch.grid[2]),
 				.deadline_ns = cmd->deadline_ns,
 			};
 			if (!l.blocks)
 				l.blocks = 1;
+			if (!l.capacity)
+				l.capacity = 1; /* occupancy unknown: bundles of one */
 			if (sched_submit(co->sched, &l) == 0) {
 				q->in_sched = true;
 				moved = true;
@@ -1038,6 +1064,8 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 		return api->p_cuLaunchKernel(b->fnp, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
 					     b->cstream, args, NULL);
 	}
+	if (b->slot < 0)
+		return CUDA_ERROR_INVALID_VALUE; /* the table did not fit after all: its members run one by one */
 	host = co->host + (size_t)b->slot * CO_SLOT_BYTES;
 	len = jit_desc_build(co->ldl, b->n, host, CO_SLOT_BYTES, &total, NULL);
 	if (len < 0)
@@ -1248,13 +1276,15 @@ static void launcher_drain(struct datapath *dp)
 /* ---- dispatch ------------------------------------------------------------------------ */
 
 /*
- * The stream a bundle of qs goes on. Where members' queues still have a
- * bundle in flight, the stream most of those are on (it keeps their order
- * with no wait); else the stream with the fewest bundles in flight, the
- * search starting after the last one chosen so that ties spread.
+ * The stream of partition p a bundle of qs goes on. Where members' queues
+ * still have a bundle in flight there, the stream most of those are on (it
+ * keeps their order with no wait); else the stream with the fewest bundles
+ * in flight, the search starting after the last one chosen so that ties
+ * spread.
  */
-static uint32_t stream_choose(struct coalescer *co, struct dp_queue *const *qs, uint32_t n)
+static uint32_t stream_choose(struct coalescer *co, uint32_t p, struct dp_queue *const *qs, uint32_t n)
 {
+	struct co_part *pt = &co->part[p];
 	uint32_t votes[CO_MAX_STREAMS] = { 0 }, best = UINT32_MAX, most = 0;
 
 	if (co->nstreams == 1)
@@ -1262,49 +1292,59 @@ static uint32_t stream_choose(struct coalescer *co, struct dp_queue *const *qs, 
 	for (uint32_t k = 0; k < n; k++) {
 		const struct dp_bundle *l = qs[k]->last;
 
-		if (l && !l->done && ++votes[l->stream] > most) {
+		if (l && !l->done && l->part == p && ++votes[l->stream] > most) {
 			most = votes[l->stream];
 			best = l->stream;
 		}
 	}
 	if (best != UINT32_MAX)
 		return best;
-	best = co->next_stream;
+	best = pt->next_stream;
 	for (uint32_t i = 1; i < co->nstreams; i++) {
-		uint32_t x = (co->next_stream + i) % co->nstreams;
+		uint32_t x = (pt->next_stream + i) % co->nstreams;
 
-		if (co->str[x].nflight < co->str[best].nflight)
+		if (pt->str[x].nflight < pt->str[best].nflight)
 			best = x;
 	}
-	co->next_stream = (best + 1) % co->nstreams;
+	pt->next_stream = (best + 1) % co->nstreams;
 	return best;
 }
 
 /*
- * What b (on stream si) waits for first: the members' earlier bundles on
- * other streams, the latest of them on each other stream (a stream's bundles
- * end in order), referenced until the launcher has issued b.
+ * What b (on stream si of partition p) waits for first: the members'
+ * earlier bundles on other streams, the latest of them on each other stream
+ * (a stream's bundles end in order), referenced until the launcher has
+ * issued b. (A queue's earlier bundles are on another partition only if a
+ * plan moved its class while they ran, which co_partitions prevents by
+ * draining first; they are waited for all the same.)
  */
-static void streams_after(struct coalescer *co, uint32_t si, struct dp_queue *const *qs, uint32_t n,
+static void streams_after(struct coalescer *co, uint32_t p, uint32_t si, struct dp_queue *const *qs, uint32_t n,
 			  struct dp_bundle *b)
 {
-	struct dp_bundle *after[CO_MAX_STREAMS] = { 0 };
+	uint32_t me = p * CO_MAX_STREAMS + si;
 
-	if (co->nstreams == 1)
+	if (co->nstreams == 1 && co->nparts == 1)
 		return;
+	/* b->after[] holds the latest bundle of each other stream: at most one per stream, so few */
 	for (uint32_t k = 0; k < n; k++) {
 		struct dp_bundle *l = qs[k]->last;
+		uint32_t x, i;
 
-		if (l && !l->done && l->stream != si && (!after[l->stream] || l->seq > after[l->stream]->seq))
-			after[l->stream] = l;
-	}
-	for (uint32_t x = 0; x < co->nstreams; x++) {
-		if (!after[x])
+		if (!l || l->done || (x = l->part * CO_MAX_STREAMS + l->stream) == me)
 			continue;
-		after[x]->refs++;
-		b->after[b->nwait++] = after[x];
-		co->st.stream_waits++;
+		for (i = 0; i < b->nwait; i++)
+			if (b->after[i]->part * CO_MAX_STREAMS + b->after[i]->stream == x)
+				break;
+		if (i == b->nwait) {
+			b->after[b->nwait++] = l;
+			l->refs++;
+		} else if (l->seq > b->after[i]->seq) {
+			b->after[i]->refs--; /* still referenced by its stream's flight list: l is later there */
+			b->after[i] = l;
+			l->refs++;
+		}
 	}
+	co->st.stream_waits += b->nwait;
 	b->waited = b->nwait > 0;
 }
 
@@ -1332,8 +1372,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 * their end event (a driver call less on the latency path).
 	 */
 	bool fuse = sb->fused && n > 1, timed = fuse && co->nfused++ % CO_TIME_EVERY == 0;
-	uint32_t si = stream_choose(co, qs, n);
-	struct co_stream *cs = &co->str[si];
+	uint32_t p = sb->partition < co->nparts ? sb->partition : 0;
+	uint32_t si = stream_choose(co, p, qs, n);
+	struct co_stream *cs = &co->part[p].str[si];
 
 	if (!b || bundle_params(b, need) < 0 || (timed && tev_get(dp, &b->start, 1) < 0) ||
 	    tev_get(dp, &b->end, timed) < 0) {
@@ -1352,6 +1393,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	}
 	b->token = sb->token;
 	b->planned_fused = sb->fused;
+	b->part = (uint8_t)p;
 	b->stream = (uint8_t)si;
 	b->cstream = cs->stream;
 	b->dispatch_ns = now;
@@ -1364,13 +1406,14 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 
 		for (uint32_t k = 1; same && k < n; k++)
 			same = qs[k]->s->kfuse[qs[k]->bl[qs[k]->bl_head].e.launch.kernel] == c;
-		if (same && (b->slot = slot_take(co)) >= 0) {
+		/* a table that does not go as the launch's parameter is copied to a slot of device memory first */
+		if (same && (c->fnp && jit_desc_size(n, need) <= JIT_PTABLE_BYTES ? true : (b->slot = slot_take(co)) >= 0)) {
 			b->fuse = true;
 			b->fn = c->fn;
 			b->fnp = c->fnp;
 		}
 	}
-	streams_after(co, si, qs, n, b);
+	streams_after(co, p, si, qs, n, b);
 	for (uint32_t k = 0, off = 0; k < n; k++) {
 		struct dp_queue *q = qs[k];
 		struct dp_cmd *cmd = &q->bl[q->bl_head];
@@ -1400,9 +1443,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		q->last = b;
 		b->refs++;
 		if (notify) {
-			struct dp_pending *p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
+			struct dp_pending *pe = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 
-			*p = (struct dp_pending){ .b = b, .member = (uint16_t)b->n, .user_data = e->user_data,
+			*pe = (struct dp_pending){ .b = b, .member = (uint16_t)b->n, .user_data = e->user_data,
 						  .opcode = e->opcode, .notify = true, .taken_ns = cmd->arrival_ns,
 						  .issued_ns = b->dispatch_ns };
 			b->refs++;
@@ -1439,7 +1482,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	co->st.launches += b->n;
 	if (b->n > co->st.max_members)
 		co->st.max_members = b->n;
-	co->st.parts[0].bundles++;
+	co->st.parts[p].bundles++;
 	launcher_push(dp, b);
 	for (uint32_t k = 0; k < n; k++)
 		advance(dp, qs[k]);
@@ -1459,7 +1502,7 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 
 		if (!b->looked)
 			break; /* not issued yet, or its results not taken (co_results) */
-		if (b->expect_ns && now + CO_LOOK_EARLY_NS < b->expect_ns)
+		if (b->expect_ns && now + CO_LOOK_EARLY_NS < b->expect_ns && !co->draining)
 			break; /* predicted to run a while yet (bundles end in order: the later ones too) */
 		r = b->lstatus < 0 ? CUDA_ERROR_LAUNCH_FAILED : dp->api->p_cuEventQuery(b->end);
 		if (r == CUDA_ERROR_NOT_READY)
@@ -1486,7 +1529,7 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 		 * model would learn it as).
 		 */
 		sched_complete(co->sched, b->token, b->fused == b->planned_fused ? ns : 0, now);
-		co->st.parts[0].busy_ns += ns ? ns : b->fused ? b->predicted_ns : 0;
+		co->st.parts[b->part].busy_ns += ns ? ns : b->fused ? b->predicted_ns : 0;
 		for (uint32_t k = 0; k < b->n; k++) {
 			struct ooo_sched_class_stats *cl = &co->st.classes[b->m[k].cls];
 			uint64_t lat = now - b->m[k].arrival;
@@ -1521,8 +1564,9 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 	struct coalescer *co = dp->co;
 	bool moved = false;
 
-	for (uint32_t i = 0; i < co->nstreams; i++)
-		moved |= reap_stream(dp, &co->str[i], now);
+	for (uint32_t p = 0; p < co->nparts; p++)
+		for (uint32_t i = 0; i < co->nstreams; i++)
+			moved |= reap_stream(dp, &co->part[p].str[i], now);
 	return moved;
 }
 
@@ -1589,6 +1633,142 @@ uint64_t co_launch_ns(const struct datapath *dp)
 
 /* ---- queues and sessions ------------------------------------------------------------- */
 
+/* The partition of a tenant class's bundles: its reserved one, else the shared one (0). */
+static uint32_t part_of(const struct coalescer *co, const char *klass)
+{
+	for (uint32_t i = 1; i < co->nparts; i++)
+		if (!strncmp(co->part[i].klass, klass, sizeof(co->part[i].klass) - 1))
+			return i;
+	return 0;
+}
+
+/*
+ * Until no bundle is in flight on any partition (held work stays held):
+ * the launcher's queue empty, every stream synchronized, every bundle
+ * reaped. Control-message time: it blocks the serving loop while the GPU
+ * finishes what it has.
+ */
+static void co_quiesce(struct datapath *dp)
+{
+	struct coalescer *co = dp->co;
+
+	launcher_drain(dp);
+	for (uint32_t p = 0; p < co->nparts; p++)
+		for (uint32_t i = 0; i < co->nstreams; i++)
+			if (co->part[p].str[i].fl_head)
+				dp->api->p_cuStreamSynchronize(co->part[p].str[i].stream);
+	co->draining = true;
+	while (co->nflight && !dp->fatal)
+		reap_bundles(dp, dp_now_ns());
+	co->draining = false;
+}
+
+/* Partition p's streams and SMs from set index i of s (NULL: the primary context's streams, every SM). */
+static void part_install(struct coalescer *co, uint32_t p, const struct partition_set *s, uint32_t i)
+{
+	struct co_part *pt = &co->part[p];
+
+	for (uint32_t k = 0; k < CO_MAX_STREAMS; k++) {
+		struct co_stream *cs = &pt->str[k];
+
+		*cs = (struct co_stream){ 0 };
+		if (k < co->nstreams)
+			cs->stream = s ? part_stream_k(s, i, k) : co->prim[k];
+	}
+	pt->next_stream = 0;
+	pt->sms = s ? part_sms(s, i) : co->sms;
+}
+
+int co_partitions(struct datapath *dp, const struct co_plan_part *plan, uint32_t n, uint32_t *got,
+		  uint32_t *granule, char *why, size_t cap)
+{
+	struct coalescer *co = dp->co;
+	struct partition_set *ns = NULL;
+	uint32_t sms[CO_PLAN_MAX];
+	bool same;
+	int r;
+
+	if (!co && n == 0) {
+		got[0] = 0; /* nothing to partition: every launch runs as it comes */
+		*granule = 0;
+		return 0;
+	}
+	if (!co) {
+		snprintf(why, cap, "the coalescer is not running (fuse = no, or it failed to start)");
+		return -ENOTSUP;
+	}
+	if (n > CO_PLAN_MAX) {
+		snprintf(why, cap, "%u reserved partitions asked, at most %u", n, CO_PLAN_MAX);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!plan[i].klass[0] || !memchr(plan[i].klass, 0, sizeof(plan[i].klass)) || !plan[i].sms) {
+			snprintf(why, cap, "reserved partition %u: no class name, or 0 SMs", i);
+			return -EINVAL;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (!strcmp(plan[i].klass, plan[j].klass)) {
+				snprintf(why, cap, "class '%s' is given two partitions", plan[i].klass);
+				return -EINVAL;
+			}
+		sms[i] = plan[i].sms;
+	}
+	same = n + 1 == co->nparts;
+	for (uint32_t i = 0; same && i < n; i++)
+		same = !strcmp(plan[i].klass, co->part[i + 1].klass) && plan[i].sms == co->part[i + 1].asked;
+	if (!same && n) {
+		/* the new green contexts first, beside the old ones (green contexts may overlap): a failure changes nothing */
+		r = part_create(dp->api, co->cudev, sms, NULL, n, false, &ns, why, cap);
+		if (r == 0 && (r = part_set_streams(ns, co->nstreams, why, cap)) < 0) {
+			part_free(ns);
+			ns = NULL;
+		}
+		if (r < 0)
+			return r;
+	}
+	if (!same) {
+		/* nothing in flight while streams and partitions change; held launches stay held, in order */
+		co_quiesce(dp);
+		part_free(co->pset);
+		co->pset = ns;
+		co->nparts = n + 1;
+		part_install(co, 0, ns, n);
+		co->part[0].klass[0] = '\0';
+		co->part[0].asked = co->part[0].sms;
+		for (uint32_t i = 0; i < n; i++) {
+			struct co_part *pt = &co->part[i + 1];
+
+			if (strcmp(pt->klass, plan[i].klass)) {
+				co->st.parts[i + 1].bundles = co->st.parts[i + 1].busy_ns = 0; /* another class's now */
+				snprintf(pt->klass, sizeof(pt->klass), "%s", plan[i].klass);
+			}
+			pt->asked = plan[i].sms;
+			part_install(co, i + 1, ns, i);
+		}
+		for (uint32_t i = n + 1; i < CO_MAX_PARTS; i++) {
+			co->part[i] = (struct co_part){ 0 };
+			co->st.parts[i].bundles = co->st.parts[i].busy_ns = 0;
+		}
+		/* every queue to its class's partition now: its waiting launches move with it */
+		for (uint32_t gid = 0; gid < CO_MAX_QUEUES; gid++) {
+			struct dp_queue *q = co->qtab[gid];
+			uint32_t np;
+
+			if (!q)
+				continue;
+			np = q->cls < co->ncls ? part_of(co, co->cname[q->cls]) : 0;
+			if (np != q->part) {
+				q->part = (uint8_t)np;
+				sched_move_queue(co->sched, gid, np);
+			}
+		}
+	}
+	for (uint32_t i = 0; i <= n; i++)
+		got[i] = co->part[i == n ? 0 : i + 1].sms;
+	*granule = co->pset ? part_granule(co->pset) : 0;
+	return 0;
+}
+
 void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass)
 {
 	struct coalescer *co = dp->co;
@@ -1613,6 +1793,7 @@ void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass
 	q->cls = (uint8_t)i;
 	if (q->slo_us > co->st.classes[i].slo_us)
 		co->st.classes[i].slo_us = q->slo_us;
+	q->part = (uint8_t)part_of(co, klass);
 }
 
 /* Take q's head launch back from the scheduler: it will be issued unfused. */
@@ -1715,7 +1896,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	struct sched_cfg cfg = {
 		.max_queues = CO_MAX_QUEUES,
 		.max_items = CO_MAX_QUEUES,
-		.partitions = 1,
+		.partitions = CO_MAX_PARTS,
 		.slack_margin_ns = 200000,
 		.idle_margin_ns = 20000,
 		.default_cost_ns = 20000,
@@ -1745,10 +1926,10 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		r = -ENODEV;
 		goto fail;
 	}
+	co->cudev = d;
 	co->sms = (uint32_t)v;
-	co->st.npartitions = 1;
-	co->st.parts[0].sms = co->sms;
-	co->st.parts[0].max_inflight = co->max_inflight;
+	co->nparts = 1;
+	co->part[0].sms = co->part[0].asked = co->sms;
 	co->st.streams = co->nstreams;
 	if ((r = sched_new(&cfg, &co->sched)) < 0) {
 		snprintf(why, cap, "scheduler: %s", strerror(-r));
@@ -1764,12 +1945,15 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	for (uint32_t i = 0; i < CO_MAX_QUEUES; i++)
 		co->qfree[i] = CO_MAX_QUEUES - 1 - i;
 	co->nqfree = CO_MAX_QUEUES;
-	for (uint32_t i = 0; i < co->nstreams; i++)
-		if (api->p_cuStreamCreate(&co->str[i].stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+	for (uint32_t i = 0; i < co->nstreams; i++) {
+		if (api->p_cuStreamCreate(&co->prim[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+			co->prim[i] = NULL;
 			snprintf(why, cap, "cannot make the partition's %u streams", co->nstreams);
 			r = -ENOMEM;
 			goto fail;
 		}
+		co->part[0].str[i].stream = co->prim[i];
+	}
 	if (api->p_cuMemAlloc(&co->dev, (size_t)co->max_inflight * CO_SLOT_BYTES) != CUDA_SUCCESS ||
 	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)co->max_inflight * CO_SLOT_BYTES, 0) != CUDA_SUCCESS) {
 		snprintf(why, cap, "cannot allocate the partition's descriptor memory");
@@ -1847,19 +2031,20 @@ void co_stop(struct datapath *dp)
 		pthread_mutex_unlock(&co->mu);
 		pthread_join(co->thr, NULL);
 	}
-	for (uint32_t i = 0; i < CO_MAX_STREAMS; i++) {
-		struct co_stream *cs = &co->str[i];
+	for (uint32_t p = 0; p < co->nparts; p++)
+		for (uint32_t i = 0; i < CO_MAX_STREAMS; i++) {
+			struct co_stream *cs = &co->part[p].str[i];
 
-		if (cs->stream)
-			api->p_cuStreamSynchronize(cs->stream);
-		while (cs->fl_head) {
-			struct dp_bundle *b = cs->fl_head;
+			if (cs->stream)
+				api->p_cuStreamSynchronize(cs->stream);
+			while (cs->fl_head) {
+				struct dp_bundle *b = cs->fl_head;
 
-			cs->fl_head = b->next;
-			b->done = true;
-			co_bundle_put(dp, b);
+				cs->fl_head = b->next;
+				b->done = true;
+				co_bundle_put(dp, b);
+			}
 		}
-	}
 	for (struct fairq_node *n; (n = fairq_take(&co->todo));)
 		co_job_drop(api, (struct co_job *)n);
 	while (co->done) {
@@ -1890,9 +2075,10 @@ void co_stop(struct datapath *dp)
 		api->p_cuMemFreeHost(co->host);
 	if (co->dev)
 		api->p_cuMemFree(co->dev);
+	part_free(co->pset);
 	for (uint32_t i = 0; i < CO_MAX_STREAMS; i++)
-		if (co->str[i].stream)
-			api->p_cuStreamDestroy(co->str[i].stream);
+		if (co->prim[i])
+			api->p_cuStreamDestroy(co->prim[i]);
 	sched_free(co->sched);
 	free(co->qtab);
 	free(co->qfree);
@@ -1930,6 +2116,12 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	if (!co)
 		return;
 	out->up_ns = now - co->start_ns;
+	out->npartitions = co->nparts;
+	for (uint32_t i = 0; i < co->nparts; i++) {
+		out->parts[i].sms = co->part[i].sms;
+		out->parts[i].max_inflight = co->max_inflight;
+		memcpy(out->parts[i].name, co->part[i].klass, sizeof(out->parts[i].name));
+	}
 	sched_get_stats(co->sched, &ss);
 	out->dispatch_full = ss.dispatch_full;
 	out->dispatch_slack = ss.dispatch_slack;

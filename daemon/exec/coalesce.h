@@ -36,6 +36,32 @@
 
 #include "datapath.h"
 
+#define CO_PLAN_MAX 7u /* reserved partitions (the shared one besides: OOO_SCHED_PARTITIONS in all) */
+
+/* One reserved partition of a plan: the tenant class whose bundles run there, and its SMs. */
+struct co_plan_part {
+	char klass[32];
+	uint32_t sms; /* rounded up to the device's split granule */
+};
+
+/*
+ * Apply a partition plan: n (<= CO_PLAN_MAX) classes each get a partition
+ * of their SMs, made of CUDA green contexts, where their bundles run; every
+ * other class's bundles run on the shared partition, the SMs left. n = 0:
+ * no green contexts, every bundle on the whole device. A plan like the
+ * current one changes nothing; another first waits until no bundle is in
+ * flight (held launches stay held and keep their order), then moves every
+ * queue to its class's partition. The new green contexts are made before
+ * the old ones go, so a refused plan leaves everything as it was. On
+ * success got[0..n-1] are the reserved partitions' SMs, got[n] the shared
+ * one's, *granule the split granule (0 without green contexts). Returns 0,
+ * or -EINVAL (a bad plan), -ENOSPC (the sizes do not fit the device and
+ * leave some SMs shared), -ENOTSUP (no green contexts: an old driver, or
+ * the coalescer off), -EIO/-ENOMEM, with the reason in why.
+ */
+int co_partitions(struct datapath *dp, const struct co_plan_part *plan, uint32_t n, uint32_t *got,
+		  uint32_t *granule, char *why, size_t cap);
+
 /* Start the coalescer on the current context: -errno and why (the data path then runs without it). */
 int co_start(struct datapath *dp, char *why, size_t cap);
 void co_stop(struct datapath *dp); /* waits for the GPU and the compile thread; accepts dp->co == NULL */

@@ -34,8 +34,8 @@ uint64_t dp_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Start the coalescer once, on the first session (the context is current then). */
-static void co_ensure(struct datapath *dp)
+/* Start the coalescer once, on the first session or partition plan (the context is current then). */
+void dp_co_ensure(struct datapath *dp)
 {
 	char why[160];
 
@@ -107,7 +107,7 @@ static bool sealed(int fd)
 int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
 	      uint32_t cq_n, bool reset, char *why, size_t cap)
 {
-	co_ensure(dp);
+	dp_co_ensure(dp);
 	struct dp_session *s = dp_session_get(dp, id, true);
 	struct stat st;
 	CUresult cr;

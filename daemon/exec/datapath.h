@@ -67,6 +67,7 @@ struct dp_queue {
 	struct dp_session *s;
 	uint16_t idx;
 	uint8_t cls;           /* row of the per-class counters */
+	uint8_t part;          /* the coalescer's partition for its class's bundles (0: the shared one) */
 	uint32_t slo_us;
 	uint32_t gid;          /* the scheduler's queue id */
 	struct dp_cmd *bl;     /* backlog ring: DP_BACKLOG commands, allocated on first use */
@@ -173,6 +174,9 @@ bool dp_post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t o
 void dp_set_fatal(struct datapath *dp, CUresult r, const char *what);
 uint64_t dp_now_ns(void); /* CLOCK_MONOTONIC */
 bool dp_sticky(CUresult r); /* the context is lost after this error */
+
+/* Start the coalescer if fusing is on and it has not started (or failed) yet. */
+void dp_co_ensure(struct datapath *dp);
 
 /* Issue what the rings hold and post what completed. Returns true if anything moved. */
 bool dp_progress(struct datapath *dp);

@@ -32,6 +32,33 @@ enum exec_msg_type {
 	EXEC_MSG_HOST_MAP = 0x10b,      /* exec_host + the region's memfd; reply exec_mem_reply */
 	EXEC_MSG_HOST_UNMAP = 0x10c,    /* exec_host; reply exec_mem_reply */
 	EXEC_MSG_STATS = 0x10d,         /* executor -> oood, unsolicited, about once a second: struct ooo_sched_counters */
+	EXEC_MSG_PARTITIONS = 0x10e,    /* oood -> executor: exec_partitions; reply exec_partitions_reply */
+};
+
+#define EXEC_PART_MAX 7u /* reserved partitions of a plan (the shared one besides: OOO_SCHED_PARTITIONS) */
+
+/* The SM partitions of the executor's coalescer (docs/architecture.md, "Partitions"). */
+struct exec_partitions {
+	uint64_t req;
+	uint64_t generation; /* oood's plan number, echoed */
+	uint32_t n;          /* reserved partitions, <= EXEC_PART_MAX; 0: none (every bundle on the whole GPU) */
+	uint32_t reserved;
+	struct exec_part_req {
+		char klass[32];  /* the tenant class (NUL-terminated, distinct) */
+		uint32_t sms;    /* > 0; rounded up to the device's split granule */
+		uint32_t reserved;
+	} p[EXEC_PART_MAX];
+};
+
+struct exec_partitions_reply {
+	uint64_t req;
+	uint64_t generation;
+	int32_t status;      /* 0: applied; negative: refused, the partitions are as they were */
+	uint32_t n;
+	uint32_t granule;    /* SMs of the device's smallest split group (0: no green contexts) */
+	uint32_t reserved;
+	uint32_t sms[EXEC_PART_MAX + 1]; /* what each reserved partition got, then the shared one (at n) */
+	char reason[OOO_ERRMSG_MAX];
 };
 
 struct exec_host {

@@ -77,6 +77,25 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 		memcpy(&k, *payload, sizeof(k));
 		return memchr(k.name, 0, sizeof(k.name)) ? 0 : -OOO_EPROTO;
 	}
+	case EXEC_MSG_PARTITIONS: {
+		struct exec_partitions p;
+		if (*plen != sizeof(p))
+			return -OOO_EPROTO;
+		memcpy(&p, *payload, sizeof(p));
+		if (p.n > EXEC_PART_MAX)
+			return -OOO_EPROTO;
+		for (uint32_t i = 0; i < p.n; i++)
+			if (!memchr(p.p[i].klass, 0, sizeof(p.p[i].klass)))
+				return -OOO_EPROTO;
+		return 0;
+	}
+	case EXEC_MSG_PARTITIONS | OOO_MSG_REPLY: {
+		struct exec_partitions_reply r;
+		if (*plen != sizeof(r))
+			return -OOO_EPROTO;
+		memcpy(&r, *payload, sizeof(r));
+		return r.n <= EXEC_PART_MAX && memchr(r.reason, 0, sizeof(r.reason)) ? 0 : -OOO_EPROTO;
+	}
 	case EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY: {
 		struct exec_kernel_reply k;
 		if (*plen != sizeof(k))
@@ -316,6 +335,29 @@ static int handle_attach(int fd, struct datapath *dp, uint16_t type, const void 
 	return send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
 }
 
+/* A partition plan from oood (checked by exec_msg_check): apply it, answer what each partition got. */
+static int handle_partitions(int fd, struct datapath *dp, const void *payload)
+{
+	struct exec_partitions q;
+	struct exec_partitions_reply rep = { 0 };
+	struct co_plan_part plan[EXEC_PART_MAX];
+
+	memcpy(&q, payload, sizeof(q));
+	rep.req = q.req;
+	rep.generation = q.generation;
+	rep.n = q.n;
+	for (uint32_t i = 0; i < q.n; i++) {
+		snprintf(plan[i].klass, sizeof(plan[i].klass), "%s", q.p[i].klass);
+		plan[i].sms = q.p[i].sms;
+	}
+	dp_co_ensure(dp);
+	rep.status = co_partitions(dp, plan, q.n, rep.sms, &rep.granule, rep.reason, sizeof(rep.reason));
+	if (rep.status < 0)
+		fprintf(stderr, "oood[executor]: partition plan %llu refused: %s\n", (unsigned long long)q.generation,
+			rep.reason);
+	return send_msg(fd, EXEC_MSG_PARTITIONS | OOO_MSG_REPLY, &rep, sizeof(rep));
+}
+
 /* One message from oood, if one is waiting. Returns 1 handled, 0 none, -1 to exit (oood gone or bad). */
 static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 {
@@ -391,6 +433,8 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 		else
 			rep.status = dp_host_map(dp, h.session, h.region, fds[0], h.size, rep.reason, sizeof(rep.reason));
 		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
+	} else if (type == EXEC_MSG_PARTITIONS) {
+		rc = handle_partitions(fd, dp, payload);
 	} else if (type == EXEC_MSG_KERNEL_GET) {
 		struct exec_kernel_get k;
 		struct exec_kernel_reply rep = { 0 };

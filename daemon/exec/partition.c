@@ -99,7 +99,7 @@
 struct part {
 	CUgreenCtx green;
 	CUcontext ctx;
-	CUstream stream;
+	CUstream st[PART_STREAMS]; /* st[0] is part_stream()'s */
 	uint32_t sms;
 	int prio;
 };
@@ -115,6 +115,7 @@ struct partition_set {
 	bool has_rem;
 	uint32_t granule;
 	uint32_t total;        /* SMs of the groups and the remainder */
+	uint32_t nstreams;     /* streams of every partition (part_set_streams; 1 at first) */
 	struct part p[];
 };
 
@@ -244,11 +245,14 @@ static uint32_t round_up(uint32_t v, uint32_t to)
 
 static void part_destroy(const struct cuda_api *api, struct part *p)
 {
-	if (p->stream)
-		api->p_cuStreamDestroy(p->stream);
+	/* the streams first: cuGreenCtxDestroy does not destroy them */
+	for (uint32_t k = 0; k < PART_STREAMS; k++) {
+		if (p->st[k])
+			api->p_cuStreamDestroy(p->st[k]);
+		p->st[k] = NULL;
+	}
 	if (p->green)
 		api->p_cuGreenCtxDestroy(p->green);
-	p->stream = NULL;
 	p->green = NULL;
 	p->ctx = NULL;
 	p->sms = 0;
@@ -309,11 +313,13 @@ static int part_build(struct partition_set *s, const uint32_t *owner, uint32_t i
 		snprintf(what, sizeof(what), "partition %u: cuCtxFromGreenCtx", idx);
 		goto fail;
 	}
-	r = api->p_cuGreenCtxStreamCreate(&out->stream, out->green, CU_STREAM_NON_BLOCKING, prio);
-	if (r != CUDA_SUCCESS) {
-		out->stream = NULL;
-		snprintf(what, sizeof(what), "partition %u: cuGreenCtxStreamCreate", idx);
-		goto fail;
+	for (uint32_t j = 0; j < (s->nstreams ? s->nstreams : 1); j++) {
+		r = api->p_cuGreenCtxStreamCreate(&out->st[j], out->green, CU_STREAM_NON_BLOCKING, prio);
+		if (r != CUDA_SUCCESS) {
+			out->st[j] = NULL;
+			snprintf(what, sizeof(what), "partition %u: cuGreenCtxStreamCreate (stream %u)", idx, j);
+			goto fail;
+		}
 	}
 	/* what the driver actually gave it, not what was asked */
 	memset(&mine, 0, sizeof(mine));
@@ -378,6 +384,7 @@ int part_create(const struct cuda_api *api, CUdevice dev, const uint32_t *sms, c
 	s->api = api;
 	s->dev = dev;
 	s->n = n;
+	s->nstreams = 1;
 	r = split_device(api, dev, fine, &s->groups, &s->ngroups, &s->rem, &s->granule, &s->total, why, cap);
 	if (r < 0) {
 		free(s);
@@ -445,7 +452,57 @@ uint32_t part_count(const struct partition_set *set)
 
 CUstream part_stream(const struct partition_set *set, uint32_t i)
 {
-	return set && i <= set->n ? set->p[i].stream : NULL;
+	return set && i <= set->n ? set->p[i].st[0] : NULL;
+}
+
+CUstream part_stream_k(const struct partition_set *set, uint32_t i, uint32_t k)
+{
+	return set && i <= set->n && k < set->nstreams ? set->p[i].st[k] : NULL;
+}
+
+uint32_t part_nstreams(const struct partition_set *set)
+{
+	return set ? set->nstreams : 0;
+}
+
+int part_set_streams(struct partition_set *set, uint32_t k, char *why, size_t cap)
+{
+	const struct cuda_api *api;
+
+	if (!set || k == 0 || k > PART_STREAMS) {
+		snprintf(why, cap, "bad arguments: %u streams per partition (1 to %u)", k, PART_STREAMS);
+		return -EINVAL;
+	}
+	api = set->api;
+	for (uint32_t i = 0; i <= set->n; i++) {
+		struct part *p = &set->p[i];
+
+		for (uint32_t j = set->nstreams; j < k; j++) {
+			CUresult r = api->p_cuGreenCtxStreamCreate(&p->st[j], p->green, CU_STREAM_NON_BLOCKING, p->prio);
+
+			if (r != CUDA_SUCCESS) {
+				char what[96];
+
+				p->st[j] = NULL;
+				/* back to what it was: the new streams of every partition go */
+				for (uint32_t x = 0; x <= i; x++)
+					for (uint32_t y = set->nstreams; y < k; y++) {
+						if (set->p[x].st[y])
+							api->p_cuStreamDestroy(set->p[x].st[y]);
+						set->p[x].st[y] = NULL;
+					}
+				snprintf(what, sizeof(what), "partition %u: cuGreenCtxStreamCreate (stream %u)", i, j);
+				return drv_fail(api, r, what, -EIO, why, cap);
+			}
+		}
+		for (uint32_t j = k; j < set->nstreams; j++) {
+			api->p_cuStreamSynchronize(p->st[j]);
+			api->p_cuStreamDestroy(p->st[j]);
+			p->st[j] = NULL;
+		}
+	}
+	set->nstreams = k;
+	return 0;
 }
 
 uint32_t part_sms(const struct partition_set *set, uint32_t i)
@@ -541,8 +598,10 @@ int part_resize(struct partition_set *set, uint32_t i, uint32_t sms, char *why, 
 		goto out;
 	}
 	/* drained by the caller; synchronized anyway so no running work loses its stream */
-	api->p_cuStreamSynchronize(set->p[i].stream);
-	api->p_cuStreamSynchronize(set->p[n].stream);
+	for (uint32_t k = 0; k < set->nstreams; k++) {
+		api->p_cuStreamSynchronize(set->p[i].st[k]);
+		api->p_cuStreamSynchronize(set->p[n].st[k]);
+	}
 	part_destroy(api, &set->p[i]);
 	part_destroy(api, &set->p[n]);
 	set->p[i] = np;

@@ -57,6 +57,8 @@
 
 /* Requested partitions in a set at most (the shared one not counted). */
 #define PART_MAX 64
+/* Streams of one partition at most (part_set_streams). */
+#define PART_STREAMS 8
 
 struct partition_set;
 
@@ -104,6 +106,17 @@ uint32_t part_count(const struct partition_set *set);
 
 /* Partition i's stream (non-blocking, in its green context), SMs, context. */
 CUstream part_stream(const struct partition_set *set, uint32_t i);
+/* Its stream k (0 .. part_nstreams() - 1; stream 0 is part_stream()'s), or NULL. */
+CUstream part_stream_k(const struct partition_set *set, uint32_t i, uint32_t k);
+uint32_t part_nstreams(const struct partition_set *set);
+/*
+ * Give every partition k streams (1 .. PART_STREAMS; a set starts with 1),
+ * made in its green context with its priority; part_resize re-creates as
+ * many. Streams beyond k are synchronized and destroyed: read
+ * part_stream_k() again afterwards. Returns 0, -EINVAL, or -EIO (the driver
+ * refused a stream: the set keeps its streams as they were).
+ */
+int part_set_streams(struct partition_set *set, uint32_t k, char *why, size_t cap);
 uint32_t part_sms(const struct partition_set *set, uint32_t i);
 /* cuCtxFromGreenCtx of partition i: for cuCtxSetCurrent and APIs taking a CUcontext. */
 CUcontext part_ctx(const struct partition_set *set, uint32_t i);
@@ -117,7 +130,8 @@ uint32_t part_total_sms(const struct partition_set *set);
  * Re-create partition i (not the shared one) with `sms` SMs (> 0, rounded
  * up to the granule), taking SMs from the shared partition or giving them
  * back to it, so the shared partition is re-created too. Both get new
- * green contexts and new streams: read part_stream() again afterwards.
+ * green contexts and new streams (as many as before): read part_stream()
+ * and part_stream_k() again afterwards.
  *
  * The caller must have drained both streams (everything submitted to
  * partition i and to the shared partition finished, e.g. an event recorded

@@ -144,6 +144,17 @@ struct jit_desc_launch {
 long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t cap, uint32_t *total_blocks,
 		    size_t *need);
 
+/*
+ * The size jit_desc_build gives a table of n launches whose parameter
+ * blocks, each rounded up to OOO_JIT_DESC_ALIGN, add up to `params`.
+ */
+static inline size_t jit_desc_size(size_t n, size_t params)
+{
+	size_t head = sizeof(struct ooo_jit_desc_hdr) + n * sizeof(struct ooo_jit_desc_member);
+
+	return ((head + OOO_JIT_DESC_ALIGN - 1) & ~(size_t)(OOO_JIT_DESC_ALIGN - 1)) + params;
+}
+
 /* The fused kernel's arguments for a table built by jit_desc_build and copied to device address `dev`. */
 void jit_desc_args(const void *table, uint64_t dev, struct ooo_jit_args *out);
 

@@ -67,6 +67,8 @@ enum ooo_msg_type {
 	OOO_MSG_EVICT = 42,     /* admin: ooo_msg_evict -> ooo_msg_evict_reply */
 	OOO_MSG_MPS = 43,       /* admin: no payload -> struct ooo_msg_mps */
 	OOO_MSG_MPS_RUN = 44,   /* admin: ooo_msg_mps_run -> ooo_msg_mps_run_reply (one checked control command) */
+	OOO_MSG_PARTITIONS = 45, /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_part_gpu_rec, one per GPU */
+	OOO_MSG_PARTITION_SET = 46, /* admin: ooo_msg_partition_set -> ooo_msg_partition_set_reply */
 };
 
 #define OOO_MSG_REPLY 0x8000u /* set in the type of every reply */
@@ -336,6 +338,7 @@ struct ooo_sched_class_stats {
 };
 
 struct ooo_sched_part_stats {
+	char name[32];           /* the tenant class it is reserved for; "" for the shared partition (index 0) */
 	uint32_t sms;            /* SMs of the partition */
 	uint32_t max_inflight;   /* bundles in flight at most */
 	uint64_t bundles;        /* dispatched on it */
@@ -568,6 +571,51 @@ struct ooo_msg_evict {
 enum ooo_evict_how {
 	OOO_EVICT_MPS = 1,    /* terminate_client accepted it */
 	OOO_EVICT_SIGNAL = 2, /* not an MPS client (yet): SIGTERM sent */
+};
+
+/* ---- SM partitions of the executors (docs/architecture.md, "Partitions") ---- */
+
+#define OOO_PART_MAX 7u /* reserved partitions per GPU; the shared one besides */
+
+enum ooo_part_source {
+	OOO_PART_POLICY = 0, /* partition = yes: sm_share percent of the GPU */
+	OOO_PART_OOOCTL = 1, /* oooctl partition set */
+};
+
+struct ooo_msg_partition_set {
+	char class_name[OOO_NAME_MAX]; /* a class of the current policy */
+	uint32_t sms;   /* SMs reserved for its bundles on every GPU; 0: none (it shares the rest) */
+	uint32_t reset; /* 1: forget what was set for the class: back to its policy (sms must be 0) */
+};
+
+struct ooo_msg_partition_set_reply {
+	uint64_t generation; /* the plans it caused: an executor has answered when its answered >= this */
+	uint32_t gpus;       /* executors the plan went to now (the others get it when they are ready) */
+	uint32_t reserved;
+	char msg[OOO_ERRMSG_MAX];
+};
+
+struct ooo_part_rec {
+	char class_name[32];
+	uint32_t asked;  /* SMs asked of the executor */
+	uint32_t sms;    /* SMs its partition has (rounded up to the granule), when the plan was applied; else 0 */
+	uint32_t source; /* enum ooo_part_source */
+	uint32_t reserved;
+};
+
+struct ooo_part_gpu_rec {
+	uint32_t index;      /* GPU */
+	uint32_t state;      /* enum ooo_device_state */
+	uint64_t generation; /* of the plan last sent to its executor (0: none yet) */
+	uint64_t answered;   /* of the plan its executor last answered */
+	int32_t status;      /* that answer: 0 applied, or negative: refused (reason), the partitions as they were */
+	uint32_t n;          /* reserved partitions of the plan last sent */
+	uint32_t sm_count;   /* the GPU's SMs */
+	uint32_t granule;    /* SMs of the smallest split (0: no green contexts in use) */
+	uint32_t shared_sms; /* the shared partition's, when applied */
+	uint32_t reserved;
+	struct ooo_part_rec p[OOO_PART_MAX];
+	char reason[OOO_ERRMSG_MAX]; /* why the last plan was refused, or could not be made for this GPU */
 };
 
 struct ooo_msg_evict_reply {

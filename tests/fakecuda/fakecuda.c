@@ -13,9 +13,11 @@
  * modules whose .entry names and .param layouts are read from the text.
  * What it does not: kernels (a launch checks its function and does
  * nothing), timing (an event pair measures 1 us, or FAKECUDA_ELAPSED_US
- * from the environment: a fused bundle as slow as a test wants), green
- * contexts (not provided: the executor runs without partitions), peer
- * access. One GPU error is modelled: a launch whose 64-bit parameter is
+ * from the environment: a fused bundle as slow as a test wants), peer
+ * access. Green contexts are bookkeeping only: the 132 SMs split into
+ * groups of 8 (2 with CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) and
+ * a remainder, and a green context knows its SM count and makes streams,
+ * but nothing confines a launch to its SMs. One GPU error is modelled: a launch whose 64-bit parameter is
  * below 4096 faults, as a kernel dereferencing a null-page pointer would,
  * and like the real driver's, the fault is sticky: the next query or
  * synchronize sees it (the kernel ran after its launch returned), and from
@@ -777,6 +779,131 @@ CUresult cuMemFreeHost(void *p)
 	return CUDA_SUCCESS;
 }
 
+/* ---- green contexts: bookkeeping of SM counts ------------------------------------- */
+
+#define FAKE_SMS 132u
+#define FAKE_SM_GROUP 8u      /* the split granule (2 when co-scheduling is ignored) */
+#define FAKE_DESCS 256u
+
+struct CUdevResourceDesc_st {
+	unsigned int sms;
+};
+struct CUgreenCtx_st {
+	unsigned int sms;
+	int ctx; /* its address is the green context's CUcontext */
+};
+
+/* Descriptors live until the process ends with the real driver too (there is no destroy): a ring of them */
+static struct CUdevResourceDesc_st descs[FAKE_DESCS];
+static _Atomic unsigned int next_desc;
+
+static void sm_resource(CUdevResource *r, unsigned int sms)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = CU_DEV_RESOURCE_TYPE_SM;
+	r->sm.smCount = sms;
+	r->sm.minSmPartitionSize = FAKE_SM_GROUP;
+	r->sm.smCoscheduledAlignment = 2;
+}
+
+CUresult cuDeviceGetDevResource(CUdevice d, CUdevResource *r, CUdevResourceType type)
+{
+	if (d != 0 || !r)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_DEV_RESOURCE_TYPE_SM)
+		return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+	sm_resource(r, FAKE_SMS);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nb, const CUdevResource *input,
+				     CUdevResource *remaining, unsigned int flags, unsigned int min_count)
+{
+	unsigned int g = flags & CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING ? 2 : FAKE_SM_GROUP, n;
+
+	if (!nb || !input || input->type != CU_DEV_RESOURCE_TYPE_SM || min_count == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	g = (min_count + g - 1) / g * g;
+	n = input->sm.smCount / g;
+	if (!result) {
+		*nb = n;
+		return CUDA_SUCCESS;
+	}
+	if (*nb < n)
+		n = *nb;
+	for (unsigned int i = 0; i < n; i++)
+		sm_resource(&result[i], g);
+	*nb = n;
+	if (remaining)
+		sm_resource(remaining, input->sm.smCount - n * g);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *r, unsigned int n)
+{
+	struct CUdevResourceDesc_st *d = &descs[next_desc++ % FAKE_DESCS];
+
+	if (!desc || !r || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	d->sms = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		if (r[i].type != CU_DEV_RESOURCE_TYPE_SM)
+			return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+		d->sms += r[i].sm.smCount;
+	}
+	*desc = d;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc, CUdevice d, unsigned int flags)
+{
+	struct CUgreenCtx_st *g;
+
+	(void)flags;
+	if (!green || !desc || d != 0 || !desc->sms)
+		return CUDA_ERROR_INVALID_VALUE;
+	STICKY();
+	if (!(g = calloc(1, sizeof(*g))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	g->sms = desc->sms;
+	*green = g;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxDestroy(CUgreenCtx g)
+{
+	if (!g)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *r, CUdevResourceType type)
+{
+	if (!g || !r)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (type != CU_DEV_RESOURCE_TYPE_SM)
+		return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+	sm_resource(r, g->sms);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxFromGreenCtx(CUcontext *c, CUgreenCtx g)
+{
+	if (!c || !g)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*c = (CUcontext)&g->ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxStreamCreate(CUstream *s, CUgreenCtx g, unsigned int flags, int prio)
+{
+	(void)prio;
+	if (!s || !g || !(flags & CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuStreamCreate(s, flags);
+}
+
 /* ---- the one entry point the loader looks up by name ------------------------------ */
 
 static const struct {
@@ -786,14 +913,14 @@ static const struct {
 #define FAKE_ENTRY(name) { #name, (void *)&name },
 #define FAKE_ENTRY_V(name, ver) FAKE_NEWER_##name
 #define FAKE_NEWER_cuFuncGetParamInfo { "cuFuncGetParamInfo", (void *)&cuFuncGetParamInfo },
-#define FAKE_NEWER_cuDeviceGetDevResource
-#define FAKE_NEWER_cuDevSmResourceSplitByCount
-#define FAKE_NEWER_cuDevResourceGenerateDesc
-#define FAKE_NEWER_cuGreenCtxCreate
-#define FAKE_NEWER_cuGreenCtxDestroy
-#define FAKE_NEWER_cuGreenCtxGetDevResource
-#define FAKE_NEWER_cuCtxFromGreenCtx
-#define FAKE_NEWER_cuGreenCtxStreamCreate
+#define FAKE_NEWER_cuDeviceGetDevResource { "cuDeviceGetDevResource", (void *)&cuDeviceGetDevResource },
+#define FAKE_NEWER_cuDevSmResourceSplitByCount { "cuDevSmResourceSplitByCount", (void *)&cuDevSmResourceSplitByCount },
+#define FAKE_NEWER_cuDevResourceGenerateDesc { "cuDevResourceGenerateDesc", (void *)&cuDevResourceGenerateDesc },
+#define FAKE_NEWER_cuGreenCtxCreate { "cuGreenCtxCreate", (void *)&cuGreenCtxCreate },
+#define FAKE_NEWER_cuGreenCtxDestroy { "cuGreenCtxDestroy", (void *)&cuGreenCtxDestroy },
+#define FAKE_NEWER_cuGreenCtxGetDevResource { "cuGreenCtxGetDevResource", (void *)&cuGreenCtxGetDevResource },
+#define FAKE_NEWER_cuCtxFromGreenCtx { "cuCtxFromGreenCtx", (void *)&cuCtxFromGreenCtx },
+#define FAKE_NEWER_cuGreenCtxStreamCreate { "cuGreenCtxStreamCreate", (void *)&cuGreenCtxStreamCreate },
 	CUDA_FUNCS(FAKE_ENTRY) CUDA_FUNCS_NEWER(FAKE_ENTRY_V)
 };
 

@@ -14,6 +14,10 @@
  *                                             them; prints "ok"; test_launch.sh counts the classes
  *   launch_check SOCK classes N noresults     the same without reading the kernels' results
  *                                             (tests/fakecuda runs no kernel)
+ *   launch_check SOCK smid MAX                a kernel of 1056 blocks, each spinning ~20 us, writes
+ *                                             the SM each block ran on (%smid), 5 times; prints the
+ *                                             number of distinct SMs and fails if it is above MAX
+ *                                             (the SMs of the session's class's partition)
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -177,6 +181,59 @@ static int vadd(const char *sock, const char *src, const char *ptx, const char *
 	if (!fails)
 		printf("ok\n");
 	return fails != 0;
+}
+
+/* Each block's thread 0 spins ~20 us (so that blocks spread over every SM they may use), then writes %smid. */
+static const char smid_ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n"
+			       ".visible .entry smid(.param .u64 out)\n{\n .reg .b32 s, b, t;\n .reg .b64 a, o, c0, c1, d;\n"
+			       " .reg .pred p, q;\n mov.u32 t, %tid.x;\n setp.ne.u32 p, t, 0;\n @p bra DONE;\n"
+			       " mov.u64 c0, %clock64;\nSPIN:\n mov.u64 c1, %clock64;\n sub.s64 d, c1, c0;\n"
+			       " setp.lt.s64 q, d, 40000;\n @q bra SPIN;\n ld.param.u64 a, [out];\n"
+			       " cvta.to.global.u64 a, a;\n mov.u32 b, %ctaid.x;\n mul.wide.u32 o, b, 4;\n"
+			       " add.s64 a, a, o;\n mov.u32 s, %smid;\n st.global.u32 [a], s;\nDONE:\n ret;\n}\n";
+
+static int smid(const char *sock, unsigned max)
+{
+	enum { BLOCKS = 1056, ROUNDS = 5, SM_IDS = 1024 };
+	ooo_session *s = ooo_open(sock);
+	ooo_queue *q = NULL;
+	ooo_module *m = NULL;
+	ooo_kernel *k = NULL;
+	ooo_buf *b = NULL;
+	static uint32_t back[BLOCKS];
+	bool seen[SM_IDS] = { false };
+	const uint32_t grid[3] = { BLOCKS, 1, 1 }, block[3] = { 128, 1, 1 };
+	unsigned distinct = 0;
+	uint64_t out;
+
+	if (!s || ooo_queue_create(s, NULL, &q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	CHECK(ooo_module_load(s, OOO_PTX, smid_ptx, sizeof(smid_ptx) - 1, &m) == 0 && ooo_kernel_get(m, "smid", &k) == 0,
+	      "load smid");
+	CHECK(ooo_buf_alloc(s, sizeof(back), 0, &b) == 0, "alloc");
+	for (int r = 0; r < ROUNDS && !fails; r++) {
+		out = ooo_buf_addr(b);
+		CHECK(ooo_memset(q, out, 0xffffffffu, BLOCKS, 4) == 0, "memset");
+		CHECK(ooo_launch(q, k, grid, block, 0, &out, sizeof(out)) == 0, "launch");
+		CHECK(ooo_memcpy_dtoh(q, back, out, sizeof(back)) == 0, "read back");
+		for (int i = 0; i < BLOCKS && !fails; i++) {
+			CHECK(back[i] < SM_IDS, "block %d: SM %u (not written?)", i, back[i]);
+			if (!fails && !seen[back[i]]) {
+				seen[back[i]] = true;
+				distinct++;
+			}
+		}
+	}
+	ooo_close(s);
+	if (fails)
+		return 1;
+	printf("smids: %u distinct SMs ran %d blocks x %d rounds\n", distinct, BLOCKS, ROUNDS);
+	if (distinct > max) {
+		printf("FAIL: more than the %u SMs of the partition\n", max);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
 }
 
 static int fault(const char *sock, const char *ptx)
@@ -465,8 +522,11 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[2], "fault"))
 		return fault(argv[1], argv[3]);
+	if (argc == 4 && !strcmp(argv[2], "smid"))
+		return smid(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
-	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX | bench PTX LIBCUDA\n");
+	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX | smid MAX | "
+			"bench PTX LIBCUDA\n");
 	return 2;
 }

@@ -141,4 +141,40 @@ d=$(settle 1 retried)
 [ "$(counter fused_launches)" -eq 0 ] || fail "fused launches counted although the driver refused every one"
 ok "fused launches refused: $d bundles ran their members one by one ($(echo "$out" | tail -1))"
 fake_stop
+
+# SM partitions (on the stand-in, green contexts are bookkeeping: 132 SMs split in groups of 8). The
+# class has partition = yes and sm_share = 25: 33 SMs asked, 40 made; its bundles run there. Resized
+# with oooctl partition set while launches run (and once to no partition at all): every sync clean.
+# A plan that leaves no shared SMs is refused and changes nothing; reset goes back to the policy.
+gpu_start 'max_sessions = 200\nmax_queues = 2048\npartition = yes\nsm_share = 25\n'
+# part_bundles CLASS: bundles dispatched on CLASS's partition ("null": the shared one), from oooctl sched --json
+part_bundles() {
+	$ctl --json sched --interval 0 | tr -d ' \n' | grep -o '"partitions":\[[^]]*\]' | head -1 |
+		grep -o "\"class\":\"*$1\"*,\"sms\":[0-9]*,\"max_inflight\":[0-9]*,\"streams\":[0-9]*,\"bundles\":[0-9]*" |
+		sed 's/.*"bundles"://'
+}
+out=$($ctl partition 2>&1) || fail "oooctl partition: $out"
+echo "$out" | grep -Eq '^ *0 +1 +default +33 +40 +policy' || fail "partition = yes, sm_share = 25 did not give 40 SMs: $out"
+echo "$out" | grep -Eq '^ *0 +shared .* 92 ' || fail "the shared partition does not have the other 92 SMs: $out"
+"$build/tests/gpu/dp_check" "$sock" launches >"$rundir/parts.out" 2>&1 &
+pl=$!
+for sms in 16 64 0 24 8 40; do
+	out=$($ctl partition set default $sms 2>&1) || fail "oooctl partition set default $sms: $out"
+	echo "$out" | grep -q 'applied' || fail "partition set default $sms not applied: $out"
+	sleep 0.1
+done
+wait $pl || fail "launches while the partitions changed: $(cat "$rundir/parts.out")"
+# (a partition's counters start again when a plan gives its index to another class, or to none)
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" launches 2>&1) || fail "dp_check launches on 40 SMs: $out"
+sleep 1.5
+b=$(part_bundles default)
+[ "${b:-0}" -gt 0 ] || fail "no bundle ran on the class's partition: $($ctl sched 2>&1 | tail -5)"
+ok "a class's partition resized 6 times while 24000 launches ran, every sync clean; then $b bundles on it"
+out=$($ctl partition set default 200 2>&1) && fail "a partition of 200 SMs was accepted: $out"
+echo "$out" | grep -q 'other classes need some' || fail "partition of 200 SMs: unexpected refusal: $out"
+$ctl partition | grep -Eq '^ *0 +1 +default +40 +40 +oooctl' || fail "a refused plan changed the partitions: $($ctl partition)"
+out=$($ctl partition reset default 2>&1) || fail "oooctl partition reset: $out"
+echo "$out" | grep -Eq '^ *0 +1 +default +33 +40 +policy' || fail "reset did not go back to the policy: $out"
+ok "a plan without shared SMs refused and nothing changed; reset back to the policy's 33 (40) SMs"
+fake_stop
 echo "$passed passed, 0 failed"

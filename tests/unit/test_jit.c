@@ -510,6 +510,9 @@ static void test_desc_build(void **state)
 	assert_int_equal(need, 16 + 96 + 32 + 16 + 32);
 	n = jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL);
 	assert_int_equal(n, (long)need);
+	/* the executor's estimate (parameters each rounded to 16) is the same size */
+	assert_int_equal(jit_desc_size(3, 32 + 16 + 32), need);
+	assert_int_equal(jit_desc_size(1, 0), 16 + 32);
 	assert_int_equal(total, 4 + 12 + 1);
 	memcpy(&h, buf, sizeof(h));
 	assert_int_equal(h.n_members, 3);

@@ -883,6 +883,40 @@ static void test_binary_modules_key(void **state)
 	check_err("[daemon]\nbinary_modules = no\n", 2, "unknown key 'binary_modules' in [daemon]");
 }
 
+static void test_partition_key(void **state)
+{
+	char text[2048];
+	size_t at = 0;
+	struct policy *p = parse_ok("[class a]\nmatch_uid = 1\nsm_share = 30\npartition = yes\n"
+				    "[class b]\nmatch_uid = 2\nsm_share = 60\npartition = yes\n[class c]\nmatch_uid = 3\n");
+
+	(void)state;
+	assert_true(p->classes[0].partition);
+	assert_true(p->classes[1].partition);
+	assert_false(p->classes[2].partition); /* default no */
+	policy_free(p);
+	check_err("[class a]\nmatch_uid = 1\npartition = 50\n", 3, "partition must be yes or no");
+	check_err("[daemon]\npartition = yes\n", 2, "unknown key 'partition' in [daemon]");
+	/* the shared partition must keep SMs: the reserved shares add up to less than 100 */
+	check_err("[class a]\nmatch_uid = 1\nsm_share = 50\npartition = yes\n[class b]\nmatch_uid = 2\n"
+		  "sm_share = 50\npartition = yes\n",
+		  0, "reserve 100% of each GPU's SMs");
+	/* a share of 100 (the default) with partition = yes leaves nothing either */
+	check_err("[class a]\nmatch_uid = 1\npartition = yes\n", 0, "reserve 100%");
+	/* at most POLICY_MAX_PARTITIONS classes */
+	for (int i = 0; i <= POLICY_MAX_PARTITIONS; i++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at,
+				       "[class c%d]\nmatch_uid = %d\nsm_share = 1\npartition = yes\n", i, i + 1);
+	check_err(text, 0, "at most 7 may");
+	at = 0;
+	for (int i = 0; i < POLICY_MAX_PARTITIONS; i++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at,
+				       "[class c%d]\nmatch_uid = %d\nsm_share = 10\npartition = yes\n", i, i + 1);
+	p = parse_ok(text);
+	assert_int_equal(p->nclasses, POLICY_MAX_PARTITIONS);
+	policy_free(p);
+}
+
 static void test_mps_keys(void **state)
 {
 	struct policy *p = parse_ok("[class a]\nmatch_uid = 1\n");
@@ -1032,6 +1066,7 @@ int main(void)
 		cmocka_unit_test(test_executor_keys),
 		cmocka_unit_test(test_telemetry_keys),
 		cmocka_unit_test(test_binary_modules_key),
+		cmocka_unit_test(test_partition_key),
 		cmocka_unit_test(test_mps_keys),
 		cmocka_unit_test(test_load_file),
 	};
