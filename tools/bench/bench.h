@@ -26,6 +26,7 @@
 
 #define BENCH_NS 1000000000ll
 #define BENCH_MAX_TENANTS 256
+#define BENCH_CRITICAL_GID 64999u /* mix --critical-share: the critical tenant's group, which its class matches */
 #define BENCH_MAX_COUNTS 32
 #define BENCH_MAX_PARAMS 64
 #define BENCH_MPS_MAX_CLIENTS 48 /* MPS clients per GPU on the H200 */
@@ -91,6 +92,7 @@ struct bench_opts {
 	char ooo_run[PATH_MAX];     /* lease: the ooo-run to exec tenants through */
 	unsigned lease_sm;          /* lease: each tenant's --sm; 0: 100/T (at least 1) */
 	unsigned lease_critical_sm; /* lease, mix: the critical tenant's --sm; 0: 50 */
+	unsigned critical_share;    /* ooo, mix: the critical tenant's class gets a partition of this percent; 0: none */
 	bool quiet;
 	int argc;
 	char **argv;

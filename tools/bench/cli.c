@@ -121,6 +121,11 @@ void bench_gpu_usage(FILE *f)
 		"  --ooo-run PATH       lease: ooo-run (default: next to this binary, else PATH)\n"
 		"  --lease-sm PCT       lease: every tenant's share (default 100/T, at least 1)\n"
 		"  --lease-critical-sm PCT  lease, mix: the critical tenant's share (default 50)\n"
+		"  --critical-share PCT ooo, mix: the critical tenant is its own class (it runs with\n"
+		"                       the supplementary group %u, so root only), whose bundles get\n"
+		"                       an SM partition of PCT percent (partition = yes, sm_share =\n"
+		"                       PCT in the private oood); the best-effort tenants share the\n"
+		"                       rest. Default: one class, no partition\n"
 		"  OOO_COMMIT           recorded as the commit (default: the build's, %s)\n"
 		"  OOO_BENCH_MARK       a file created when each point's measured window opens\n"
 		"  -h, --help           this help\n"
@@ -132,7 +137,7 @@ void bench_gpu_usage(FILE *f)
 		"\n"
 		"Exit status: 0 success; 1 a mode could not run, or a point had errors or wrong\n"
 		"results (the outputs are still written); 2 usage error.\n",
-		BENCH_MPS_MAX_CLIENTS, BENCH_MPS_MAX_CLIENTS, BENCH_MAX_TENANTS, "/tmp", OOO_GIT_REV);
+		BENCH_MPS_MAX_CLIENTS, BENCH_MPS_MAX_CLIENTS, BENCH_MAX_TENANTS, "/tmp", BENCH_CRITICAL_GID, OOO_GIT_REV);
 }
 
 bool bench_is_gpu_workload(const char *name)
@@ -396,7 +401,7 @@ enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
 	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_MPS, O_OOO_RUN, O_LEASE_SM,
-	O_LEASE_CRIT,
+	O_LEASE_CRIT, O_CRIT_SHARE,
 };
 
 int bench_gpu_main(int argc, char **argv)
@@ -422,6 +427,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "streams", required_argument, NULL, O_STREAMS },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
+		{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
 		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -617,6 +623,12 @@ int bench_gpu_main(int argc, char **argv)
 			else
 				o->lease_critical_sm = (unsigned)v;
 			break;
+		case O_CRIT_SHARE:
+			if (!bench_parse_u64(optarg, 1, 99, &v))
+				rc = bench_usage_error("--critical-share wants a percentage 1..99, not '%s'", optarg);
+			else
+				o->critical_share = (unsigned)v;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -655,6 +667,16 @@ int bench_gpu_main(int argc, char **argv)
 	}
 	if (o->be_rate && !have_mix) {
 		rc = bench_usage_error("--be-rate is for mix's best-effort tenants");
+		goto out;
+	}
+	if (o->critical_share && (!have_mix || o->socket[0])) {
+		rc = bench_usage_error("--critical-share is for mix, with the private oood (not --socket)");
+		goto out;
+	}
+	if (o->critical_share && geteuid() != 0) {
+		rc = bench_usage_error("--critical-share needs root: the critical tenant runs with group %u to be "
+				       "its own class",
+				       BENCH_CRITICAL_GID);
 		goto out;
 	}
 	if (o->socket[0] && o->streams) {

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -256,7 +257,8 @@ static int self_exe(char *out, size_t cap)
 	return 0;
 }
 
-static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run, unsigned sm, bool below)
+/* gid: when not 0, the tenant runs with it as its group and only supplementary group (a class of its own) */
+static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run, unsigned sm, bool below, gid_t gid)
 {
 	int ctl[2], res[2];
 	pid_t parent = getpid();
@@ -305,6 +307,8 @@ static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run
 		dup2(2, 1); /* nothing of a tenant's may land in stdout, which may be the JSON */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
+			_exit(126);
+		if (gid && (setgroups(1, &gid) < 0 || setgid(gid) < 0))
 			_exit(126);
 		if (ooo_run) {
 			char *largv[] = { (char *)ooo_run, "--socket", (char *)c->socket, "--sm", smarg, "--priority",
@@ -594,7 +598,8 @@ static void run_point(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 		}
 		make_cfg(x, m, wl, tenants, i, cfg);
 		r = spawn(&s[i], cfg, m == BM_LEASE ? x->ooo_run : NULL,
-			  m == BM_LEASE ? lease_share(o, wl, tenants, i) : 0, s[i].klass == TC_BEST_EFFORT);
+			  m == BM_LEASE ? lease_share(o, wl, tenants, i) : 0, s[i].klass == TC_BEST_EFFORT,
+			  m == BM_OOO && o->critical_share && s[i].klass == TC_CRITICAL ? BENCH_CRITICAL_GID : 0);
 		if (r < 0) {
 			snprintf(why, sizeof(why), "cannot start the tenant process: %s", strerror(-r));
 			slot_fail(&s[i], why);

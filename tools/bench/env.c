@@ -609,7 +609,24 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_sessions = 8192\n"
 		"libcuda = %s\n"
 		"executor = %s\n"
-		"%s%.0u%s"
+		"%s%.0u%s",
+		o->libcuda, lease ? "no" : "yes", o->streams ? "streams = " : "", o->streams, o->streams ? "\n" : "");
+	if (o->critical_share)
+		/* mix: the critical tenant (group BENCH_CRITICAL_GID) is a class of its own, with SMs reserved
+		 * (first: classes are tried in order) */
+		fprintf(f,
+			"[class critical]\n"
+			"match_gid = %u\n"
+			"priority = 99\n"
+			"slo_us = 1\n"
+			"sm_share = %u\n"
+			"partition = yes\n"
+			"mem_limit = 1T\n"
+			"max_queues = 65536\n"
+			"max_buffers = 1048576\n"
+			"max_modules = 65536\n",
+			BENCH_CRITICAL_GID, o->critical_share);
+	fprintf(f,
 		"[class bench]\n"
 		"match_uid = *\n"
 		"priority = 99\n"
@@ -621,8 +638,7 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_buffers = 1048576\n"
 		"max_modules = 65536\n"
 		"max_inflight = 1048576\n"
-		"max_leases = 4096\n",
-		o->libcuda, lease ? "no" : "yes", o->streams ? "streams = " : "", o->streams, o->streams ? "\n" : "");
+		"max_leases = 4096\n");
 	if (lease)
 		/* native tenants only: MPS with oood's leases, no executor to share the GPU with */
 		fprintf(f,
