@@ -176,5 +176,25 @@ $ctl partition | grep -Eq '^ *0 +1 +default +40 +40 +oooctl' || fail "a refused 
 out=$($ctl partition reset default 2>&1) || fail "oooctl partition reset: $out"
 echo "$out" | grep -Eq '^ *0 +1 +default +33 +40 +policy' || fail "reset did not go back to the policy: $out"
 ok "a plan without shared SMs refused and nothing changed; reset back to the policy's 33 (40) SMs"
+# what oooctl set outlives the executor: a new one gets the plan when it is ready
+$ctl partition set default 24 >/dev/null || fail "partition set default 24"
+pid=$(field executor_pid)
+kill -9 "$pid"
+sleep 1.2
+wait_ready || fail "executor not back after SIGKILL"
+[ "$(field executor_pid)" != "$pid" ] || fail "the executor was not replaced"
+for _ in $(seq 50); do $ctl partition | grep -q 'applied' && break; sleep 0.1; done
+out=$($ctl partition 2>&1)
+echo "$out" | grep -Eq '^ *0 +1 +default +24 +24 +oooctl' || fail "the new executor did not get the plan: $out"
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" launches 2>&1) || fail "launches on the new executor's partition: $out"
+ok "a new executor (the old one SIGKILLed) gets the plan (24 SMs), and launches run on it"
+# a reload that changes the plan sends it: without oooctl's size and with partition = no, no partition
+$ctl partition reset default >/dev/null || fail "partition reset default"
+sed -i 's/^partition = yes$/partition = no/' "$rundir/oood.conf"
+out=$($ctl reload 2>&1) || fail "reload: $out"
+for _ in $(seq 50); do $ctl partition | grep -q 'no reserved partitions' && break; sleep 0.1; done
+out=$($ctl partition 2>&1)
+echo "$out" | grep -q 'applied: no reserved partitions' || fail "the reload did not remove the partition: $out"
+ok "a reload to partition = no removes the class's partition"
 fake_stop
 echo "$passed passed, 0 failed"
