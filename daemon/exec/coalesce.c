@@ -48,7 +48,9 @@
 #define CO_LOOK_EARLY_NS 1000u /* a fused bundle's end is looked for from this long before its predicted end */
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
 #define CO_ISSUE_EVERY 512u    /* bundles between two measures of the executor's busy time per bundle (sched_set_issue_ns) */
-#define CO_LQ 64u              /* the launcher's queue: bundles dispatched, not yet issued or not yet looked at (> CO_SLOTS) */
+#define CO_LQ 128u             /* a launcher ring: bundles dispatched, not yet issued or not yet looked at */
+#define CO_LQ_RESERVED 0       /* the ring of reserved partitions' bundles, issued first */
+#define CO_LQ_SHARED 1
 #define CO_LAUNCH_SPIN_NS 300000u /* the launcher polls this long after its last bundle before it sleeps */
 
 struct co_pmod {
@@ -222,17 +224,24 @@ struct coalescer {
 	uint64_t nfused;    /* fused dispatches, for sampling their timing */
 	uint64_t issue_b0, issue_w0, issue_l0; /* bundles, dp->work_ns and launch_ns at the last measure of the issue time */
 	/*
-	 * The launcher thread: the serving thread pushes bundles at lq_tail, the
-	 * launcher issues them to CUDA in that order and moves lq_head, and the
-	 * serving thread takes their results (co_results) at lq_look. The driver
-	 * calls of a bundle (cuLaunchKernel, its event records and stream waits)
-	 * cost the serving thread nothing but the hand-over.
+	 * The launcher thread: the serving thread pushes bundles at a ring's
+	 * tail, the launcher issues them to CUDA in that order and moves its
+	 * head, and the serving thread takes their results (co_results) at its
+	 * look. The driver calls of a bundle (cuLaunchKernel, its event records
+	 * and stream waits) cost the serving thread nothing but the hand-over.
+	 * Two rings: bundles of reserved partitions (CO_LQ_RESERVED), which the
+	 * launcher issues before the next bundle of the shared one
+	 * (CO_LQ_SHARED), so that a class with SMs of its own does not queue
+	 * behind the others on the CPU either. Bundles of different partitions
+	 * never wait for each other, so the two orders are independent.
 	 */
-	struct dp_bundle *lq[CO_LQ];
-	uint32_t lq_look;                /* the serving thread's */
-	_Alignas(64) atomic_uint lq_tail; /* written by the serving thread */
+	struct co_lring {
+		struct dp_bundle *q[CO_LQ];
+		uint32_t look;                /* the serving thread's */
+		_Alignas(64) atomic_uint tail; /* written by the serving thread */
+		_Alignas(64) atomic_uint head; /* written by the launcher */
+	} lr[2];
 	atomic_int lsleep;                /* 1: the launcher sleeps (or is about to) on this futex word */
-	_Alignas(64) atomic_uint lq_head; /* written by the launcher */
 	atomic_uint_fast64_t launch_ns;   /* the launcher's busy time */
 	atomic_int lfatal;                /* a sticky CUresult the launcher met (0: none) */
 	atomic_bool lstop;
@@ -1142,36 +1151,46 @@ struct launch_ctx {
 	const struct cuda_api *api;
 };
 
+/* The ring with a bundle to issue, the reserved partitions' first; -1: none. */
+static int launcher_next(struct coalescer *co, const uint32_t *head)
+{
+	for (int r = CO_LQ_RESERVED; r <= CO_LQ_SHARED; r++)
+		if (head[r] != atomic_load_explicit(&co->lr[r].tail, memory_order_acquire))
+			return r;
+	return -1;
+}
+
 /*
- * The launcher: issues the bundles the serving thread pushes, in order. It
- * polls CO_LAUNCH_SPIN_NS after its last bundle (a tenant's next kernel
- * usually comes within microseconds), then sleeps on co->lsleep until a push
- * wakes it.
+ * The launcher: issues the bundles the serving thread pushes, each ring in
+ * order, the reserved partitions' ring first. It polls CO_LAUNCH_SPIN_NS
+ * after its last bundle (a tenant's next kernel usually comes within
+ * microseconds), then sleeps on co->lsleep until a push wakes it.
  */
 static void *launch_main(void *arg)
 {
 	struct launch_ctx *lc = arg;
 	struct coalescer *co = lc->co;
 	const struct cuda_api *api = lc->api;
-	uint32_t head = atomic_load_explicit(&co->lq_head, memory_order_relaxed);
+	uint32_t head[2];
 	uint64_t idle_since = dp_now_ns();
+	int r;
 
 	free(lc);
+	for (r = 0; r < 2; r++)
+		head[r] = atomic_load_explicit(&co->lr[r].head, memory_order_relaxed);
 	api->p_cuCtxSetCurrent(co->ctx);
 	for (;;) {
-		uint32_t tail = atomic_load_explicit(&co->lq_tail, memory_order_acquire);
-
-		if (head != tail) {
+		if ((r = launcher_next(co, head)) >= 0) {
 			uint64_t t0 = idle_since = dp_now_ns();
 
 			do {
-				struct dp_bundle *b = co->lq[head % CO_LQ];
+				struct dp_bundle *b = co->lr[r].q[head[r] % CO_LQ];
 
 				issue_bundle(co, api, b);
 				b->issued_ns = idle_since = dp_now_ns();
 				atomic_store_explicit(&b->issued, true, memory_order_release);
-				atomic_store_explicit(&co->lq_head, ++head, memory_order_release);
-			} while (head != tail);
+				atomic_store_explicit(&co->lr[r].head, ++head[r], memory_order_release);
+			} while ((r = launcher_next(co, head)) >= 0);
 			atomic_fetch_add_explicit(&co->launch_ns, idle_since - t0, memory_order_relaxed);
 			continue;
 		}
@@ -1183,7 +1202,8 @@ static void *launch_main(void *arg)
 		}
 		atomic_store(&co->lsleep, 1);
 		atomic_thread_fence(memory_order_seq_cst); /* against the serving thread's push: one of us sees the other */
-		if (atomic_load(&co->lq_tail) == head && !atomic_load(&co->lstop))
+		if (atomic_load(&co->lr[0].tail) == head[0] && atomic_load(&co->lr[1].tail) == head[1] &&
+		    !atomic_load(&co->lstop))
 			futex_op(&co->lsleep, FUTEX_WAIT_PRIVATE, 1);
 		atomic_store(&co->lsleep, 0);
 		idle_since = dp_now_ns();
@@ -1202,20 +1222,47 @@ static void launcher_wake(struct coalescer *co)
 
 static void co_results(struct datapath *dp);
 
-/* Hand b to the launcher. */
+/* Hand b to the launcher: on the reserved partitions' ring, or the shared partition's. */
 static void launcher_push(struct datapath *dp, struct dp_bundle *b)
 {
 	struct coalescer *co = dp->co;
-	uint32_t tail = atomic_load_explicit(&co->lq_tail, memory_order_relaxed);
+	struct co_lring *l = &co->lr[b->part ? CO_LQ_RESERVED : CO_LQ_SHARED];
+	uint32_t tail = atomic_load_explicit(&l->tail, memory_order_relaxed);
 
-	/* never full: bundles in flight (the scheduler's bound) are fewer than CO_LQ; this only guards the bound */
-	while (tail - co->lq_look >= CO_LQ) {
+	/* never full: bundles in flight (the scheduler's bound per partition) are fewer than CO_LQ; a guard */
+	while (tail - l->look >= CO_LQ) {
 		cpu_relax();
 		co_results(dp);
 	}
-	co->lq[tail % CO_LQ] = b;
-	atomic_store_explicit(&co->lq_tail, tail + 1, memory_order_release);
+	l->q[tail % CO_LQ] = b;
+	atomic_store_explicit(&l->tail, tail + 1, memory_order_release);
 	launcher_wake(co);
+}
+
+/* The launcher's results of b, once it has issued it: see co_results. */
+static void bundle_looked(struct datapath *dp, struct dp_bundle *b)
+{
+	struct coalescer *co = dp->co;
+
+	if (b->fused) {
+		co->st.fused_bundles++;
+		co->st.fused_launches += b->n;
+	}
+	co->st.param_bundles += b->param_table;
+	co->st.retried += b->retried;
+	for (uint32_t k = 0; k < b->n; k++) {
+		const struct co_member *m = &b->m[k];
+
+		if (m->status < 0 && !m->notify) {
+			if (!dp_post(m->s, m->user_data, m->queue, OOO_OP_LAUNCH, m->status))
+				fprintf(stderr,
+					"oood[executor]: session %llu: completion ring full, a launch error was lost\n",
+					(unsigned long long)m->s->id);
+			m->s->cq_dirty = true;
+		}
+	}
+	bundle_after_put(dp, b);
+	b->looked = true;
 }
 
 /*
@@ -1227,36 +1274,19 @@ static void launcher_push(struct datapath *dp, struct dp_bundle *b)
 static void co_results(struct datapath *dp)
 {
 	struct coalescer *co = dp->co;
-	uint32_t head = atomic_load_explicit(&co->lq_head, memory_order_acquire);
 	int lf;
 
-	while (co->lq_look != head) {
-		struct dp_bundle *b = co->lq[co->lq_look++ % CO_LQ];
+	for (int r = 0; r < 2; r++) {
+		struct co_lring *l = &co->lr[r];
+		uint32_t head = atomic_load_explicit(&l->head, memory_order_acquire);
 
-		if (b->fused) {
-			co->st.fused_bundles++;
-			co->st.fused_launches += b->n;
-		}
-		co->st.param_bundles += b->param_table;
-		co->st.retried += b->retried;
-		for (uint32_t k = 0; k < b->n; k++) {
-			const struct co_member *m = &b->m[k];
-
-			if (m->status < 0 && !m->notify) {
-				if (!dp_post(m->s, m->user_data, m->queue, OOO_OP_LAUNCH, m->status))
-					fprintf(stderr,
-						"oood[executor]: session %llu: completion ring full, a launch error was "
-						"lost\n",
-						(unsigned long long)m->s->id);
-				m->s->cq_dirty = true;
-			}
-		}
-		bundle_after_put(dp, b);
-		b->looked = true;
+		while (l->look != head)
+			bundle_looked(dp, l->q[l->look++ % CO_LQ]);
 	}
 	if ((lf = atomic_load_explicit(&co->lfatal, memory_order_acquire)) != 0)
 		dp_set_fatal(dp, (CUresult)lf, co->lfatal_why);
 }
+
 
 /*
  * Until the launcher has issued everything pushed, and its results are
@@ -1266,10 +1296,13 @@ static void co_results(struct datapath *dp)
 static void launcher_drain(struct datapath *dp)
 {
 	struct coalescer *co = dp->co;
-	uint32_t tail = atomic_load_explicit(&co->lq_tail, memory_order_relaxed);
 
-	while (atomic_load_explicit(&co->lq_head, memory_order_acquire) != tail)
-		cpu_relax();
+	for (int r = 0; r < 2; r++) {
+		uint32_t tail = atomic_load_explicit(&co->lr[r].tail, memory_order_relaxed);
+
+		while (atomic_load_explicit(&co->lr[r].head, memory_order_acquire) != tail)
+			cpu_relax();
+	}
 	co_results(dp);
 }
 
