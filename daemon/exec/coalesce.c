@@ -323,7 +323,8 @@ static void compile_queue(struct coalescer *co, struct co_class *c, uint64_t own
 	pthread_mutex_unlock(&co->mu);
 }
 
-struct compile_ctx {
+/* What the compile and launcher threads start with (theirs to free). */
+struct thread_ctx {
 	struct coalescer *co;
 	const struct cuda_api *api;
 };
@@ -362,7 +363,7 @@ static void compile_one(const struct cuda_api *api, struct co_job *j)
 
 static void *compile_main(void *arg)
 {
-	struct compile_ctx *cc = arg;
+	struct thread_ctx *cc = arg;
 	struct coalescer *co = cc->co;
 	const struct cuda_api *api = cc->api;
 
@@ -1146,11 +1147,6 @@ lost:
 	b->lstatus = -OOO_EFAULT; /* its end may not be recorded: never query it */
 }
 
-struct launch_ctx {
-	struct coalescer *co;
-	const struct cuda_api *api;
-};
-
 /* The ring with a bundle to issue, the reserved partitions' first; -1: none. */
 static int launcher_next(struct coalescer *co, const uint32_t *head)
 {
@@ -1168,7 +1164,7 @@ static int launcher_next(struct coalescer *co, const uint32_t *head)
  */
 static void *launch_main(void *arg)
 {
-	struct launch_ctx *lc = arg;
+	struct thread_ctx *lc = arg;
 	struct coalescer *co = lc->co;
 	const struct cuda_api *api = lc->api;
 	uint32_t head[2];
@@ -1923,6 +1919,27 @@ void co_flush_session(struct datapath *dp, struct dp_session *s)
 
 /* ---- start, stop, counters ------------------------------------------------------------- */
 
+/* Start one of the coalescer's threads on fn (which frees its thread_ctx). -errno and why. */
+static int thread_start(struct coalescer *co, const struct cuda_api *api, void *(*fn)(void *), pthread_t *thr,
+			const char *what, char *why, size_t cap)
+{
+	struct thread_ctx *tc = malloc(sizeof(*tc));
+	int r;
+
+	if (!tc) {
+		snprintf(why, cap, "out of memory");
+		return -ENOMEM;
+	}
+	tc->co = co;
+	tc->api = api;
+	if ((r = pthread_create(thr, NULL, fn, tc)) != 0) {
+		free(tc);
+		snprintf(why, cap, "cannot start the %s thread: %s", what, strerror(r));
+		return -r;
+	}
+	return 0;
+}
+
 int co_start(struct datapath *dp, char *why, size_t cap)
 {
 	const struct cuda_api *api = dp->api;
@@ -1936,7 +1953,6 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		.ewma_shift = 3,
 	};
 	struct coalescer *co = calloc(1, sizeof(*co));
-	struct compile_ctx *cc = NULL;
 	CUdevice d;
 	int v = 0, r;
 
@@ -1993,39 +2009,12 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		r = -ENOMEM;
 		goto fail;
 	}
-	cc = malloc(sizeof(*cc));
-	if (!cc) {
-		r = -ENOMEM;
-		snprintf(why, cap, "out of memory");
+	if ((r = thread_start(co, api, compile_main, &co->thr, "compile", why, cap)) < 0)
 		goto fail;
-	}
-	cc->co = co;
-	cc->api = api;
-	if ((r = pthread_create(&co->thr, NULL, compile_main, cc)) != 0) {
-		free(cc);
-		snprintf(why, cap, "cannot start the compile thread: %s", strerror(r));
-		r = -r;
-		goto fail;
-	}
 	co->thr_started = true;
-	{
-		struct launch_ctx *lc = malloc(sizeof(*lc));
-
-		if (!lc) {
-			r = -ENOMEM;
-			snprintf(why, cap, "out of memory");
-			goto fail;
-		}
-		lc->co = co;
-		lc->api = api;
-		if ((r = pthread_create(&co->lthr, NULL, launch_main, lc)) != 0) {
-			free(lc);
-			snprintf(why, cap, "cannot start the launcher thread: %s", strerror(r));
-			r = -r;
-			goto fail;
-		}
-		co->lthr_started = true;
-	}
+	if ((r = thread_start(co, api, launch_main, &co->lthr, "launcher", why, cap)) < 0)
+		goto fail;
+	co->lthr_started = true;
 	co->ncls = 0;
 	co->start_ns = dp_now_ns();
 	return 0;
