@@ -124,7 +124,8 @@ void parts_reload(struct server *srv)
 	}
 }
 
-int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req, struct ooo_msg_partition_set_reply *rep)
+int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
+		    struct ooo_msg_partition_set_reply *rep)
 {
 	struct part_override ovr[PART_OVERRIDES];
 	size_t novr = srv->parts.novr;
@@ -174,14 +175,17 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 	}
 	rep->generation = gen;
 	if (req->reset)
-		snprintf(rep->msg, sizeof(rep->msg), "partition of class '%.64s': as the policy says (plan %llu, sent to %u executors)",
-			 req->class_name, (unsigned long long)gen, rep->gpus);
+		snprintf(rep->msg, sizeof(rep->msg),
+			 "partition of class '%.64s': as the policy says (plan %llu, sent to %u executors)", req->class_name,
+			 (unsigned long long)gen, rep->gpus);
 	else if (req->sms)
-		snprintf(rep->msg, sizeof(rep->msg), "partition of class '%.64s': %u SMs on every GPU (plan %llu, sent to %u executors)",
-			 req->class_name, req->sms, (unsigned long long)gen, rep->gpus);
+		snprintf(rep->msg, sizeof(rep->msg),
+			 "partition of class '%.64s': %u SMs on every GPU (plan %llu, sent to %u executors)", req->class_name,
+			 req->sms, (unsigned long long)gen, rep->gpus);
 	else
-		snprintf(rep->msg, sizeof(rep->msg), "class '%.64s': no partition, it shares the rest (plan %llu, sent to %u executors)",
-			 req->class_name, (unsigned long long)gen, rep->gpus);
+		snprintf(rep->msg, sizeof(rep->msg),
+			 "class '%.64s': no partition, it shares the rest (plan %llu, sent to %u executors)", req->class_name,
+			 (unsigned long long)gen, rep->gpus);
 	return 0;
 }
 

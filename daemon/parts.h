@@ -47,7 +47,8 @@ void parts_on_reply(struct server *srv, struct gpu *g, const void *payload);
 /* After a reload: overrides of classes that are gone are dropped; changed plans are sent. */
 void parts_reload(struct server *srv);
 /* oooctl partition set|reset: 0 with *rep filled, or -errno with rep->msg the reason. */
-int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req, struct ooo_msg_partition_set_reply *rep);
+int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
+		    struct ooo_msg_partition_set_reply *rep);
 /* oooctl partition: one ooo_part_gpu_rec per GPU slot, paged like the device list. */
 ssize_t parts_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap);
 

@@ -22,7 +22,8 @@
 #define POLICY_MAX_FILE (1u << 20)
 #define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
 #define POLICY_STREAMS_DEFAULT 4 /* [daemon] streams: an executor's bundles run on that many streams */
-#define POLICY_MAX_PARTITIONS 7  /* classes with partition = yes (the executor's reserved partitions; the shared one besides) */
+/* classes with partition = yes: the executor's reserved partitions (the shared one besides) */
+#define POLICY_MAX_PARTITIONS 7
 
 enum policy_log_level { POLICY_LOG_ERR = 3, POLICY_LOG_WARN = 4, POLICY_LOG_INFO = 6, POLICY_LOG_DEBUG = 7 };
 

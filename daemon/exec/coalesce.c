@@ -1758,6 +1758,11 @@ int co_partitions(struct datapath *dp, const struct co_plan_part *plan, uint32_t
 	if (!same) {
 		/* nothing in flight while streams and partitions change; held launches stay held, in order */
 		co_quiesce(dp);
+		if (dp->fatal) {
+			part_free(ns); /* the context is lost: the executor exits, its bundles with it */
+			snprintf(why, cap, "the CUDA context was lost while the bundles in flight finished");
+			return -EIO;
+		}
 		part_free(co->pset);
 		co->pset = ns;
 		co->nparts = n + 1;

@@ -597,8 +597,9 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 
 		if (b) {
 			q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH] =
-				(struct dp_pending){ .b = b, .member = UINT16_MAX, .user_data = e->user_data, .opcode = e->opcode, .notify = true,
-						     .taken_ns = dp->now_ns, .issued_ns = dp->now_ns };
+				(struct dp_pending){ .b = b, .member = UINT16_MAX, .user_data = e->user_data,
+						     .opcode = e->opcode, .notify = true, .taken_ns = dp->now_ns,
+						     .issued_ns = dp->now_ns };
 			dp_hist(dp->queue_hist, 0);
 			q->len++;
 			s->inflight++;
@@ -760,7 +761,8 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			int32_t st = 0;
 
 			if (e.opcode == OOO_OP_NOP && (e.flags & OOO_SQE_NOTIFY) && q && q->last &&
-			    co_bundle_done(q->last, UINT32_MAX, &st) && st < 0 && dp_post(s, e.user_data, e.queue, e.opcode, st))
+			    co_bundle_done(q->last, UINT32_MAX, &st) && st < 0 &&
+			    dp_post(s, e.user_data, e.queue, e.opcode, st))
 				s->cq_dirty = true;
 			continue;
 		}
