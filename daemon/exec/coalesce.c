@@ -125,7 +125,7 @@ struct dp_bundle {
 	uint32_t refs;
 	bool done;
 	bool planned_fused; /* what the scheduler dispatched (it may have run unfused: a retry) */
-	bool fuse;          /* the launcher runs it fused (planned_fused, and it got a descriptor slot) */
+	bool fuse;          /* the launcher runs it fused (planned, one class, and a descriptor slot if its table needs one) */
 	bool waited;        /* its stream waited for another stream's bundle first (its time is not its own) */
 	bool looked;        /* the serving thread has taken the launcher's results (co_results) */
 	uint8_t part;       /* the partition it runs on */
@@ -173,7 +173,7 @@ struct co_stream {
 struct co_part {
 	char klass[32];      /* the class it is reserved for ("" for the shared one) */
 	uint32_t sms;        /* what the partition has */
-	uint32_t asked;      /* what the plan asked (before rounding to the split granule) */
+	uint32_t asked;      /* reserved ones: what the plan asked (before rounding to the split granule) */
 	struct co_stream str[CO_MAX_STREAMS];
 	uint32_t next_stream;
 };
@@ -187,7 +187,6 @@ struct coalescer {
 	uint32_t nparts;   /* 1 + the reserved ones */
 	struct partition_set *pset; /* the green contexts, while any partition is reserved (else NULL) */
 	CUstream prim[CO_MAX_STREAMS]; /* partition 0's streams without green contexts (primary context) */
-	uint64_t plan_gen; /* the generation of the plan applied */
 	uint32_t max_inflight; /* per partition */
 	uint32_t sms;      /* of the device */
 	struct dp_queue **qtab;
@@ -1768,7 +1767,6 @@ int co_partitions(struct datapath *dp, const struct co_plan_part *plan, uint32_t
 		co->nparts = n + 1;
 		part_install(co, 0, ns, n);
 		co->part[0].klass[0] = '\0';
-		co->part[0].asked = co->part[0].sms;
 		for (uint32_t i = 0; i < n; i++) {
 			struct co_part *pt = &co->part[i + 1];
 
@@ -1983,7 +1981,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	co->cudev = d;
 	co->sms = (uint32_t)v;
 	co->nparts = 1;
-	co->part[0].sms = co->part[0].asked = co->sms;
+	co->part[0].sms = co->sms;
 	co->st.streams = co->nstreams;
 	if ((r = sched_new(&cfg, &co->sched)) < 0) {
 		snprintf(why, cap, "scheduler: %s", strerror(-r));
