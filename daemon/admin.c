@@ -64,6 +64,19 @@ static void fill_session(struct ooo_session_rec *r, const struct session *s, uin
 	wire_strcpy(r->name, sizeof(r->name), s->name);
 	wire_strcpy(r->class_name, sizeof(r->class_name), s->tenant->terms.name);
 	memcpy(r->used, s->used, sizeof(r->used));
+	wire_strcpy(r->domain, sizeof(r->domain), s->domain);
+}
+
+/* Executor slots in use, in slot order; the offset counts those only. */
+static uint32_t used_slots(const struct server *srv, uint32_t *idx)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		if (srv->gpus.g[i].used)
+			idx[n++] = i;
+	}
+	return n;
 }
 
 static ssize_t admin_devices(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
@@ -71,31 +84,34 @@ static ssize_t admin_devices(struct server *srv, const struct ooo_msg_list_req *
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_device_rec) };
 	char *out = (char *)buf + sizeof(hdr);
 	uint64_t now = server_now_ns();
-	uint32_t n = srv->gpus.n;
+	uint32_t idx[EXEC_MAX], n = used_slots(srv, idx);
 
 	if (cap < sizeof(hdr))
 		return -EMSGSIZE;
 	hdr.total = n;
 	hdr.offset = req->offset > n ? n : req->offset;
-	for (uint32_t i = hdr.offset; i < n && (hdr.count + 1) * sizeof(struct ooo_device_rec) <= cap - sizeof(hdr);
-	     i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t k = hdr.offset; k < n && (hdr.count + 1) * sizeof(struct ooo_device_rec) <= cap - sizeof(hdr);
+	     k++) {
+		const struct gpu *g = &srv->gpus.g[idx[k]];
+		const struct gpu *d = g->have_info && g->info.status == 0 ? g : gpu_dev_info(srv, g->dev);
 		struct ooo_device_rec r;
 
 		memset(&r, 0, sizeof(r));
-		r.index = i;
+		r.index = g->idx;
+		r.device = g->dev;
+		wire_strcpy(r.domain, sizeof(r.domain), g->domain);
 		r.state = g->state;
 		r.pid = (uint32_t)g->pid;
 		r.restarts = g->restarts;
-		if (g->have_info) {
-			r.sm_count = g->info.sm_count;
-			r.cc_major = g->info.cc_major;
-			r.cc_minor = g->info.cc_minor;
-			r.driver_version = g->info.driver_version;
-			r.mem_total = g->info.mem_total;
-			r.mem_free = g->info.mem_free;
-			memcpy(r.uuid, g->info.uuid, sizeof(r.uuid));
-			wire_strcpy(r.name, sizeof(r.name), g->info.name);
+		if (d) {
+			r.sm_count = d->info.sm_count;
+			r.cc_major = d->info.cc_major;
+			r.cc_minor = d->info.cc_minor;
+			r.driver_version = d->info.driver_version;
+			r.mem_total = d->info.mem_total;
+			r.mem_free = d->info.mem_free;
+			memcpy(r.uuid, d->info.uuid, sizeof(r.uuid));
+			wire_strcpy(r.name, sizeof(r.name), d->info.name);
 		}
 		r.up_ns = g->state == OOO_DEV_READY ? now - g->ready_ns : 0;
 		wire_strcpy(r.reason, sizeof(r.reason), g->reason);
@@ -106,27 +122,30 @@ static ssize_t admin_devices(struct server *srv, const struct ooo_msg_list_req *
 	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_device_rec));
 }
 
-/* One record per GPU slot, paged like admin_devices: the counters its executor last sent, if any. */
+/* One record per executor, paged like admin_devices: the counters it last sent, if any. */
 static ssize_t admin_sched(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_sched_rec) };
 	char *out = (char *)buf + sizeof(hdr);
 	uint64_t now = server_now_ns();
-	uint32_t n = srv->gpus.n;
+	uint32_t idx[EXEC_MAX], n = used_slots(srv, idx);
 
 	if (cap < sizeof(hdr))
 		return -EMSGSIZE;
 	hdr.total = n;
 	hdr.offset = req->offset > n ? n : req->offset;
-	for (uint32_t i = hdr.offset; i < n && (hdr.count + 1) * sizeof(struct ooo_sched_rec) <= cap - sizeof(hdr);
-	     i++) {
+	for (uint32_t k = hdr.offset; k < n && (hdr.count + 1) * sizeof(struct ooo_sched_rec) <= cap - sizeof(hdr);
+	     k++) {
+		const struct gpu *g = &srv->gpus.g[idx[k]];
 		struct ooo_sched_rec r;
 
 		memset(&r, 0, sizeof(r));
-		r.index = i;
-		r.state = srv->gpus.g[i].state;
+		r.index = g->idx;
+		r.device = g->dev;
+		wire_strcpy(r.domain, sizeof(r.domain), g->domain);
+		r.state = g->state;
 		/* have = 0 leaves age_ns and the counters zero */
-		r.have = gpu_sched_counters(srv, i, now, &r.c, &r.age_ns) ? 1 : 0;
+		r.have = gpu_sched_counters(srv, g->idx, now, &r.c, &r.age_ns) ? 1 : 0;
 		memcpy(out + hdr.count * sizeof(r), &r, sizeof(r));
 		hdr.count++;
 	}

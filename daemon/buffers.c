@@ -46,7 +46,7 @@ static void buf_release(struct server *srv, struct buffer *b)
 		int r = gpu_send(srv, b->gpu, EXEC_MSG_FREE, &q, sizeof(q), -1);
 
 		if (r < 0)
-			log_warn("gpu%u: cannot tell the executor to free %#llx: %s", b->gpu,
+			log_warn("gpu%u: cannot tell the executor to free %#llx: %s", gpu_dev(srv, b->gpu),
 				 (unsigned long long)b->addr, strerror(-r));
 	}
 	buf_destroy(srv, b);
@@ -75,10 +75,18 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, -EINVAL, "buffer size must be 1 byte .. 1 PiB");
 		return;
 	}
-	gpu = gpu_pick(srv, s, req->device);
-	if (gpu < 0) {
-		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, gpu, "no usable GPU: %s", gpu_reason(srv));
-		return;
+	{
+		char why[OOO_ERRMSG_MAX - 32];
+
+		gpu = gpu_pick(srv, s, req->device, why, sizeof(why));
+		if (gpu == -EINPROGRESS) {
+			gpu_park(srv, c, seq, OOO_MSG_BUF_ALLOC, req, sizeof(*req)); /* answers if it cannot */
+			return;
+		}
+		if (gpu < 0) {
+			server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, gpu, "no usable GPU: %s", why);
+			return;
+		}
 	}
 	charge = (req->size + CHARGE_ROUND - 1) / CHARGE_ROUND * CHARGE_ROUND;
 	if (session_charge(s, OOO_RES_BUFFERS, 1) < 0) {
@@ -122,7 +130,7 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 	if (r < 0) {
 		buf_destroy(srv, b);
 		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, r == -EAGAIN ? -EAGAIN : -OOO_EDEVRESET,
-				   "cannot reach the executor of gpu%d: %s", gpu, strerror(-r));
+				   "cannot reach the executor of gpu%u: %s", gpu_dev(srv, gpu), strerror(-r));
 	}
 }
 
@@ -137,12 +145,12 @@ static void alloc_done(struct server *srv, struct buffer *b, const struct exec_m
 			close(fd);
 		if (c)
 			server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, b->seq, r->status == -ENOMEM ? -ENOMEM : r->status,
-					   "gpu%u: %s", b->gpu, r->reason);
+					   "gpu%u: %s", gpu_dev(srv, b->gpu), r->reason);
 		buf_destroy(srv, b);
 		return;
 	}
 	if (fd < 0) {
-		log_err("gpu%u: allocation reply without its descriptor", b->gpu);
+		log_err("gpu%u: allocation reply without its descriptor", gpu_dev(srv, b->gpu));
 		if (c)
 			server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, b->seq, -EIO, "executor sent no descriptor");
 		b->live = b->mapped = true;
@@ -169,7 +177,7 @@ static void alloc_done(struct server *srv, struct buffer *b, const struct exec_m
 	rep.id = b->id;
 	rep.addr = b->addr;
 	rep.size = b->size;
-	rep.device = b->gpu;
+	rep.device = gpu_dev(srv, b->gpu);
 	server_reply(srv, c, OOO_MSG_BUF_ALLOC, b->seq, &rep, sizeof(rep), -1);
 }
 
@@ -179,7 +187,7 @@ void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const str
 
 	if (type == (EXEC_MSG_FREE | OOO_MSG_REPLY)) {
 		if (r->status < 0)
-			log_warn("gpu%u: executor could not free a buffer: %s", gpu, r->reason);
+			log_warn("gpu%u: executor could not free a buffer: %s", gpu_dev(srv, gpu), r->reason);
 		return;
 	}
 	list_for_each(n, &srv->buffers) {
@@ -197,7 +205,7 @@ void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const str
 			close(fd);
 		if (r->status < 0) {
 			log_err("gpu%u: buffer %llu at %#llx could not be mapped again: %s; it is lost to its tenant",
-				b->gpu, (unsigned long long)b->id, (unsigned long long)b->addr, r->reason);
+				gpu_dev(srv, b->gpu), (unsigned long long)b->id, (unsigned long long)b->addr, r->reason);
 			return;
 		}
 		b->mapped = true;
@@ -205,7 +213,7 @@ void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const str
 	}
 	if (fd >= 0)
 		close(fd);
-	log_warn("gpu%u: memory reply for no request (%llu), ignoring", gpu, (unsigned long long)r->req);
+	log_warn("gpu%u: memory reply for no request (%llu), ignoring", gpu_dev(srv, gpu), (unsigned long long)r->req);
 }
 
 void buffers_free(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
@@ -240,14 +248,14 @@ void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t i
 	rep.id = b->id;
 	rep.addr = b->addr;
 	rep.size = b->size;
-	rep.device = b->gpu;
+	rep.device = gpu_dev(srv, b->gpu);
 	server_reply(srv, c, OOO_MSG_BUF_EXPORT, seq, &rep, sizeof(rep), fd);
 }
 
 void buffers_release_session(struct server *srv, struct session *s)
 {
 	struct list_node *n, *tmp;
-	uint64_t gpus = 0; /* GPUs the session had buffers on: their executors keep a record of it */
+	uint8_t gpus[EXEC_MAX] = { 0 }; /* executors the session had buffers on: they keep a record of it */
 
 	list_for_each_safe(n, tmp, &s->bufs) {
 		struct buffer *b = list_entry(n, struct buffer, snode);
@@ -261,12 +269,12 @@ void buffers_release_session(struct server *srv, struct session *s)
 			b->orphan = true;
 			continue;
 		}
-		if (b->gpu < 64)
-			gpus |= 1ull << b->gpu;
+		if (b->gpu < EXEC_MAX)
+			gpus[b->gpu] = 1;
 		buf_release(srv, b);
 	}
-	for (uint32_t g = 0; g < 64 && !srv->stopping; g++) {
-		if ((gpus >> g & 1) && !(s->dp && s->dp->gpu == g))
+	for (uint32_t g = 0; g < EXEC_MAX && !srv->stopping; g++) {
+		if (gpus[g] && !(s->dp && s->dp->gpu == g))
 			dpath_detach(srv, g, s->id);
 	}
 }
@@ -285,7 +293,7 @@ void buffers_gpu_lost(struct server *srv, uint32_t gpu)
 
 			if (c)
 				server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, b->seq, -OOO_EDEVRESET,
-						   "the executor of gpu%u died during the allocation", gpu);
+						   "the executor of gpu%u died during the allocation", gpu_dev(srv, gpu));
 			buf_destroy(srv, b);
 			continue;
 		}
@@ -316,7 +324,7 @@ void buffers_gpu_ready(struct server *srv, uint32_t gpu)
 		}
 	}
 	if (sent || failed)
-		log_info("gpu%u: mapping %u buffers again in the new executor%s", gpu, sent,
+		log_info("gpu%u: mapping %u buffers again in the new executor%s", gpu_dev(srv, gpu), sent,
 			 failed ? " (some could not be sent)" : "");
 }
 

@@ -264,7 +264,7 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 				d->host_fd[x->region] = -1;
 				session_uncharge(x->sess, OOO_RES_MEM_BYTES, d->host_size[x->region]);
 				if (c)
-					server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, x->seq, r.status, "gpu%u: %s", gpu,
+					server_reply_error(srv, c, OOO_MSG_HOST_ALLOC, x->seq, r.status, "gpu%u: %s", gpu_dev(srv, gpu),
 							   r.reason);
 			}
 		} else if (type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
@@ -392,13 +392,21 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 
 	if (s->dp) {
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -EEXIST, "the session is attached to gpu%u already",
-				   s->dp->gpu);
+				   gpu_dev(srv, s->dp->gpu));
 		return;
 	}
-	gpu = gpu_pick(srv, s, req->device);
-	if (gpu < 0) {
-		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, gpu, "no usable GPU: %s", gpu_reason(srv));
-		return;
+	{
+		char why[OOO_ERRMSG_MAX - 32];
+
+		gpu = gpu_pick(srv, s, req->device, why, sizeof(why));
+		if (gpu == -EINPROGRESS) {
+			gpu_park(srv, c, seq, OOO_MSG_ATTACH, req, sizeof(*req)); /* answers if it cannot */
+			return;
+		}
+		if (gpu < 0) {
+			server_reply_error(srv, c, OOO_MSG_ATTACH, seq, gpu, "no usable GPU: %s", why);
+			return;
+		}
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -436,8 +444,8 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 	r = send_attach(srv, d, 0);
 	if (r < 0) {
 		dp_free(d);
-		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_EDEVRESET, "cannot reach the executor of gpu%d: %s",
-				   gpu, strerror(-r));
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_EDEVRESET, "cannot reach the executor of gpu%u: %s",
+				   gpu_dev(srv, gpu), strerror(-r));
 		return;
 	}
 	s->dp = d;
@@ -478,7 +486,7 @@ void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const 
 		d->req = 0;
 		session_uncharge(s, OOO_RES_QUEUES, 1);
 		server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, seq, -OOO_EDEVRESET,
-				   "cannot reach the executor of gpu%u: %s", d->gpu, strerror(-r));
+				   "cannot reach the executor of gpu%u: %s", gpu_dev(srv, d->gpu), strerror(-r));
 		return;
 	}
 	d->waiter = server_conn_ref(c);
@@ -552,16 +560,16 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 
 	if (!d) {
 		if (status < 0 && type != (EXEC_MSG_DETACH | OOO_MSG_REPLY))
-			log_warn("gpu%u: executor: %s", gpu, reason);
+			log_warn("gpu%u: executor: %s", gpu_dev(srv, gpu), reason);
 		return;
 	}
 	d->req = 0;
 	c = server_conn_get(srv, d->waiter);
 	if (type == (EXEC_MSG_ATTACH | OOO_MSG_REPLY)) {
 		if (status < 0) {
-			log_warn("gpu%u: attaching session %llu failed: %s", gpu, (unsigned long long)d->session, reason);
+			log_warn("gpu%u: attaching session %llu failed: %s", gpu_dev(srv, gpu), (unsigned long long)d->session, reason);
 			if (c && d->wait_type == OOO_MSG_ATTACH) {
-				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, status, "gpu%u: %s", gpu, reason);
+				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, status, "gpu%u: %s", gpu_dev(srv, gpu), reason);
 				d->sess->dp = NULL;
 				dp_free(d);
 			}
@@ -572,7 +580,7 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 			struct ooo_msg_attach_reply rep = { .area_size = DPATH_AREA_SIZE,
 							    .sq_entries = DPATH_SQ_ENTRIES,
 							    .cq_entries = DPATH_CQ_ENTRIES,
-							    .device = d->gpu,
+							    .device = gpu_dev(srv, d->gpu),
 							    .max_queues = DPATH_MAX_QUEUES };
 			int fds[3] = { fcntl(d->memfd, F_DUPFD_CLOEXEC, 3), fcntl(d->sq_efd, F_DUPFD_CLOEXEC, 3),
 				       fcntl(d->cq_efd, F_DUPFD_CLOEXEC, 3) };
@@ -605,7 +613,7 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 		{
 			uint64_t sid = d->session;
 			if (gpu_send(srv, d->gpu, EXEC_MSG_PING, &sid, sizeof(sid), -1) < 0)
-				log_warn("gpu%u: cannot finish re-attaching session %llu", gpu,
+				log_warn("gpu%u: cannot finish re-attaching session %llu", gpu_dev(srv, gpu),
 					 (unsigned long long)d->session);
 		}
 		return;
@@ -615,7 +623,7 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 		if (status < 0) {
 			session_uncharge(d->sess, OOO_RES_QUEUES, 1);
 			if (c)
-				server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, d->seq, status, "gpu%u: %s", gpu, reason);
+				server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, d->seq, status, "gpu%u: %s", gpu_dev(srv, gpu), reason);
 			return;
 		}
 		d->queue_live[d->wait_queue] = 1;
@@ -651,7 +659,7 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		}
 		if (c)
 			server_reply_error(srv, c, x->type, x->seq, -OOO_EDEVRESET,
-					   "the executor of gpu%u died during the request", gpu);
+					   "the executor of gpu%u died during the request", gpu_dev(srv, gpu));
 		xreq_free(x);
 	}
 
@@ -666,7 +674,7 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 			c = server_conn_get(srv, d->waiter);
 			if (c)
 				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, -OOO_EDEVRESET,
-						   "the executor of gpu%u died during the attach", gpu);
+						   "the executor of gpu%u died during the attach", gpu_dev(srv, gpu));
 			if (d->sess)
 				d->sess->dp = NULL;
 			dp_free(d);
@@ -687,7 +695,7 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		c = server_conn_get(srv, d->waiter);
 		if (d->req && c && d->wait_type) {
 			server_reply_error(srv, c, d->wait_type, d->seq, -OOO_EDEVRESET,
-					   "the executor of gpu%u died during the request", gpu);
+					   "the executor of gpu%u died during the request", gpu_dev(srv, gpu));
 			if (d->wait_type == OOO_MSG_QUEUE_CREATE)
 				session_uncharge(d->sess, OOO_RES_QUEUES, 1);
 		}
@@ -732,7 +740,7 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 			k++;
 	}
 	if (k)
-		log_info("gpu%u: attaching %u sessions again", gpu, k);
+		log_info("gpu%u: attaching %u sessions again", gpu_dev(srv, gpu), k);
 }
 
 void dpath_fini(struct server *srv)

@@ -33,6 +33,15 @@ static void copy_text(char *dst, size_t cap, const char *src)
 	dst[n] = '\0';
 }
 
+static const char *slot_name(const struct gpu *g)
+{
+	return g->domain[0] ? g->domain : "spare";
+}
+
+static void parked_retry(struct server *srv);
+static void parked_expire(struct server *srv, uint64_t now);
+static int slot_start(struct server *srv, uint32_t dev, const char *domain);
+
 static void arm_exit(struct server *srv, struct gpu *g)
 {
 	struct io_uring_sqe *sqe = server_get_sqe(srv);
@@ -77,7 +86,7 @@ static void set_backoff(struct server *srv, struct gpu *g, const char *cause)
 	g->state = OOO_DEV_RESTARTING;
 	g->restart_at_ns = now + (uint64_t)g->backoff_ms * 1000000ull;
 	snprintf(g->reason, sizeof(g->reason), "%s; restart %u in %u ms", why, g->restarts + 1, g->backoff_ms);
-	log_warn("gpu%u: %s", g->idx, g->reason);
+	log_warn("gpu%u (%s): %s", g->dev, slot_name(g), g->reason);
 }
 
 static void spawn(struct server *srv, struct gpu *g)
@@ -94,7 +103,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		set_backoff(srv, g, "cannot create the executor's socket");
 		return;
 	}
-	snprintf(dev, sizeof(dev), "%u", g->idx);
+	snprintf(dev, sizeof(dev), "%u", g->dev);
 	pid = fork();
 	if (pid < 0) {
 		close(sv[0]);
@@ -135,7 +144,7 @@ static void spawn(struct server *srv, struct gpu *g)
 	g->state = OOO_DEV_STARTING;
 	if (g->pidfd < 0) {
 		/* without a pidfd we cannot watch it from the loop: do not run it blind */
-		log_err("gpu%u: pidfd_open: %s", g->idx, strerror(errno));
+		log_err("gpu%u (%s): pidfd_open: %s", g->dev, slot_name(g), strerror(errno));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		close(g->ctl);
@@ -145,7 +154,8 @@ static void spawn(struct server *srv, struct gpu *g)
 		return;
 	}
 	g->mps_client = mps_running(srv) && srv->mps.executor_client; /* what mps_executor_env gave it */
-	log_info("gpu%u: executor pid %d started%s", g->idx, (int)pid, g->mps_client ? " as an MPS client" : "");
+	log_info("gpu%u: executor pid %d started for %s%s", g->dev, (int)pid, g->domain[0] ? g->domain : "the spare",
+		 g->mps_client ? " as an MPS client" : "");
 	{
 		char tmsg[OOO_ERRMSG_MAX];
 
@@ -155,16 +165,65 @@ static void spawn(struct server *srv, struct gpu *g)
 	arm_recv(srv, g);
 }
 
+/* Take a free slot for (dev, domain) and start its executor. Returns the slot, or -OOO_ELIMIT when none is free. */
+static int slot_start(struct server *srv, uint32_t dev, const char *domain)
+{
+	struct gpus *gs = &srv->gpus;
+
+	for (uint32_t i = 0; i < EXEC_MAX; i++) {
+		struct gpu *g = &gs->g[i];
+
+		if (g->used || g->pid || g->inflight)
+			continue;
+		g->used = true;
+		g->retire = false;
+		g->dev = dev;
+		snprintf(g->domain, sizeof(g->domain), "%s", domain);
+		g->idle_ns = 0;
+		g->restarts = 0;
+		g->backoff_ms = 0;
+		g->stats_warn_ns = 0;
+		g->stats_dropped = 0;
+		g->reason[0] = '\0';
+		memset(&g->parts, 0, sizeof(g->parts));
+		memset(&g->info, 0, sizeof(g->info));
+		if (i >= gs->n)
+			gs->n = i + 1;
+		spawn(srv, g);
+		return (int)i;
+	}
+	log_warn("gpu%u: no executor slot left for %s (%u in use)", dev, domain[0] ? domain : "a spare", EXEC_MAX);
+	return -OOO_ELIMIT;
+}
+
+/* A slot no longer used: free for another device or domain. */
+static void slot_free(struct server *srv, struct gpu *g)
+{
+	struct gpus *gs = &srv->gpus;
+
+	g->used = false;
+	g->retire = false;
+	g->domain[0] = '\0';
+	g->state = OOO_DEV_STOPPED;
+	g->have_info = false;
+	g->have_stats = false;
+	while (gs->n && !gs->g[gs->n - 1].used && !gs->g[gs->n - 1].pid && !gs->g[gs->n - 1].inflight)
+		gs->n--;
+}
+
 int gpu_start(struct server *srv)
 {
 	struct gpus *gs = &srv->gpus;
 	ssize_t n;
 
-	for (unsigned i = 0; i < GPU_MAX; i++) {
+	for (unsigned i = 0; i < EXEC_MAX; i++) {
 		gs->g[i].idx = i;
 		gs->g[i].pidfd = gs->g[i].ctl = -1;
 	}
 	gs->n = 0;
+	gs->ndev = 0;
+	list_init(&gs->parked);
+	gs->nparked = 0;
 	gs->enabled = srv->policy->executor;
 	if (!gs->enabled) {
 		snprintf(gs->reason, sizeof(gs->reason), "executors are disabled by the configuration (executor = no)");
@@ -177,8 +236,8 @@ int gpu_start(struct server *srv)
 		return log_errno(LOG_ERR, -errno, "readlink /proc/self/exe");
 	}
 	gs->exe[n] = '\0';
-	gs->n = 1; /* executor 0 reports how many devices there are */
-	spawn(srv, &gs->g[0]);
+	gs->ndev = 1; /* the first executor reports how many devices there are */
+	slot_start(srv, 0, "");
 	return 0;
 }
 
@@ -201,13 +260,20 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 		g->state = OOO_DEV_STOPPED;
 		return;
 	}
+	if (g->retire) {
+		log_info("gpu%u: executor of %s stopped (idle for %u ms)", g->dev, g->domain, srv->policy->domain_idle_ms);
+		slot_free(srv, g);
+		parked_retry(srv);
+		return;
+	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_EXIT_NODEV) {
 		g->state = OOO_DEV_FAILED;
 		if (!g->have_info || !g->info.reason[0])
 			snprintf(g->reason, sizeof(g->reason), "executor found no usable device");
 		else
 			copy_text(g->reason, sizeof(g->reason), g->info.reason);
-		log_warn("gpu%u: %s; not restarting", g->idx, g->reason);
+		log_warn("gpu%u: %s; not restarting", g->dev, g->reason);
+		parked_retry(srv);
 		return;
 	}
 	if (WIFSIGNALED(st))
@@ -222,7 +288,7 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 
 static struct gpu *gpu_at(struct server *srv, uint32_t idx)
 {
-	return idx < GPU_MAX ? &srv->gpus.g[idx] : NULL;
+	return idx < EXEC_MAX ? &srv->gpus.g[idx] : NULL;
 }
 
 void gpu_on_exit(struct server *srv, uint32_t idx, int res)
@@ -233,7 +299,7 @@ void gpu_on_exit(struct server *srv, uint32_t idx, int res)
 		return;
 	g->inflight--;
 	if (res < 0 && res != -ECANCELED) {
-		log_warn("gpu%u: watching the executor failed: %s", idx, strerror(-res));
+		log_warn("gpu%u (%s): watching the executor failed: %s", g->dev, slot_name(g), strerror(-res));
 		kill(g->pid, SIGKILL);
 	}
 	if (!g->exited) {
@@ -267,19 +333,21 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	buffers_gpu_ready(srv, g->idx);
 	dpath_gpu_ready(srv, g->idx);
 	parts_gpu_ready(srv, g);
-	log_info("gpu%u: %s, %u SMs, compute %u.%u, %.1f GiB, driver %d.%d, executor pid %d", g->idx, g->info.name,
-		 g->info.sm_count, g->info.cc_major, g->info.cc_minor, (double)g->info.mem_total / (1 << 30),
-		 g->info.driver_version / 1000, g->info.driver_version % 1000 / 10, (int)g->pid);
-	/* executor 0 tells how many devices there are: start one executor for each */
-	if (g->idx == 0 && srv->gpus.n == 1 && r->device_count > 1) {
+	log_info("gpu%u: %s, %u SMs, compute %u.%u, %.1f GiB, driver %d.%d, executor pid %d (%s)", g->dev,
+		 g->info.name, g->info.sm_count, g->info.cc_major, g->info.cc_minor, (double)g->info.mem_total / (1 << 30),
+		 g->info.driver_version / 1000, g->info.driver_version % 1000 / 10, (int)g->pid,
+		 g->domain[0] ? g->domain : "spare");
+	/* the first executor tells how many devices there are: a spare for each of the others */
+	if (g->idx == 0 && srv->gpus.ndev == 1 && r->device_count > 1) {
 		uint32_t want = r->device_count > GPU_MAX ? GPU_MAX : r->device_count;
 
 		if (r->device_count > GPU_MAX)
 			log_warn("the driver reports %u devices; oood serves the first %u", r->device_count, GPU_MAX);
-		srv->gpus.n = want;
+		srv->gpus.ndev = want;
 		for (uint32_t i = 1; i < want && !srv->stopping; i++)
-			spawn(srv, &srv->gpus.g[i]);
+			slot_start(srv, i, "");
 	}
+	parked_retry(srv);
 }
 
 /*
@@ -308,10 +376,10 @@ static void stats_ignore(struct gpu *g, const char *why)
 	if (g->stats_warn_ns && now - g->stats_warn_ns < GPU_STATS_WARN_NS)
 		return;
 	if (g->stats_dropped > 1)
-		log_warn("gpu%u: ignoring the executor's scheduler counters: %s (%u ignored since the last warning)",
-			 g->idx, why, g->stats_dropped);
+		log_warn("gpu%u (%s): ignoring the executor's scheduler counters: %s (%u ignored since the last warning)",
+			 g->dev, slot_name(g), why, g->stats_dropped);
 	else
-		log_warn("gpu%u: ignoring the executor's scheduler counters: %s", g->idx, why);
+		log_warn("gpu%u (%s): ignoring the executor's scheduler counters: %s", g->dev, slot_name(g), why);
 	g->stats_warn_ns = now;
 	g->stats_dropped = 0;
 }
@@ -423,7 +491,7 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 			fd = -1; /* buffers took it */
 		}
 	} else if (res > 0) {
-		log_err("gpu%u: malformed message from the executor, killing it", idx);
+		log_err("gpu%u (%s): malformed message from the executor, killing it", g->dev, slot_name(g));
 		kill(g->pid, SIGKILL);
 	}
 	if (fd >= 0)
@@ -436,10 +504,89 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 		finalize_exit(srv, g);
 }
 
+/* What holds each slot: data paths and buffers (including those in flight). */
+static void slot_users(const struct server *srv, uint32_t users[EXEC_MAX])
+{
+	const struct list_node *n;
+
+	memset(users, 0, sizeof(uint32_t) * EXEC_MAX);
+	list_for_each(n, &srv->dpaths) {
+		const struct sdpath *d = list_entry(n, struct sdpath, node);
+
+		if (d->gpu < EXEC_MAX)
+			users[d->gpu]++;
+	}
+	list_for_each(n, &srv->buffers) {
+		const struct buffer *b = list_entry(n, struct buffer, anode);
+
+		if (b->gpu < EXEC_MAX)
+			users[b->gpu]++;
+	}
+}
+
+/*
+ * Each device keeps one spare executor (unless it serves max_domains domains
+ * or has failed), and a domain's executor that has served nothing for
+ * domain_idle_ms is stopped.
+ */
+static void tend_slots(struct server *srv, uint64_t now)
+{
+	struct gpus *gs = &srv->gpus;
+	uint32_t users[EXEC_MAX];
+	uint64_t idle = (uint64_t)srv->policy->domain_idle_ms * 1000000ull;
+
+	slot_users(srv, users);
+	for (uint32_t i = 0; i < gs->n; i++) {
+		struct gpu *g = &gs->g[i];
+
+		if (!g->used || !g->domain[0])
+			continue;
+		if (g->retire) {
+			if (g->pid && !g->exited && now - g->idle_ns > GPU_RETIRE_KILL_NS)
+				kill(g->pid, SIGKILL);
+			continue;
+		}
+		if (g->state != OOO_DEV_READY || users[i]) {
+			g->idle_ns = 0;
+			continue;
+		}
+		if (!g->idle_ns)
+			g->idle_ns = now;
+		else if (idle && now - g->idle_ns >= idle && g->pid && !g->exited) {
+			g->retire = true;
+			g->idle_ns = now; /* now: when it was told to stop */
+			kill(g->pid, SIGTERM);
+		}
+	}
+	for (uint32_t dev = 0; dev < gs->ndev; dev++) {
+		uint32_t claimed = 0;
+		bool spare = false, failed = false;
+
+		for (uint32_t i = 0; i < gs->n; i++) {
+			const struct gpu *g = &gs->g[i];
+
+			if (!g->used || g->dev != dev || g->retire)
+				continue;
+			if (g->state == OOO_DEV_FAILED)
+				failed = true;
+			if (!g->domain[0])
+				spare = true;
+			else
+				claimed++;
+		}
+		if (!spare && !failed && claimed < srv->policy->max_domains)
+			slot_start(srv, dev, "");
+	}
+}
+
 void gpu_tick(struct server *srv, uint64_t now)
 {
 	struct gpus *gs = &srv->gpus;
 
+	if (!srv->stopping && gs->enabled) {
+		tend_slots(srv, now);
+		parked_expire(srv, now);
+	}
 	for (uint32_t i = 0; i < gs->n; i++) {
 		struct gpu *g = &gs->g[i];
 
@@ -448,13 +595,15 @@ void gpu_tick(struct server *srv, uint64_t now)
 				kill(g->pid, SIGKILL);
 			continue;
 		}
-		if (g->state == OOO_DEV_RESTARTING && !g->pid && !g->inflight && now >= g->restart_at_ns)
+		if (g->state == OOO_DEV_RESTARTING && g->used && !g->retire && !g->pid && !g->inflight &&
+		    now >= g->restart_at_ns)
 			spawn(srv, g);
-		if (g->state != OOO_DEV_READY || !g->pid || g->exited)
+		if (g->state != OOO_DEV_READY || !g->pid || g->exited || g->retire)
 			continue;
 		/* watchdog: an executor stuck (a kernel that never ends under a blocking call) is replaced */
 		if (g->ping_ns > g->pong_ns && now - g->ping_ns > GPU_HANG_NS) {
-			log_err("gpu%u: executor pid %d has not answered for %llu s, killing it", g->idx, (int)g->pid,
+			log_err("gpu%u (%s): executor pid %d has not answered for %llu s, killing it", g->dev, slot_name(g),
+				(int)g->pid,
 				(unsigned long long)((now - g->ping_ns) / 1000000000ull));
 			kill(g->pid, SIGKILL);
 			g->ping_ns = g->pong_ns = 0;
@@ -548,46 +697,305 @@ int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p,
 	return 0;
 }
 
-int gpu_pick(const struct server *srv, const struct session *s, uint32_t want)
+uint32_t gpu_dev(const struct server *srv, uint32_t idx)
 {
+	return idx < EXEC_MAX ? srv->gpus.g[idx].dev : idx;
+}
+
+const struct gpu *gpu_dev_info(const struct server *srv, uint32_t dev)
+{
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		const struct gpu *g = &srv->gpus.g[i];
+
+		if (g->used && g->dev == dev && g->have_info && g->info.status == 0)
+			return g;
+	}
+	return NULL;
+}
+
+uint32_t gpu_dev_mps_clients(const struct server *srv, uint32_t dev)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		const struct gpu *g = &srv->gpus.g[i];
+
+		if (g->used && g->dev == dev && g->pid && g->mps_client)
+			n++;
+	}
+	return n;
+}
+
+static bool dev_ready(const struct server *srv, uint32_t dev)
+{
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		const struct gpu *g = &srv->gpus.g[i];
+
+		if (g->used && g->dev == dev && g->state == OOO_DEV_READY)
+			return true;
+	}
+	return false;
+}
+
+/* Whether an executor of device dev (any device for OOO_DEVICE_ANY) is starting or restarting. */
+static bool dev_coming(const struct server *srv, uint32_t dev)
+{
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		const struct gpu *g = &srv->gpus.g[i];
+
+		if (g->used && !g->retire && (dev == OOO_DEVICE_ANY || g->dev == dev) &&
+		    (g->state == OOO_DEV_STARTING || g->state == OOO_DEV_RESTARTING))
+			return true;
+	}
+	return false;
+}
+
+/* The slot of `domain` on device dev: see gpu_pick. */
+static int slot_for(struct server *srv, uint32_t dev, const char *domain, char *why, size_t cap)
+{
+	struct gpus *gs = &srv->gpus;
+	struct gpu *mine = NULL, *spare = NULL;
+	uint32_t claimed = 0;
+
+	for (uint32_t i = 0; i < gs->n; i++) {
+		struct gpu *g = &gs->g[i];
+
+		if (!g->used || g->dev != dev || g->retire)
+			continue;
+		if (!g->domain[0]) {
+			if (!spare || g->state == OOO_DEV_READY)
+				spare = g;
+			continue;
+		}
+		claimed++;
+		if (!strcmp(g->domain, domain))
+			mine = g;
+	}
+	if (mine) {
+		if (mine->state == OOO_DEV_READY)
+			return (int)mine->idx;
+		if (mine->state == OOO_DEV_FAILED) {
+			snprintf(why, cap, "gpu%u: the executor of trust domain %s failed: %s", dev, domain, mine->reason);
+			return -OOO_ENODEV;
+		}
+		return -EINPROGRESS;
+	}
+	if (claimed >= srv->policy->max_domains) {
+		snprintf(why, cap, "gpu%u serves %u trust domains already (max_domains); %s is not one of them", dev,
+			 claimed, domain);
+		return -OOO_ELIMIT;
+	}
+	if (spare && spare->state == OOO_DEV_READY) {
+		snprintf(spare->domain, sizeof(spare->domain), "%s", domain);
+		spare->idle_ns = 0;
+		log_info("gpu%u: trust domain %s claims executor pid %d", dev, domain, (int)spare->pid);
+		if (claimed + 1 < srv->policy->max_domains && !srv->stopping)
+			slot_start(srv, dev, ""); /* the next domain finds one ready too */
+		return (int)spare->idx;
+	}
+	if (spare && spare->state == OOO_DEV_FAILED) {
+		snprintf(why, cap, "gpu%u: %s", dev, spare->reason);
+		return -OOO_ENODEV;
+	}
+	if (spare && spare->state == OOO_DEV_STARTING)
+		return -EINPROGRESS; /* claimed when it is ready: parked requests are retried then */
+	if (srv->stopping) {
+		snprintf(why, cap, "oood is stopping");
+		return -OOO_ENODEV;
+	}
+	if (slot_start(srv, dev, domain) < 0) {
+		snprintf(why, cap, "no executor slot left (%u in use)", EXEC_MAX);
+		return -OOO_ELIMIT;
+	}
+	return -EINPROGRESS;
+}
+
+int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *why, size_t cap)
+{
+	struct gpus *gs = &srv->gpus;
 	struct place_gpu pg[GPU_MAX];
 	const struct list_node *n;
 	int affinity = -1, r;
 
-	if (want != OOO_DEVICE_ANY)
-		return want < srv->gpus.n && srv->gpus.g[want].state == OOO_DEV_READY ? (int)want : -OOO_ENODEV;
+	why[0] = '\0';
+	if (!gs->enabled || !gs->n) {
+		snprintf(why, cap, "%s", gs->reason);
+		return -OOO_ENODEV;
+	}
+	if (want != OOO_DEVICE_ANY) {
+		if (want < gs->ndev && !dev_ready(srv, want) && dev_coming(srv, want))
+			return -EINPROGRESS; /* its executors are starting: wait for them */
+		if (want >= gs->ndev || !dev_ready(srv, want)) {
+			snprintf(why, cap, "gpu%u is not ready (%u devices): %s", want, gs->ndev, gpu_reason(srv));
+			return -OOO_ENODEV;
+		}
+		return slot_for(srv, want, s->domain, why, cap);
+	}
 	memset(pg, 0, sizeof(pg));
-	for (uint32_t i = 0; i < srv->gpus.n; i++)
-		pg[i].ready = srv->gpus.g[i].state == OOO_DEV_READY;
+	for (uint32_t d = 0; d < gs->ndev && d < GPU_MAX; d++)
+		pg[d].ready = dev_ready(srv, d);
 	list_for_each(n, &srv->dpaths) {
 		const struct sdpath *d = list_entry(n, struct sdpath, node);
+		uint32_t dev = gpu_dev(srv, d->gpu);
 
-		if (d->gpu < GPU_MAX)
-			pg[d->gpu].sessions++;
+		if (dev < GPU_MAX)
+			pg[dev].sessions++;
 	}
 	list_for_each(n, &srv->buffers) {
 		const struct buffer *b = list_entry(n, struct buffer, anode);
+		uint32_t dev = gpu_dev(srv, b->gpu);
 
-		if (b->gpu < GPU_MAX)
-			pg[b->gpu].mem_bytes += b->size;
+		if (dev < GPU_MAX)
+			pg[dev].mem_bytes += b->size;
 	}
 	if (s && s->dp)
-		affinity = (int)s->dp->gpu;
+		affinity = (int)gpu_dev(srv, s->dp->gpu);
 	else if (s && s->bufs.next != &s->bufs)
-		affinity = (int)list_entry(s->bufs.next, struct buffer, snode)->gpu;
-	r = place_pick(pg, srv->gpus.n, affinity);
-	return r < 0 ? -OOO_ENODEV : r;
+		affinity = (int)gpu_dev(srv, list_entry(s->bufs.next, struct buffer, snode)->gpu);
+	r = place_pick(pg, gs->ndev < GPU_MAX ? gs->ndev : GPU_MAX, affinity);
+	if (r < 0 && (affinity >= 0 ? dev_coming(srv, (uint32_t)affinity) : dev_coming(srv, OOO_DEVICE_ANY)))
+		return -EINPROGRESS; /* no GPU ready yet, but executors are starting: wait for them */
+	if (r < 0) {
+		if (affinity >= 0)
+			snprintf(why, cap, "the session's gpu%d is not ready: %s", affinity, gpu_reason(srv));
+		else
+			snprintf(why, cap, "%s", gpu_reason(srv));
+		return -OOO_ENODEV;
+	}
+	return slot_for(srv, (uint32_t)r, s->domain, why, cap);
+}
+
+/* ---- requests waiting for an executor ------------------------------------ */
+
+struct gpu_parked {
+	struct list_node node; /* srv->gpus.parked */
+	struct conn_ref conn;
+	uint64_t session;
+	uint64_t deadline_ns;
+	uint32_t seq;
+	uint16_t type;
+	union {
+		struct ooo_msg_buf_alloc alloc;
+		struct ooo_msg_attach attach;
+	} req;
+};
+
+static uint64_t redispatch_deadline; /* while parked_retry hands a request back: its original deadline */
+
+int gpu_park(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *req, size_t len)
+{
+	struct gpus *gs = &srv->gpus;
+	struct session *s = server_conn_session(c);
+	struct gpu_parked *p;
+	uint32_t mine = 0;
+	struct list_node *n;
+
+	list_for_each(n, &gs->parked) {
+		if (list_entry(n, struct gpu_parked, node)->session == s->id)
+			mine++;
+	}
+	if (gs->nparked >= GPU_PARK_MAX || mine >= GPU_PARK_SESSION_MAX || len > sizeof(p->req) ||
+	    !(p = calloc(1, sizeof(*p)))) {
+		server_reply_error(srv, c, type, seq, -EAGAIN,
+				   "%u requests wait for executors to start (%u of this session): try again later",
+				   gs->nparked, mine);
+		return -EAGAIN;
+	}
+	p->conn = server_conn_ref(c);
+	p->session = s->id;
+	p->seq = seq;
+	p->type = type;
+	p->deadline_ns = redispatch_deadline ? redispatch_deadline : server_now_ns() + GPU_PARK_NS;
+	memcpy(&p->req, req, len);
+	list_add_tail(&gs->parked, &p->node);
+	gs->nparked++;
+	if (!redispatch_deadline)
+		log_info("session %llu (trust domain %s) waits for its executor to be ready", (unsigned long long)s->id,
+			 s->domain);
+	return 0;
+}
+
+/* The connection of a parked request, if it and its session are still there. */
+static struct conn *parked_conn(struct server *srv, const struct gpu_parked *p)
+{
+	struct conn *c = server_conn_get(srv, p->conn);
+	struct session *s = c ? server_conn_session(c) : NULL;
+
+	return s && s->id == p->session ? c : NULL;
+}
+
+/* Hand every parked request to its handler again (an executor became ready or failed). */
+static void parked_retry(struct server *srv)
+{
+	struct gpus *gs = &srv->gpus;
+	struct list_node todo, *n;
+
+	if (list_empty(&gs->parked))
+		return;
+	/* move the list: handlers that park again append to the (now empty) srv list */
+	todo = gs->parked;
+	todo.next->prev = &todo;
+	todo.prev->next = &todo;
+	list_init(&gs->parked);
+	gs->nparked = 0;
+	while ((n = todo.next) != &todo) {
+		struct gpu_parked *p = list_entry(n, struct gpu_parked, node);
+		struct conn *c = parked_conn(srv, p);
+
+		list_del(n);
+		if (c && !srv->stopping) {
+			redispatch_deadline = p->deadline_ns;
+			if (p->type == OOO_MSG_BUF_ALLOC)
+				buffers_alloc(srv, c, p->seq, &p->req.alloc);
+			else
+				dpath_attach(srv, c, p->seq, &p->req.attach);
+			redispatch_deadline = 0;
+		}
+		free(p);
+	}
+}
+
+static void parked_expire(struct server *srv, uint64_t now)
+{
+	struct gpus *gs = &srv->gpus;
+	struct list_node *n, *tmp;
+
+	list_for_each_safe(n, tmp, &gs->parked) {
+		struct gpu_parked *p = list_entry(n, struct gpu_parked, node);
+		struct conn *c = parked_conn(srv, p);
+
+		if (c && now < p->deadline_ns)
+			continue;
+		list_del(n);
+		gs->nparked--;
+		if (c)
+			server_reply_error(srv, c, p->type, p->seq, -OOO_ENODEV,
+					   "the session's executor (trust domain %s) was not ready within %llu s",
+					   server_conn_session(c)->domain, (unsigned long long)(GPU_PARK_NS / 1000000000ull));
+		free(p);
+	}
+}
+
+void gpu_park_fini(struct server *srv)
+{
+	struct list_node *n, *tmp;
+
+	if (!srv->gpus.parked.next)
+		return;
+	list_for_each_safe(n, tmp, &srv->gpus.parked) {
+		list_del(n);
+		free(list_entry(n, struct gpu_parked, node));
+	}
+	srv->gpus.nparked = 0;
 }
 
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready)
 {
 	*known = *ready = 0;
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		const struct gpu *g = &srv->gpus.g[i];
-
-		if (g->have_info && g->info.status == 0)
+	for (uint32_t d = 0; d < srv->gpus.ndev; d++) {
+		if (gpu_dev_info(srv, d))
 			(*known)++;
-		if (g->state == OOO_DEV_READY)
+		if (dev_ready(srv, d))
 			(*ready)++;
 	}
 }
@@ -601,7 +1009,13 @@ const char *gpu_reason(const struct server *srv)
 		return "";
 	if (!srv->gpus.enabled || !srv->gpus.n)
 		return srv->gpus.reason;
-	return srv->gpus.g[0].reason[0] ? srv->gpus.g[0].reason : "executor starting";
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		const struct gpu *g = &srv->gpus.g[i];
+
+		if (g->used && g->dev == 0 && g->reason[0])
+			return g->reason;
+	}
+	return "executor starting";
 }
 
 bool gpu_sched_counters(const struct server *srv, uint32_t idx, uint64_t now_ns, struct ooo_sched_counters *c,
@@ -609,7 +1023,7 @@ bool gpu_sched_counters(const struct server *srv, uint32_t idx, uint64_t now_ns,
 {
 	const struct gpu *g = idx < srv->gpus.n ? &srv->gpus.g[idx] : NULL;
 
-	if (!g || !g->have_stats)
+	if (!g || !g->used || !g->have_stats)
 		return false;
 	memcpy(c, &g->stats, sizeof(*c));
 	*age_ns = now_ns > g->stats_ns ? now_ns - g->stats_ns : 0;

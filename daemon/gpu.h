@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Executor supervision: oood starts one executor process per GPU (itself,
- * re-executed with --executor), watches it through a pidfd on the io_uring
- * loop, and restarts it with backoff when it dies. An executor that finds no
- * driver, no device or the toolkit's stub library exits with
- * EXEC_EXIT_NODEV and is not restarted; its reason is what `oooctl status`
- * shows.
+ * Executor supervision: oood starts one executor process per GPU and trust
+ * domain (itself, re-executed with --executor), watches it through a pidfd
+ * on the io_uring loop, and restarts it with backoff when it dies. An
+ * executor that finds no driver, no device or the toolkit's stub library
+ * exits with EXEC_EXIT_NODEV and is not restarted; its reason is what
+ * `oooctl status` shows.
+ *
+ * Slots: struct gpu is one executor slot, for one device (dev) and one trust
+ * domain (domain; "" for the device's spare, an executor started ahead that
+ * no domain has claimed yet). A session's buffers and data path name the
+ * slot of its domain on their device; the device index is what tenants see.
+ * The first domain to need a device claims its ready spare (no wait) and a
+ * new spare starts behind it; a domain without sessions for domain_idle_ms
+ * has its executor stopped and its slot freed. Requests that need a slot
+ * still starting are parked and retried when it is ready (GPU_PARK_NS).
  *
  * Owner: the server owns struct gpus; each struct gpu owns its pidfd and
  * control socket, and is reset only when neither has an operation in flight.
@@ -21,8 +30,14 @@
 
 #include "exec/exec_proto.h"
 #include "parts.h"
+#include "registry.h"
 
-#define GPU_MAX 64
+#define GPU_MAX 64   /* devices */
+#define EXEC_MAX 256 /* executor slots: devices x (trust domains + spare) */
+#define GPU_PARK_NS (30ull * 1000000000ull) /* a request waits this long for its domain's executor */
+#define GPU_PARK_MAX 1024u                  /* requests waiting at once, all sessions together */
+#define GPU_PARK_SESSION_MAX 4u             /* and of one session */
+#define GPU_RETIRE_KILL_NS (10ull * 1000000000ull) /* an idle domain's executor told to stop is killed after */
 #define GPU_BACKOFF_MIN_MS 1000u
 #define GPU_BACKOFF_MAX_MS 30000u
 #define GPU_STABLE_NS (60ull * 1000000000ull) /* up this long: next restart starts from the minimum backoff */
@@ -33,7 +48,12 @@
 struct server;
 
 struct gpu {
-	uint32_t idx;
+	uint32_t idx; /* slot */
+	uint32_t dev; /* device index: what tenants and operators call the GPU */
+	bool used;    /* the slot is taken (its executor may be starting, running, restarting or failed) */
+	bool retire;  /* stopping for good (idle domain): freed, not restarted, when the executor has gone */
+	char domain[OOO_DOMAIN_MAX]; /* trust domain served; "" for the device's spare */
+	uint64_t idle_ns;            /* claimed and without sessions since then (0: in use) */
 	uint32_t state; /* enum ooo_device_state */
 	pid_t pid;      /* 0 when no executor runs */
 	bool tm_tracked; /* pid is in the telemetry set */
@@ -66,8 +86,11 @@ struct gpu {
 };
 
 struct gpus {
-	struct gpu g[GPU_MAX];
-	uint32_t n; /* slots in use: 1 until executor 0 reports the device count */
+	struct gpu g[EXEC_MAX];
+	uint32_t n;    /* slots to look at: highest used + 1 */
+	uint32_t ndev; /* devices: 1 until the first executor reports the count */
+	struct list_node parked; /* struct gpu_parked: requests waiting for a slot to be ready */
+	uint32_t nparked;
 	bool enabled;
 	char exe[PATH_MAX];
 	char reason[OOO_ERRMSG_MAX]; /* why there are no executors at all */
@@ -91,14 +114,35 @@ int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, siz
 /* The same with up to 4 descriptors (they stay the caller's). */
 int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, const int *fds, int nfds);
 /*
- * Index of a ready GPU for session s's new buffer or data path: `want`, or
- * for OOO_DEVICE_ANY the session's own GPU (attached, else its buffers'),
- * else the least loaded ready one (daemon/place.h); -OOO_ENODEV if none.
+ * The ready executor slot of session s's trust domain for a new buffer or
+ * data path on device `want`, or for OOO_DEVICE_ANY on the session's own GPU
+ * (attached, else its buffers'), else the least loaded usable one
+ * (daemon/place.h). Claims the device's spare, or starts an executor, for a
+ * domain that has none there: then, and while the domain's executor
+ * (re)starts, returns -EINPROGRESS (park the request with gpu_park).
+ * -OOO_ENODEV if no GPU can serve; -OOO_ELIMIT when the device serves
+ * max_domains domains. why gets the reason of a failure.
  */
 struct session;
-int gpu_pick(const struct server *srv, const struct session *s, uint32_t want);
+struct conn;
+int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *why, size_t cap);
+/*
+ * Park a request (OOO_MSG_BUF_ALLOC or OOO_MSG_ATTACH, its payload req) of
+ * connection c until an executor becomes ready or fails, then hand it to its
+ * handler again; answered with an error after GPU_PARK_NS. Returns 0, or
+ * -EAGAIN (with the answer sent) when GPU_PARK_MAX requests wait already.
+ */
+int gpu_park(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *req, size_t len);
+/* Free the parked requests (server_fini). */
+void gpu_park_fini(struct server *srv);
+/* The device of slot idx (what a tenant is told). */
+uint32_t gpu_dev(const struct server *srv, uint32_t idx);
+/* A slot of device dev that has reported the device (READY info), or NULL. */
+const struct gpu *gpu_dev_info(const struct server *srv, uint32_t dev);
+/* Executor slots of device dev that are MPS clients now. */
+uint32_t gpu_dev_mps_clients(const struct server *srv, uint32_t dev);
 
-/* Counts for status: devices known, devices ready. */
+/* Counts for status: devices known, devices ready (an executor of the device is ready). */
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready);
 /* Why no device is ready ("" when one is). */
 const char *gpu_reason(const struct server *srv);

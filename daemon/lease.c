@@ -122,8 +122,8 @@ static uint32_t gpu_count(const struct server *srv)
 
 	if (n)
 		return n;
-	if (srv->gpus.g[0].have_info && srv->gpus.g[0].info.status == 0)
-		n = srv->gpus.g[0].info.device_count;
+	if (gpu_dev_info(srv, 0))
+		n = gpu_dev_info(srv, 0)->info.device_count;
 	if (!n && (d = opendir("/dev"))) {
 		while ((e = readdir(d))) {
 			const char *s = e->d_name;
@@ -166,11 +166,18 @@ static void fill_view(const struct server *srv, struct lease_view *v, uint32_t u
 		if (!strcmp(L->offers[i].class_name, cls))
 			v->offer = L->offers[i].pct;
 	}
+	/* a GPU's executors beyond the first (more trust domains, the spare) are MPS clients too */
+	for (uint32_t d = 0; v->exec_clients && d < OOO_MPS_GPUS; d++) {
+		uint32_t n = gpu_dev_mps_clients(srv, d);
+
+		if (n > 1)
+			v->clients[d] += n - 1;
+	}
 }
 
 static void visible_name(const struct server *srv, uint32_t dev, char *out, size_t cap)
 {
-	const struct gpu *g = dev < srv->gpus.n ? &srv->gpus.g[dev] : NULL;
+	const struct gpu *g = gpu_dev_info(srv, dev);
 	static const int dash[] = { 4, 6, 8, 10 };
 	size_t k;
 

@@ -33,7 +33,7 @@ static void send_plan(struct server *srv, struct gpu *g, const struct part_plan 
 	g->parts.generation = generation;
 	if (gpu_send(srv, g->idx, EXEC_MSG_PARTITIONS, &m, sizeof(m), -1) < 0) {
 		/* the executor is going away: the next one gets the plan when it is ready */
-		log_warn("gpu%u: cannot send partition plan %llu to the executor", g->idx, (unsigned long long)generation);
+		log_warn("gpu%u: cannot send partition plan %llu to the executor", g->dev, (unsigned long long)generation);
 		g->parts.answered = generation;
 		g->parts.status = -EIO;
 		snprintf(g->parts.reason, sizeof(g->parts.reason), "the plan could not be sent to the executor");
@@ -49,7 +49,7 @@ void parts_gpu_ready(struct server *srv, struct gpu *g)
 	memset(&g->parts, 0, sizeof(g->parts)); /* a new executor: no partitions yet */
 	r = plan_for(srv, srv->parts.ovr, srv->parts.novr, g, &plan, why, sizeof(why));
 	if (r < 0) {
-		log_warn("gpu%u: no partitions: %s", g->idx, why);
+		log_warn("gpu%u: no partitions: %s", g->dev, why);
 		g->parts.status = r;
 		snprintf(g->parts.reason, sizeof(g->parts.reason), "%s", why);
 		return;
@@ -75,7 +75,7 @@ void parts_on_reply(struct server *srv, struct gpu *g, const void *payload)
 	snprintf(g->parts.reason, sizeof(g->parts.reason), "%s", r.status < 0 ? r.reason : "");
 	wire_sanitize(g->parts.reason);
 	if (r.status < 0) {
-		log_warn("gpu%u: the executor refused partition plan %llu: %s", g->idx, (unsigned long long)r.generation,
+		log_warn("gpu%u: the executor refused partition plan %llu: %s", g->dev, (unsigned long long)r.generation,
 			 g->parts.reason);
 		return;
 	}
@@ -86,7 +86,7 @@ void parts_on_reply(struct server *srv, struct gpu *g, const void *payload)
 		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s %s %u SMs", i ? "," : "", g->parts.plan.p[i].klass,
 				       r.sms[i]);
 	if (g->parts.plan.n)
-		log_info("gpu%u: partitions:%s, the shared one %u SMs (plan %llu)", g->idx, list, r.sms[g->parts.plan.n],
+		log_info("gpu%u: partitions:%s, the shared one %u SMs (plan %llu)", g->dev, list, r.sms[g->parts.plan.n],
 			 (unsigned long long)r.generation);
 }
 
@@ -116,7 +116,7 @@ void parts_reload(struct server *srv)
 		if (g->state != OOO_DEV_READY)
 			continue;
 		if (plan_for(srv, p->ovr, p->novr, g, &plan, why, sizeof(why)) < 0) {
-			log_warn("gpu%u: partitions kept as they are: %s", g->idx, why);
+			log_warn("gpu%u: partitions kept as they are: %s", g->dev, why);
 			continue;
 		}
 		if (!g->parts.generation || !part_plan_equal(&plan, &g->parts.plan))
@@ -129,7 +129,7 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 {
 	struct part_override ovr[PART_OVERRIDES];
 	size_t novr = srv->parts.novr;
-	struct part_plan plans[GPU_MAX];
+	static struct part_plan plans[EXEC_MAX]; /* too large for the stack; oood has one thread */
 	char why[OOO_ERRMSG_MAX];
 	uint64_t gen;
 	bool found = false;
@@ -158,7 +158,7 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 			continue;
 		r = plan_for(srv, ovr, novr, g, &plans[i], why, sizeof(why));
 		if (r < 0) {
-			snprintf(rep->msg, sizeof(rep->msg), "gpu%u: %.200s", i, why);
+			snprintf(rep->msg, sizeof(rep->msg), "gpu%u: %.200s", g->dev, why);
 			return r;
 		}
 	}
@@ -193,21 +193,27 @@ ssize_t parts_admin_list(struct server *srv, const struct ooo_msg_list_req *req,
 {
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_part_gpu_rec) };
 	char *out = (char *)buf + sizeof(hdr);
-	uint32_t n = srv->gpus.n;
+	uint32_t idx[EXEC_MAX], n = 0;
 
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		if (srv->gpus.g[i].used)
+			idx[n++] = i;
+	}
 	if (cap < sizeof(hdr))
 		return -EMSGSIZE;
 	hdr.total = n;
 	hdr.offset = req->offset > n ? n : req->offset;
-	for (uint32_t i = hdr.offset; i < n && (hdr.count + 1) * sizeof(struct ooo_part_gpu_rec) <= cap - sizeof(hdr);
-	     i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t j = hdr.offset; j < n && (hdr.count + 1) * sizeof(struct ooo_part_gpu_rec) <= cap - sizeof(hdr);
+	     j++) {
+		const struct gpu *g = &srv->gpus.g[idx[j]];
 		const struct gpu_parts *gp = &g->parts;
 		bool applied = gp->answered == gp->generation && gp->generation && gp->status == 0;
 		struct ooo_part_gpu_rec r;
 
 		memset(&r, 0, sizeof(r));
-		r.index = i;
+		r.index = g->idx;
+		r.device = g->dev;
+		wire_strcpy(r.domain, sizeof(r.domain), g->domain);
 		r.state = g->state;
 		r.generation = gp->generation;
 		r.answered = gp->answered;

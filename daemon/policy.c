@@ -52,11 +52,12 @@ enum key_type {
 	T_LAUNCH,   /* all, tracked or off */
 	T_MPSMODE,  /* auto, yes or no */
 	T_LPRIO,    /* normal or below */
+	T_DOMAIN,   /* a trust domain name: uid, or letters, digits, '_', '-', '.' */
 };
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_STREAMS,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_STREAMS, F_MAX_DOMAINS, F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
 	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
@@ -84,6 +85,8 @@ static const struct key_def daemon_keys[] = {
 	{ "libcuda", F_LIBCUDA, T_STR, 1, OOO_PATH_MAX - 1 },
 	{ "fuse", F_FUSE, T_BOOL, 0, 0 },
 	{ "streams", F_STREAMS, T_U32, 1, 8 },
+	{ "max_domains", F_MAX_DOMAINS, T_U32, 1, POLICY_MAX_DOMAINS },
+	{ "domain_idle_ms", F_DOMAIN_IDLE, T_U32, 0, 86400000 },
 };
 
 static const struct key_def class_keys[] = {
@@ -104,6 +107,7 @@ static const struct key_def class_keys[] = {
 	{ "trace_launches", F_TRACE_LAUNCHES, T_BOOL, 0, 0 },
 	{ "binary_modules", F_BINARY_MODULES, T_BOOL, 0, 0 },
 	{ "partition", F_PARTITION, T_BOOL, 0, 0 },
+	{ "domain", F_DOMAIN, T_DOMAIN, 1, OOO_DOMAIN_MAX - 1 },
 	{ "native_sm", F_NATIVE_SM, T_U32, 1, 100 },
 	{ "native_mem", F_NATIVE_MEM, T_SIZE, 1, MAX_SIZE_LIMIT },
 	{ "native_priority", F_NATIVE_PRIO, T_LPRIO, 0, 0 },
@@ -635,6 +639,22 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			return fail(c, c->lineno, -EINVAL, "%s must be normal or below, got '%.*s'", k->name,
 				    VAL_MAX, v);
 		return 1;
+	case T_DOMAIN: {
+		size_t len = strlen(v);
+
+		if (len < k->lo || len > k->hi)
+			return fail(c, c->lineno, -EINVAL, "domain must be 1..%llu characters, got '%.*s'",
+				    (unsigned long long)k->hi, VAL_MAX, v);
+		for (size_t i = 0; i < len; i++) {
+			if (!isalnum((unsigned char)v[i]) && v[i] != '_' && v[i] != '-' && v[i] != '.')
+				return fail(c, c->lineno, -EINVAL,
+					    "domain must be 'uid' or a name of letters, digits, '_', '-' and '.', got '%.*s'",
+					    VAL_MAX, v);
+		}
+		/* "uid" is the default: one domain per uid */
+		copy_str(cls->domain, sizeof(cls->domain), strcmp(v, "uid") ? v : "");
+		return 1;
+	}
 	case T_PATH: {
 		size_t len = strlen(v);
 
@@ -697,6 +717,8 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	switch (k->field) {
 	case F_MAX_SESSIONS: p->max_sessions = (uint32_t)n; break;
 	case F_STREAMS: p->streams = (uint32_t)n; break;
+	case F_MAX_DOMAINS: p->max_domains = (uint32_t)n; break;
+	case F_DOMAIN_IDLE: p->domain_idle_ms = (uint32_t)n; break;
 	case F_MAX_ADMIN_SESSIONS: p->max_admin_sessions = (uint32_t)n; break;
 	case F_HELLO_TIMEOUT: p->hello_timeout_ms = (uint32_t)n; break;
 	case F_SHUTDOWN_GRACE: p->shutdown_grace_ms = (uint32_t)n; break;
@@ -1091,6 +1113,8 @@ static void policy_defaults(struct policy *p)
 	p->executor = true;
 	p->fuse = true;
 	p->streams = POLICY_STREAMS_DEFAULT;
+	p->max_domains = 16;
+	p->domain_idle_ms = 60000;
 	p->telemetry.enabled = true;
 	p->telemetry.launch_probes = POLICY_LAUNCH_TRACKED;
 	p->telemetry.slow_sync_us = 10000;

@@ -24,6 +24,7 @@
 #define POLICY_STREAMS_DEFAULT 4 /* [daemon] streams: an executor's bundles run on that many streams */
 /* classes with partition = yes: the executor's reserved partitions (the shared one besides) */
 #define POLICY_MAX_PARTITIONS 7
+#define POLICY_MAX_DOMAINS 64 /* [daemon] max_domains: executors per GPU besides the spare */
 
 enum policy_log_level { POLICY_LOG_ERR = 3, POLICY_LOG_WARN = 4, POLICY_LOG_INFO = 6, POLICY_LOG_DEBUG = 7 };
 
@@ -42,6 +43,7 @@ struct ooo_class {
 	bool trace_launches; /* telemetry: uprobe its sessions' cuLaunchKernel calls (default no) */
 	bool binary_modules; /* may load CUBIN and FATBIN modules (default yes): the JIT cannot analyse or fence them */
 	bool partition;      /* its bundles run on SMs reserved for it: sm_share percent of each GPU (default no) */
+	char domain[OOO_DOMAIN_MAX]; /* its trust domain; "" (default, or "uid"): one domain per uid */
 	/* native tenants (ooo-run leases, daemon/lease.c) */
 	uint32_t native_sm;       /* share of a lease that asks for none; default 25; never above sm_share */
 	uint64_t native_mem;      /* pinned device memory limit of a lease that asks for none; 0: mem_limit */
@@ -98,6 +100,8 @@ struct policy {
 	bool executor;               /* run GPU executors (default yes) */
 	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
 	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */
+	uint32_t max_domains;        /* executors (trust domains) per GPU, besides the spare (1 .. POLICY_MAX_DOMAINS) */
+	uint32_t domain_idle_ms;     /* a domain's executor without sessions this long is stopped (0: never) */
 	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */
 	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
 	struct policy_telemetry telemetry;

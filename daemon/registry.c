@@ -111,6 +111,11 @@ int registry_admit(struct registry *r, const struct policy *p, const struct peer
 	s->opened_ns = now_ns;
 	wire_strcpy(s->name, sizeof(s->name), name);
 	wire_sanitize(s->name);
+	/* the trust domain is fixed for the session's life: its buffers and data path live in that domain's executor */
+	if (c->domain[0])
+		wire_strcpy(s->domain, sizeof(s->domain), c->domain);
+	else
+		snprintf(s->domain, sizeof(s->domain), "uid:%u", cred->uid);
 	s->tenant = t;
 	list_init(&s->bufs);
 	list_add_tail(&t->sessions, &s->node);

@@ -66,6 +66,7 @@ struct session {
 	uint64_t id;
 	struct peer_cred cred;
 	char name[OOO_NAME_MAX];
+	char domain[OOO_DOMAIN_MAX]; /* its trust domain (the class's domain, else "uid:UID"), fixed at admission */
 	uint64_t opened_ns;
 	uint64_t msgs_in;
 	uint64_t used[OOO_RES_COUNT];

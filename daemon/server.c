@@ -1614,6 +1614,7 @@ void server_fini(struct server *srv)
 	srv->tm = NULL;
 	lease_fini(srv);
 	gpu_fini(srv);
+	gpu_park_fini(srv);
 	mps_fini(srv);
 	buffers_fini(srv);
 	dpath_fini(srv);

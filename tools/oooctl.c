@@ -824,7 +824,7 @@ static int do_tenants(int argc, char **argv)
 
 static int do_sessions(int argc, char **argv)
 {
-	static const char *const cols[] = { ">ID", ">PID", ">UID", "USER", "CLASS", "NAME", ">AGE", ">MESSAGES" };
+	static const char *const cols[] = { ">ID", ">PID", ">UID", "USER", "CLASS", "DOMAIN", "NAME", ">AGE", ">MESSAGES" };
 	struct ooo_session_rec *ss;
 	struct table tab;
 	size_t n;
@@ -847,6 +847,7 @@ static int do_sessions(int argc, char **argv)
 			j_str("user", user_name(ss[i].uid));
 			j_u64("gid", ss[i].gid);
 			j_str("class", ss[i].class_name);
+			j_str("domain", ss[i].domain);
 			j_str("name", ss[i].name);
 			j_u64("age_ns", ss[i].age_ns);
 			j_u64("msgs_in", ss[i].msgs_in);
@@ -863,7 +864,7 @@ static int do_sessions(int argc, char **argv)
 		free(ss);
 		return RC_OK;
 	}
-	table_init(&tab, 8, cols);
+	table_init(&tab, 9, cols);
 	for (size_t i = 0; i < n; i++) {
 		char b[64];
 
@@ -872,6 +873,7 @@ static int do_sessions(int argc, char **argv)
 		table_cell(&tab, "%" PRIu32, ss[i].uid);
 		table_cell(&tab, "%s", user_label(ss[i].uid, b, sizeof(b)));
 		table_cell(&tab, "%s", ss[i].class_name);
+		table_cell(&tab, "%s", ss[i].domain);
 		table_cell(&tab, "%s", ss[i].name[0] ? ss[i].name : "-");
 		table_cell(&tab, "%s", fmt_dur(b, sizeof(b), ss[i].age_ns));
 		table_cell(&tab, "%" PRIu64, ss[i].msgs_in);
@@ -913,7 +915,8 @@ static const char *fmt_uuid(char *buf, size_t cap, const uint8_t u[16])
 
 static int do_devices(int argc, char **argv)
 {
-	static const char *const cols[] = { ">GPU", "STATE", "NAME", ">SMS", ">CC", ">MEMORY", ">PID", ">RESTARTS", "NOTE" };
+	static const char *const cols[] = { ">GPU", "DOMAIN", "STATE", "NAME", ">SMS", ">CC", ">MEMORY", ">PID", ">RESTARTS",
+					    "NOTE" };
 	struct ooo_device_rec *d;
 	struct table tab;
 	size_t n;
@@ -930,6 +933,8 @@ static int do_devices(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			j_obj(NULL);
 			j_u64("index", d[i].index);
+			j_u64("device", d[i].device);
+			j_str("domain", d[i].domain);
 			j_str("state", dev_state(d[i].state));
 			j_str("name", d[i].name);
 			j_str("uuid", fmt_uuid(u, sizeof(u), d[i].uuid));
@@ -955,11 +960,12 @@ static int do_devices(int argc, char **argv)
 		free(d);
 		return RC_OK;
 	}
-	table_init(&tab, 9, cols);
+	table_init(&tab, 10, cols);
 	for (size_t i = 0; i < n; i++) {
 		char b[64];
 
-		table_cell(&tab, "%" PRIu32, d[i].index);
+		table_cell(&tab, "%" PRIu32, d[i].device);
+		table_cell(&tab, "%s", d[i].domain[0] ? d[i].domain : "(spare)");
 		table_cell(&tab, "%s", dev_state(d[i].state));
 		table_cell(&tab, "%s", d[i].name[0] ? d[i].name : "-");
 		table_cell(&tab, "%" PRIu32, d[i].sm_count);
@@ -1640,7 +1646,7 @@ static void sleep_ns(uint64_t ns)
 static bool sched_any(const struct ooo_sched_rec *r, size_t n, long want)
 {
 	for (size_t i = 0; i < n; i++)
-		if ((want < 0 || r[i].index == (uint32_t)want) && r[i].have)
+		if ((want < 0 || r[i].device == (uint32_t)want) && r[i].have)
 			return true;
 	return false;
 }
@@ -1652,7 +1658,7 @@ static bool sched_waiting(const struct ooo_sched_rec *r1, size_t n1, const struc
 	for (size_t i = 0; i < n2; i++) {
 		const struct ooo_sched_rec *a = sched_find(r1, n1, r2[i].index);
 
-		if (want >= 0 && r2[i].index != (uint32_t)want)
+		if (want >= 0 && r2[i].device != (uint32_t)want)
 			continue;
 		if (a && sched_compare(a, &r2[i]) == SCHED_STALE)
 			return true;
@@ -1744,7 +1750,7 @@ static int do_sched(int argc, char **argv)
 		char why[OOO_ERRMSG_MAX + 64], b1[64], b2[64];
 		static struct ooo_sched_rec none; /* the first snapshot lacked the GPU: as if it had no counters */
 
-		if (want >= 0 && b->index != (uint32_t)want)
+		if (want >= 0 && b->device != (uint32_t)want)
 			continue;
 		if (interval_used && !a)
 			a = &none;
@@ -1763,6 +1769,8 @@ static int do_sched(int argc, char **argv)
 		if (opt_json) {
 			j_obj(NULL);
 			j_u64("index", b->index);
+			j_u64("device", b->device);
+			j_str("domain", b->domain);
 			j_str("state", dev_state(b->state));
 			j_bool("have_counters", k != SCHED_NONE);
 			j_str("reason", k == SCHED_NONE ? why : NULL);
@@ -1795,10 +1803,12 @@ static int do_sched(int argc, char **argv)
 		if (shown++)
 			putchar('\n');
 		if (k == SCHED_NONE) {
-			printf("gpu %" PRIu32 ": no scheduler counters: %s\n", b->index, why);
+			printf("gpu %" PRIu32 " %s: no scheduler counters: %s\n", b->device,
+			       b->domain[0] ? b->domain : "(spare)", why);
 			continue;
 		}
-		printf("gpu %" PRIu32 " (%s): executor up %s, counters %s old", b->index, dev_state(b->state),
+		printf("gpu %" PRIu32 " %s (%s): executor up %s, counters %s old", b->device,
+		       b->domain[0] ? b->domain : "(spare)", dev_state(b->state),
 		       fmt_dur(b1, sizeof(b1), b->c.up_ns), fmt_dur(b2, sizeof(b2), b->age_ns));
 		if (k == SCHED_INTERVAL)
 			printf(", interval %s\n", fmt_dur(b1, sizeof(b1), d.snapshot_ns));
@@ -2808,6 +2818,8 @@ static int do_evict(int argc, char **argv)
 
 /* ---- partition ---------------------------------------------------------------- */
 
+#define DOMAIN_NAME(d) ((d)[0] ? (d) : "(spare)")
+
 /* Whether GPU r has answered plan `gen` (or a later one), or never will (not ready, or it got no plan). */
 static bool part_settled(const struct ooo_part_gpu_rec *r, uint64_t gen)
 {
@@ -2816,22 +2828,24 @@ static bool part_settled(const struct ooo_part_gpu_rec *r, uint64_t gen)
 
 static void part_print(const struct ooo_part_gpu_rec *g, size_t n)
 {
-	static const char *const cols[] = { ">GPU", "PARTITION", "CLASS", ">ASKED", ">SMS", "SOURCE" };
+	static const char *const cols[] = { ">GPU", "DOMAIN", "PARTITION", "CLASS", ">ASKED", ">SMS", "SOURCE" };
 	struct table tab;
 
-	table_init(&tab, 6, cols);
+	table_init(&tab, 7, cols);
 	for (size_t i = 0; i < n; i++) {
 		bool applied = g[i].generation && g[i].answered == g[i].generation && g[i].status == 0;
 
 		for (uint32_t k = 0; k < g[i].n; k++) {
-			table_cell(&tab, "%" PRIu32, g[i].index);
+			table_cell(&tab, "%" PRIu32, g[i].device);
+			table_cell(&tab, "%s", DOMAIN_NAME(g[i].domain));
 			table_cell(&tab, "%" PRIu32, k + 1);
 			table_cell(&tab, "%s", g[i].p[k].class_name);
 			table_cell(&tab, "%" PRIu32, g[i].p[k].asked);
 			table_cell(&tab, applied ? "%" PRIu32 : "-", g[i].p[k].sms);
 			table_cell(&tab, "%s", g[i].p[k].source == OOO_PART_OOOCTL ? "oooctl" : "policy");
 		}
-		table_cell(&tab, "%" PRIu32, g[i].index);
+		table_cell(&tab, "%" PRIu32, g[i].device);
+		table_cell(&tab, "%s", DOMAIN_NAME(g[i].domain));
 		table_cell(&tab, "shared");
 		table_cell(&tab, "(the others)");
 		table_cell(&tab, "-");
@@ -2846,21 +2860,21 @@ static void part_print(const struct ooo_part_gpu_rec *g, size_t n)
 	table_print(&tab);
 	for (size_t i = 0; i < n; i++) {
 		if (g[i].state != OOO_DEV_READY)
-			printf("gpu%" PRIu32 ": %s: its executor gets the plan when it is ready\n", g[i].index,
+			printf("gpu%" PRIu32 " %s: %s: its executor gets the plan when it is ready\n", g[i].device, DOMAIN_NAME(g[i].domain),
 			       dev_state(g[i].state));
 		else if (!g[i].generation)
-			printf("gpu%" PRIu32 ": no plan: %s\n", g[i].index, g[i].reason[0] ? g[i].reason : "-");
+			printf("gpu%" PRIu32 " %s: no plan: %s\n", g[i].device, DOMAIN_NAME(g[i].domain), g[i].reason[0] ? g[i].reason : "-");
 		else if (g[i].answered < g[i].generation)
-			printf("gpu%" PRIu32 ": plan %" PRIu64 " sent, not answered yet\n", g[i].index, g[i].generation);
+			printf("gpu%" PRIu32 " %s: plan %" PRIu64 " sent, not answered yet\n", g[i].device, DOMAIN_NAME(g[i].domain), g[i].generation);
 		else if (g[i].status < 0)
-			printf("gpu%" PRIu32 ": plan %" PRIu64 " refused, the partitions are as they were: %s\n", g[i].index,
+			printf("gpu%" PRIu32 " %s: plan %" PRIu64 " refused, the partitions are as they were: %s\n", g[i].device, DOMAIN_NAME(g[i].domain),
 			       g[i].generation, g[i].reason);
 		else if (g[i].n)
-			printf("gpu%" PRIu32 ": plan %" PRIu64 " applied (green contexts, split granule %" PRIu32 " SMs)\n",
-			       g[i].index, g[i].generation, g[i].granule);
+			printf("gpu%" PRIu32 " %s: plan %" PRIu64 " applied (green contexts, split granule %" PRIu32 " SMs)\n",
+			       g[i].device, DOMAIN_NAME(g[i].domain), g[i].generation, g[i].granule);
 		else
-			printf("gpu%" PRIu32 ": plan %" PRIu64 " applied: no reserved partitions, every class shares the GPU\n",
-			       g[i].index, g[i].generation);
+			printf("gpu%" PRIu32 " %s: plan %" PRIu64 " applied: no reserved partitions, every class shares the GPU\n",
+			       g[i].device, DOMAIN_NAME(g[i].domain), g[i].generation);
 	}
 }
 
@@ -2872,6 +2886,8 @@ static void part_json(const struct ooo_part_gpu_rec *g, size_t n)
 
 		j_obj(NULL);
 		j_u64("index", g[i].index);
+		j_u64("device", g[i].device);
+		j_str("domain", g[i].domain);
 		j_str("state", dev_state(g[i].state));
 		j_u64("sm_count", g[i].sm_count);
 		j_u64("plan", g[i].generation);
@@ -3000,7 +3016,8 @@ static int do_partition(int argc, char **argv)
 		part_print(g, n);
 		for (size_t i = 0; i < n && rep.generation; i++)
 			if (!part_settled(&g[i], rep.generation))
-				err_msg("gpu%" PRIu32 ": no answer to plan %" PRIu64 " within %lu ms", g[i].index,
+				err_msg("gpu%" PRIu32 " %s: no answer to plan %" PRIu64 " within %lu ms", g[i].device,
+					DOMAIN_NAME(g[i].domain),
 					rep.generation, wait_ms);
 	}
 	free(g);
@@ -3231,7 +3248,7 @@ static int do_metrics(int argc, char **argv)
 				if (!sr[i].have)
 					continue;
 				memcpy(&v, (const char *)&sr[i].c + sc[k].off, sizeof(v));
-				printf("%s{gpu=\"%" PRIu32 "\"} %" PRIu64 "\n", sc[k].name, sr[i].index, v);
+				printf("%s{gpu=\"%" PRIu32 "\",domain=\"%s\"} %" PRIu64 "\n", sc[k].name, sr[i].device, sr[i].domain, v);
 			}
 		}
 		prom_family("ooo_sched_dispatches_total", "counter", "Dispatch decisions by reason");
@@ -3242,19 +3259,19 @@ static int do_metrics(int argc, char **argv)
 			if (!sr[i].have)
 				continue;
 			for (int k = 0; k < 4; k++)
-				printf("ooo_sched_dispatches_total{gpu=\"%" PRIu32 "\",reason=\"%s\"} %" PRIu64 "\n",
-				       sr[i].index, why[k], v[k]);
+				printf("ooo_sched_dispatches_total{gpu=\"%" PRIu32 "\",domain=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+				       sr[i].device, sr[i].domain, why[k], v[k]);
 		}
 		prom_family("ooo_sched_executor_cpu_seconds_total", "counter", "CPU time of the executor (all threads)");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)
-				printf("ooo_sched_executor_cpu_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
+				printf("ooo_sched_executor_cpu_seconds_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %.6f\n", sr[i].device, sr[i].domain,
 				       (double)sr[i].c.cpu_ns / 1e9);
 		prom_family("ooo_sched_launcher_busy_seconds_total", "counter",
 			    "Time the executor's launcher thread spent issuing bundles to CUDA");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)
-				printf("ooo_sched_launcher_busy_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
+				printf("ooo_sched_launcher_busy_seconds_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %.6f\n", sr[i].device, sr[i].domain,
 				       (double)sr[i].c.launch_ns / 1e9);
 		for (int h = 0; h < 2; h++) {
 			static const char *const hn[2] = { "ooo_sched_launch_hold_seconds", "ooo_sched_launch_latency_seconds" };
@@ -3265,9 +3282,9 @@ static int do_metrics(int argc, char **argv)
 
 			prom_family(hn[h], "histogram", hh[h]);
 			for (size_t i = 0; i < nsr; i++) {
-				char lab[32];
+				char lab[96];
 
-				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
+				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\"", sr[i].device, sr[i].domain);
 				if (sr[i].have)
 					prom_hist(hn[h], lab, h ? sr[i].c.lat_hist : sr[i].c.hold_hist, false, 0);
 			}
@@ -3275,9 +3292,9 @@ static int do_metrics(int argc, char **argv)
 		for (int h = 0; h < STAGES; h++) {
 			prom_family(stage_prom[h], "histogram", stage_help[h]);
 			for (size_t i = 0; i < nsr; i++) {
-				char lab[32];
+				char lab[96];
 
-				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\"", sr[i].index);
+				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\"", sr[i].device, sr[i].domain);
 				if (sr[i].have)
 					prom_hist(stage_prom[h], lab, stage_hist(&sr[i].c, h), false, 0);
 			}
@@ -3286,12 +3303,12 @@ static int do_metrics(int argc, char **argv)
 			    "Tenant submit stamps more than 10 s from the executor's clock (not in the submit histogram)");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)
-				printf("ooo_exec_submit_stamps_bad_total{gpu=\"%" PRIu32 "\"} %" PRIu64 "\n", sr[i].index,
+				printf("ooo_exec_submit_stamps_bad_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %" PRIu64 "\n", sr[i].device, sr[i].domain,
 				       sr[i].c.submit_stamp_bad);
 		prom_family("ooo_sched_jit_compile_seconds_total", "counter", "Time the JIT spent compiling");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)
-				printf("ooo_sched_jit_compile_seconds_total{gpu=\"%" PRIu32 "\"} %.6f\n", sr[i].index,
+				printf("ooo_sched_jit_compile_seconds_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %.6f\n", sr[i].device, sr[i].domain,
 				       (double)sr[i].c.jit_compile_ns / 1e9);
 	}
 

@@ -627,6 +627,12 @@ int executor_main(int argc, char **argv)
 	} else {
 		/* die with oood rather than outlive it; set after setuid, which clears it */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/*
+		 * Executors of different trust domains run as the same user: not
+		 * dumpable, so one cannot ptrace another or read its memory through
+		 * /proc/PID/mem (nor dump a core with tenants' data in it).
+		 */
+		prctl(PR_SET_DUMPABLE, 0);
 		if (getppid() == 1)
 			return 1;
 		rc = open_device(&api, libcuda, (unsigned)dev, &r, &ctx);

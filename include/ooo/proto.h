@@ -31,6 +31,7 @@ extern "C" {
 /* Largest datagram either side sends or accepts, header included. */
 #define OOO_MSG_MAX 65536u
 #define OOO_NAME_MAX 64u  /* class and session names, NUL included */
+#define OOO_DOMAIN_MAX 32u /* trust domain names ("uid:UID" or a class's domain), NUL included */
 #define OOO_PING_MAX 4096u /* largest ping payload */
 #define OOO_ERRMSG_MAX 256u
 #define OOO_PATH_MAX 256u
@@ -59,7 +60,7 @@ enum ooo_msg_type {
 	OOO_MSG_SESSIONS = 34, /* admin: ooo_msg_list_req -> ooo_msg_list + session recs */
 	OOO_MSG_RELOAD = 35,   /* admin: no payload -> struct ooo_msg_reload_reply */
 	OOO_MSG_DEVICES = 36,  /* admin: ooo_msg_list_req -> ooo_msg_list + device recs */
-	OOO_MSG_SCHED = 37,    /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_sched_rec, one per GPU */
+	OOO_MSG_SCHED = 37,    /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_sched_rec, one per executor */
 	OOO_MSG_TELEMETRY = 38, /* admin: no payload -> struct ooo_msg_telemetry */
 	OOO_MSG_PROCS = 39,     /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_proc_rec, by pid */
 	OOO_MSG_TRACE = 40,     /* admin: struct ooo_msg_trace -> struct ooo_msg_trace_reply */
@@ -67,7 +68,7 @@ enum ooo_msg_type {
 	OOO_MSG_EVICT = 42,     /* admin: ooo_msg_evict -> ooo_msg_evict_reply */
 	OOO_MSG_MPS = 43,       /* admin: no payload -> struct ooo_msg_mps */
 	OOO_MSG_MPS_RUN = 44,   /* admin: ooo_msg_mps_run -> ooo_msg_mps_run_reply (one checked control command) */
-	OOO_MSG_PARTITIONS = 45, /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_part_gpu_rec, one per GPU */
+	OOO_MSG_PARTITIONS = 45, /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_part_gpu_rec, one per executor */
 	OOO_MSG_PARTITION_SET = 46, /* admin: ooo_msg_partition_set -> ooo_msg_partition_set_reply */
 };
 
@@ -291,6 +292,7 @@ struct ooo_session_rec {
 	char name[OOO_NAME_MAX];
 	char class_name[OOO_NAME_MAX];
 	uint64_t used[OOO_RES_COUNT];
+	char domain[OOO_DOMAIN_MAX]; /* its trust domain: its executors are that domain's */
 };
 
 enum ooo_device_state {
@@ -301,8 +303,11 @@ enum ooo_device_state {
 	OOO_DEV_STOPPED,      /* daemon shutting down */
 };
 
+/* One executor: of one GPU (device) and one trust domain (domain; "" for the GPU's spare, not yet claimed). */
 struct ooo_device_rec {
-	uint32_t index;
+	uint32_t index;  /* executor slot */
+	uint32_t device; /* the GPU */
+	char domain[OOO_DOMAIN_MAX];
 	uint32_t state; /* enum ooo_device_state */
 	uint32_t pid;   /* executor, 0 if none */
 	uint32_t restarts;
@@ -390,10 +395,11 @@ struct ooo_sched_counters {
 };
 
 struct ooo_sched_rec {
-	uint32_t index;          /* GPU */
+	uint32_t index;          /* executor slot */
 	uint32_t state;          /* enum ooo_device_state */
 	uint32_t have;           /* 1 when the executor has reported counters */
-	uint32_t reserved;
+	uint32_t device;         /* its GPU */
+	char domain[OOO_DOMAIN_MAX]; /* its trust domain, "" for a spare */
 	uint64_t age_ns;         /* since oood received them */
 	struct ooo_sched_counters c;
 };
@@ -604,7 +610,7 @@ struct ooo_part_rec {
 };
 
 struct ooo_part_gpu_rec {
-	uint32_t index;      /* GPU */
+	uint32_t index;      /* executor slot */
 	uint32_t state;      /* enum ooo_device_state */
 	uint64_t generation; /* of the plan last sent to its executor (0: none yet) */
 	uint64_t answered;   /* of the plan its executor last answered */
@@ -613,7 +619,8 @@ struct ooo_part_gpu_rec {
 	uint32_t sm_count;   /* the GPU's SMs */
 	uint32_t granule;    /* SMs of the smallest split (0: no green contexts in use) */
 	uint32_t shared_sms; /* the shared partition's, when applied */
-	uint32_t reserved;
+	uint32_t device;     /* its GPU */
+	char domain[OOO_DOMAIN_MAX]; /* its executor's trust domain, "" for a spare */
 	struct ooo_part_rec p[OOO_PART_MAX];
 	char reason[OOO_ERRMSG_MAX]; /* why the last plan was refused, or could not be made for this GPU */
 };

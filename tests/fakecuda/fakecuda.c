@@ -81,9 +81,14 @@ static CUresult seen(void)
 	} while (0)
 static int ctx_token, stream_token, event_token;
 
+/* FAKECUDA_INIT_MS (environment): cuInit takes that long, as a real driver's first call does (~0.5 s) */
 CUresult cuInit(unsigned int flags)
 {
+	const char *ms = getenv("FAKECUDA_INIT_MS");
+
 	(void)flags;
+	if (ms && atoi(ms) > 0)
+		usleep((useconds_t)atoi(ms) * 1000u);
 	inited = 1;
 	return CUDA_SUCCESS;
 }
