@@ -1723,9 +1723,17 @@ static int do_sched(int argc, char **argv)
 		n1 = 0;
 		interval_used = false;
 	}
-	if (want >= 0 && !sched_find(r2, n2, (uint32_t)want)) {
+	uint32_t ngpus = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < n2; i++) {
+		if (r2[i].device + 1 > ngpus)
+			ngpus = r2[i].device + 1;
+		found |= want >= 0 && r2[i].device == (uint32_t)want;
+	}
+	if (want >= 0 && !found) {
 		if (n2)
-			err_msg("no GPU %ld: oood has %zu (0 to %zu)", want, n2, n2 - 1);
+			err_msg("no GPU %ld: oood has %" PRIu32 " (0 to %" PRIu32 ")", want, ngpus, ngpus - 1);
 		else
 			err_msg("no GPU %ld: oood runs no GPU executors", want);
 		free(r1);

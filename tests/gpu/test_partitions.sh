@@ -14,7 +14,7 @@ gpu_require
 gpu_start 'max_sessions = 200\nmax_queues = 2048\npartition = yes\nsm_share = 25\n'
 out=$($ctl partition 2>&1) || fail "oooctl partition: $out"
 echo "$out"
-sms=$(echo "$out" | awk '$2 == "1" && $3 == "default" { print $5 }')
+sms=$(echo "$out" | awk '$3 == "1" && $4 == "default" { print $6; exit }')
 [ -n "$sms" ] && [ "$sms" -ge 33 ] && [ "$sms" -lt 132 ] || fail "the class's partition was not made: $out"
 out=$(timeout 60 "$build/tests/gpu/launch_check" "$sock" smid "$sms" 2>&1) || fail "smid on $sms SMs: $out"
 echo "$name: partition of $sms SMs: $(echo "$out" | grep '^smids')"

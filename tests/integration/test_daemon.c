@@ -1459,7 +1459,7 @@ static void test_sched_without_gpu(void **state)
 	assert_non_null(strstr(out, "\"have_counters\": false"));
 	/* text */
 	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched -i 0 --device 0", ctl, d.dir), 0);
-	assert_non_null(strstr(out, "gpu 0: no scheduler counters: no executor runs (failed: "));
+	assert_non_null(strstr(out, "gpu 0 (spare): no scheduler counters: no executor runs (failed: "));
 	assert_non_null(strstr(out, "libcuda"));
 	/* errors */
 	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s sched --device 3 2>&1", ctl, d.dir), 1);

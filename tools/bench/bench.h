@@ -27,6 +27,8 @@
 #define BENCH_NS 1000000000ll
 #define BENCH_MAX_TENANTS 256
 #define BENCH_CRITICAL_GID 64999u /* mix --critical-share: the critical tenant's group, which its class matches */
+#define BENCH_DOMAIN_UID 64000u   /* --domains N: tenant i runs as uid BENCH_DOMAIN_UID + i % N */
+#define BENCH_DOMAINS_MAX 64u
 #define BENCH_MAX_COUNTS 32
 #define BENCH_MAX_PARAMS 64
 #define BENCH_MPS_MAX_CLIENTS 48 /* MPS clients per GPU on the H200 */
@@ -93,6 +95,7 @@ struct bench_opts {
 	unsigned lease_sm;          /* lease: each tenant's --sm; 0: 100/T (at least 1) */
 	unsigned lease_critical_sm; /* lease, mix: the critical tenant's --sm; 0: 50 */
 	unsigned critical_share;    /* ooo, mix: the critical tenant's class gets a partition of this percent; 0: none */
+	unsigned domains;           /* ooo: tenants spread over this many uids, so trust domains (executors); 0: one */
 	bool quiet;
 	int argc;
 	char **argv;

@@ -126,6 +126,11 @@ void bench_gpu_usage(FILE *f)
 		"                       an SM partition of PCT percent (partition = yes, sm_share =\n"
 		"                       PCT in the private oood); the best-effort tenants share the\n"
 		"                       rest. Default: one class, no partition\n"
+		"  --domains N          ooo: tenant i runs as uid %u + i %% N (root only), so the\n"
+		"                       tenants form N trust domains, each with its own executor;\n"
+		"                       the private oood then runs MPS (where it finds\n"
+		"                       nvidia-cuda-mps-control) with the executors as its clients.\n"
+		"                       Default: every tenant in the bench's own uid, one domain\n"
 		"  OOO_COMMIT           recorded as the commit (default: the build's, %s)\n"
 		"  OOO_BENCH_MARK       a file created when each point's measured window opens\n"
 		"  -h, --help           this help\n"
@@ -137,7 +142,7 @@ void bench_gpu_usage(FILE *f)
 		"\n"
 		"Exit status: 0 success; 1 a mode could not run, or a point had errors or wrong\n"
 		"results (the outputs are still written); 2 usage error.\n",
-		BENCH_MPS_MAX_CLIENTS, BENCH_MPS_MAX_CLIENTS, BENCH_MAX_TENANTS, "/tmp", BENCH_CRITICAL_GID, OOO_GIT_REV);
+		BENCH_MPS_MAX_CLIENTS, BENCH_MPS_MAX_CLIENTS, BENCH_MAX_TENANTS, "/tmp", BENCH_CRITICAL_GID, BENCH_DOMAIN_UID, OOO_GIT_REV);
 }
 
 bool bench_is_gpu_workload(const char *name)
@@ -401,7 +406,7 @@ enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
 	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_MPS, O_OOO_RUN, O_LEASE_SM,
-	O_LEASE_CRIT, O_CRIT_SHARE,
+	O_LEASE_CRIT, O_CRIT_SHARE, O_DOMAINS,
 };
 
 int bench_gpu_main(int argc, char **argv)
@@ -428,6 +433,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
 		{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
+		{ "domains", required_argument, NULL, O_DOMAINS },
 		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -623,6 +629,12 @@ int bench_gpu_main(int argc, char **argv)
 			else
 				o->lease_critical_sm = (unsigned)v;
 			break;
+		case O_DOMAINS:
+			if (!bench_parse_u64(optarg, 1, BENCH_DOMAINS_MAX, &v))
+				rc = bench_usage_error("--domains wants 1..%u, not '%s'", BENCH_DOMAINS_MAX, optarg);
+			else
+				o->domains = (unsigned)v;
+			break;
 		case O_CRIT_SHARE:
 			if (!bench_parse_u64(optarg, 1, 99, &v))
 				rc = bench_usage_error("--critical-share wants a percentage 1..99, not '%s'", optarg);
@@ -677,6 +689,12 @@ int bench_gpu_main(int argc, char **argv)
 		rc = bench_usage_error("--critical-share needs root: the critical tenant runs with group %u to be "
 				       "its own class",
 				       BENCH_CRITICAL_GID);
+		goto out;
+	}
+	if (o->domains > 1 && (o->socket[0] || geteuid() != 0)) {
+		rc = bench_usage_error("--domains needs root and the private oood (not --socket): the tenants run as uids "
+				       "%u..%u",
+				       BENCH_DOMAIN_UID, BENCH_DOMAIN_UID + o->domains - 1);
 		goto out;
 	}
 	if (o->socket[0] && o->streams) {

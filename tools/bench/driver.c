@@ -258,7 +258,8 @@ static int self_exe(char *out, size_t cap)
 }
 
 /* gid: when not 0, the tenant runs with it as its group and only supplementary group (a class of its own) */
-static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run, unsigned sm, bool below, gid_t gid)
+static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run, unsigned sm, bool below, gid_t gid,
+		 uid_t uid)
 {
 	int ctl[2], res[2];
 	pid_t parent = getpid();
@@ -310,6 +311,13 @@ static int spawn(struct slot *s, const struct tenant_cfg *c, const char *ooo_run
 			_exit(126);
 		if (gid && (setgroups(1, &gid) < 0 || setgid(gid) < 0))
 			_exit(126);
+		/* --domains: a uid of its own makes it a tenant of another trust domain */
+		if (uid) {
+			gid_t ug = (gid_t)uid;
+
+			if ((!gid && (setgroups(1, &ug) < 0 || setgid(ug) < 0)) || setuid(uid) < 0)
+				_exit(126);
+		}
 		if (ooo_run) {
 			char *largv[] = { (char *)ooo_run, "--socket", (char *)c->socket, "--sm", smarg, "--priority",
 					  below ? "below" : "normal", "--", self, "--tenant", "3", "4", NULL };
@@ -599,7 +607,8 @@ static void run_point(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 		make_cfg(x, m, wl, tenants, i, cfg);
 		r = spawn(&s[i], cfg, m == BM_LEASE ? x->ooo_run : NULL,
 			  m == BM_LEASE ? lease_share(o, wl, tenants, i) : 0, s[i].klass == TC_BEST_EFFORT,
-			  m == BM_OOO && o->critical_share && s[i].klass == TC_CRITICAL ? BENCH_CRITICAL_GID : 0);
+			  m == BM_OOO && o->critical_share && s[i].klass == TC_CRITICAL ? BENCH_CRITICAL_GID : 0,
+			  m == BM_OOO && o->domains > 1 ? BENCH_DOMAIN_UID + i % o->domains : 0);
 		if (r < 0) {
 			snprintf(why, sizeof(why), "cannot start the tenant process: %s", strerror(-r));
 			slot_fail(&s[i], why);

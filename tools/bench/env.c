@@ -609,8 +609,10 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_sessions = 8192\n"
 		"libcuda = %s\n"
 		"executor = %s\n"
-		"%s%.0u%s",
-		o->libcuda, lease ? "no" : "yes", o->streams ? "streams = " : "", o->streams, o->streams ? "\n" : "");
+		"%s%.0u%s"
+		"max_domains = %u\n",
+		o->libcuda, lease ? "no" : "yes", o->streams ? "streams = " : "", o->streams, o->streams ? "\n" : "",
+		o->domains > 16 ? o->domains : 16);
 	if (o->critical_share)
 		/* mix: the critical tenant (group BENCH_CRITICAL_GID) is a class of its own, with SMs reserved
 		 * (first: classes are tried in order) */
@@ -648,6 +650,9 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 			"executor_client = no\n"
 			"stop_grace_ms = 2000\n",
 			control);
+	else if (o->domains > 1)
+		/* one executor per domain: they share the GPU as MPS clients, where oood finds MPS */
+		fprintf(f, "[mps]\nenabled = auto\nexecutor_client = yes\nstop_grace_ms = 2000\n");
 	else
 		/* the executor as the GPU's only context, as ooo mode measures it */
 		fprintf(f, "[mps]\nenabled = no\n");
