@@ -289,12 +289,17 @@ void buffers_gpu_lost(struct server *srv, uint32_t gpu)
 		if (b->gpu != gpu)
 			continue;
 		if (!b->live) {
+			/* the memory went with the executor (oood never got its fd): the request waits for the next one */
 			struct conn *c = b->orphan ? NULL : server_conn_get(srv, b->waiter);
+			struct ooo_msg_buf_alloc again = { .size = b->size, .device = gpu_dev(srv, gpu) };
+			uint32_t seq = b->seq;
 
-			if (c)
-				server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, b->seq, -OOO_EDEVRESET,
-						   "the executor of gpu%u died during the allocation", gpu_dev(srv, gpu));
 			buf_destroy(srv, b);
+			if (c && !srv->stopping)
+				gpu_park(srv, c, seq, OOO_MSG_BUF_ALLOC, &again, sizeof(again)); /* answers if it cannot */
+			else if (c)
+				server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, -OOO_EDEVRESET,
+						   "the executor of gpu%u died during the allocation", gpu_dev(srv, gpu));
 			continue;
 		}
 		/* the memory lives on through our fd; the next executor maps it again */

@@ -670,14 +670,24 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		if (d->gpu != gpu)
 			continue;
 		if (d->wait_type == OOO_MSG_ATTACH && !d->attached) {
-			/* the first attach died with the executor: the tenant is told and may attach again */
+			/*
+			 * The first attach died with the executor (one that was about to
+			 * exit, after a fault): nothing of it is left, so it waits for the
+			 * domain's next executor like any attach (gpu_park); only when
+			 * oood stops is the tenant told to attach again.
+			 */
+			struct ooo_msg_attach again = { .device = gpu_dev(srv, gpu) };
+			uint32_t seq = d->seq;
+
 			c = server_conn_get(srv, d->waiter);
-			if (c)
-				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, -OOO_EDEVRESET,
-						   "the executor of gpu%u died during the attach", gpu_dev(srv, gpu));
 			if (d->sess)
 				d->sess->dp = NULL;
 			dp_free(d);
+			if (c && !srv->stopping)
+				gpu_park(srv, c, seq, OOO_MSG_ATTACH, &again, sizeof(again)); /* answers if it cannot */
+			else if (c)
+				server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_EDEVRESET,
+						   "the executor of gpu%u died during the attach", gpu_dev(srv, gpu));
 			continue;
 		}
 		d->attached = false;

@@ -171,7 +171,7 @@ static void fill_view(const struct server *srv, struct lease_view *v, uint32_t u
 		uint32_t n = gpu_dev_mps_clients(srv, d);
 
 		if (n > 1)
-			v->clients[d] += n - 1;
+			v->exec_extra[d] = n - 1;
 	}
 }
 
@@ -563,7 +563,7 @@ ssize_t lease_admin_mps(struct server *srv, void *buf, size_t cap)
 	for (uint32_t d = 0; d < v.ngpus && d < OOO_MPS_GPUS; d++) {
 		r.gpus[d].reserved_pct = v.reserved[d] + v.exec_reserve;
 		r.gpus[d].leases = v.clients[d];
-		r.gpus[d].clients = v.clients[d] + v.exec_clients;
+		r.gpus[d].clients = v.clients[d] + (v.exec_clients ? v.exec_clients + v.exec_extra[d] : 0);
 	}
 	memcpy(buf, &r, sizeof(r));
 	return (ssize_t)sizeof(r);

@@ -35,7 +35,8 @@ struct lease_view {
 	uint32_t ngpus;
 	uint32_t reserved[OOO_MPS_GPUS]; /* percent held by leases */
 	uint32_t clients[OOO_MPS_GPUS];  /* leases */
-	uint32_t exec_clients;           /* 1 when executors are MPS clients (one per GPU) */
+	uint32_t exec_clients;           /* 1 when executors are MPS clients (a GPU's first, kept while it restarts) */
+	uint32_t exec_extra[OOO_MPS_GPUS]; /* a GPU's executors beyond the first (trust domains, the spare) */
 	uint32_t exec_reserve;           /* [mps] executor_reserve */
 	uint32_t max_clients;            /* [mps] max_clients */
 	uint32_t tenant_leases;          /* live leases of this uid in this class */

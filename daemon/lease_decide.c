@@ -9,9 +9,15 @@
 
 /* ---- pure ----------------------------------------------------------------------------------- */
 
+/* The MPS clients of GPU d that are executors. */
+static uint32_t execs(const struct lease_view *v, uint32_t d)
+{
+	return v->exec_clients ? v->exec_clients + v->exec_extra[d] : 0;
+}
+
 static bool room(const struct lease_view *v, uint32_t d, uint32_t pct)
 {
-	return v->reserved[d] + v->exec_reserve + pct <= 100 && v->clients[d] + v->exec_clients + 1 <= v->max_clients;
+	return v->reserved[d] + v->exec_reserve + pct <= 100 && v->clients[d] + execs(v, d) + 1 <= v->max_clients;
 }
 
 int lease_decide(const struct lease_view *v, const struct ooo_class *cls, const struct ooo_msg_lease_req *req,
@@ -89,17 +95,22 @@ int lease_decide(const struct lease_view *v, const struct ooo_class *cls, const 
 			size_t k = (size_t)snprintf(why, cap, "no GPU has room for %u%% and one more MPS client:", pct);
 			for (uint32_t d = 0; d < v->ngpus && k < cap; d++)
 				k += (size_t)snprintf(why + k, cap - k, "%s GPU %u %u%% reserved, %u of %u clients", d ? ";" : "",
-						      d, v->reserved[d] + v->exec_reserve, v->clients[d] + v->exec_clients,
+						      d, v->reserved[d] + v->exec_reserve, v->clients[d] + execs(v, d),
 						      v->max_clients);
 			if (k < cap)
 				snprintf(why + k, cap - k, " (the sum of shares stays within 100%%; ask for less with --sm)");
 			return -OOO_ELIMIT;
 		}
 	}
-	if (v->clients[dev] + v->exec_clients + 1 > v->max_clients) {
+	if (v->clients[dev] + execs(v, dev) + 1 > v->max_clients) {
+		char ex[48] = "";
+
+		if (execs(v, dev) == 1)
+			snprintf(ex, sizeof(ex), " and the executor");
+		else if (execs(v, dev) > 1)
+			snprintf(ex, sizeof(ex), " and %u executors", execs(v, dev));
 		snprintf(why, cap, "GPU %u has %u MPS clients (%u leases%s), the most it takes ([mps] max_clients = %u)",
-			 dev, v->clients[dev] + v->exec_clients, v->clients[dev], v->exec_clients ? " and the executor" : "",
-			 v->max_clients);
+			 dev, v->clients[dev] + execs(v, dev), v->clients[dev], ex, v->max_clients);
 		return -OOO_ELIMIT;
 	}
 	if (v->reserved[dev] + v->exec_reserve + pct > 100) {

@@ -15,11 +15,12 @@ command -v nvidia-smi >/dev/null 2>&1 || { echo "$name: SKIP: no nvidia-smi"; ex
 gpu_start 'mem_limit = 8G\n'
 mem_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 
-base=$(mem_used)
-
 # 1. contents survive the executor's death, and the new executor maps the buffer again
 buffer_survives_restart "$libcuda"
 echo "test_buffers: tenant filled $keep_ready; contents intact after an executor restart, buffer mapped again"
+# the baseline: the tenants' trust domain (uid 0) has its executor now, beside the GPU's spare
+sleep 0.5
+base=$(mem_used)
 
 # 2. SIGKILL with 4 GiB held: charge and device memory return
 "$build/tests/gpu/buf_check" "$sock" hold 4294967296 >"$rundir/hold.out" 2>&1 &

@@ -103,16 +103,19 @@ else
 	echo "info: telemetry not running here ($($ctl telemetry | head -1)): feedback not checked"
 fi
 
-# the MPS client limit: with the executor a client, max_clients - 1 leases fit on the GPU; the next is refused by oood
+# the MPS client limit: with the executors clients (the managed tenant's domain's and the GPU's spare),
+# max_clients - executors leases fit on the GPU; the next is refused by oood
+nexec=$($ctl --json devices | grep -o '"executor_pid": *[1-9][0-9]*' | wc -l)
+fit=$((48 - nexec))
 i=0
-while [ $i -lt 47 ]; do
+while [ $i -lt $fit ]; do
 	$run --sm 1 -- "$check" "$libcuda" hold 60 >"$rundir/c$i.out" 2>&1 &
 	echo $! >>"$rundir/cpids"
 	i=$((i + 1))
 done
-for _ in $(seq 300); do [ "$(cat "$rundir"/c*.out 2>/dev/null | grep -c ready)" -ge 47 ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ "$(cat "$rundir"/c*.out 2>/dev/null | grep -c ready)" -ge $fit ] && break; sleep 0.1; done
 nready=$(cat "$rundir"/c*.out | grep -c ready)
-[ "$nready" -eq 47 ] && ok "47 native clients and the executor on one GPU" || bad "only $nready of 47 clients ready: $(grep -v ready "$rundir"/c*.out | head -3)"
+[ "$nready" -eq $fit ] && ok "$fit native clients and $nexec executors on one GPU" || bad "only $nready of $fit clients ready: $(grep -v ready "$rundir"/c*.out | head -3)"
 out=$($run --sm 1 -- "$check" "$libcuda" info 2>&1); rc=$?
 [ $rc -eq 69 ] && echo "$out" | grep -q "max_clients = 48" && ok "the 49th client is refused by oood (exit 69), not by MPS (808): $out" || bad "49th: rc $rc: $out"
 for p in $(cat "$rundir/cpids"); do kill "$p" 2>/dev/null; done

@@ -927,6 +927,13 @@ static void test_decide_room(void **state)
 	assert_why_has(why, "executor");
 	v.clients[0] = 46;
 	assert_int_equal(decide(&v, &c, &r, &g, why), 0);
+	/* more trust domains' executors (and the spare) on the GPU are clients too */
+	v.exec_extra[0] = 2;
+	assert_int_equal(decide(&v, &c, &r, &g, why), -OOO_ELIMIT);
+	assert_why_has(why, "46 leases and 3 executors");
+	v.clients[0] = 44;
+	assert_int_equal(decide(&v, &c, &r, &g, why), 0);
+	v.exec_extra[0] = 0;
 	v.exec_clients = 0;
 	v.clients[0] = 48;
 	assert_int_equal(decide(&v, &c, &r, &g, why), -OOO_ELIMIT);

@@ -883,6 +883,34 @@ static void test_binary_modules_key(void **state)
 	check_err("[daemon]\nbinary_modules = no\n", 2, "unknown key 'binary_modules' in [daemon]");
 }
 
+static void test_domain_keys(void **state)
+{
+	struct policy *p = parse_ok("[daemon]\nmax_domains = 3\ndomain_idle_ms = 0\n"
+				    "[class a]\nmatch_uid = 1\ndomain = model-7.replicas_x\n"
+				    "[class b]\nmatch_uid = 2\ndomain = uid\n[class c]\nmatch_uid = 3\n");
+
+	(void)state;
+	assert_int_equal(p->max_domains, 3);
+	assert_int_equal(p->domain_idle_ms, 0);
+	assert_string_equal(p->classes[0].domain, "model-7.replicas_x");
+	assert_string_equal(p->classes[1].domain, ""); /* "uid": one per uid, as by default */
+	assert_string_equal(p->classes[2].domain, "");
+	policy_free(p);
+	p = parse_ok("[class a]\nmatch_uid = 1\n");
+	assert_int_equal(p->max_domains, 16);
+	assert_int_equal(p->domain_idle_ms, 60000);
+	policy_free(p);
+	check_err("[class a]\nmatch_uid = 1\ndomain = uid:5\n", 3, "domain must be 'uid' or a name");
+	check_err("[class a]\nmatch_uid = 1\ndomain = a/b\n", 3, "domain must be 'uid' or a name");
+	check_err("[class a]\nmatch_uid = 1\ndomain = 0123456789012345678901234567890123\n", 3,
+		  "domain must be 1..31 characters");
+	check_err("[daemon]\ndomain = x\n", 2, "unknown key 'domain' in [daemon]");
+	check_err("[daemon]\nmax_domains = 0\n", 2, "max_domains");
+	check_err("[daemon]\nmax_domains = 65\n", 2, "max_domains");
+	check_err("[daemon]\ndomain_idle_ms = 86400001\n", 2, "domain_idle_ms");
+	check_err("[class a]\nmatch_uid = 1\nmax_domains = 2\n", 3, "unknown key 'max_domains' in [class a]");
+}
+
 static void test_partition_key(void **state)
 {
 	char text[2048];
@@ -1066,7 +1094,7 @@ int main(void)
 		cmocka_unit_test(test_executor_keys),
 		cmocka_unit_test(test_telemetry_keys),
 		cmocka_unit_test(test_binary_modules_key),
-		cmocka_unit_test(test_partition_key),
+		cmocka_unit_test(test_domain_keys), cmocka_unit_test(test_partition_key),
 		cmocka_unit_test(test_mps_keys),
 		cmocka_unit_test(test_load_file),
 	};

@@ -205,6 +205,36 @@ static void test_apply_policy(void **state)
 	policy_free(p2);
 }
 
+/* a session's trust domain: its class's domain, else its uid's; kept across a reload that changes it */
+static void test_domain(void **state)
+{
+	struct policy *p1 = parse("[class m]\nmatch_uid = 5, 6\ndomain = model\n[class rest]\nmatch_uid = *\n");
+	struct policy *p2 = parse("[class m]\nmatch_uid = 5, 6\n[class rest]\nmatch_uid = *\n");
+	struct registry r;
+	struct session *a, *b, *c, *d;
+	struct peer_cred u5 = cred(5, 5, 1), u6 = cred(6, 6, 2), u7 = cred(7, 7, 3);
+	char why[256];
+
+	(void)state;
+	registry_init(&r);
+	assert_int_equal(registry_admit(&r, p1, &u5, "", 0, &a, why, sizeof(why)), 0);
+	assert_int_equal(registry_admit(&r, p1, &u6, "", 0, &b, why, sizeof(why)), 0);
+	assert_int_equal(registry_admit(&r, p1, &u7, "", 0, &c, why, sizeof(why)), 0);
+	assert_string_equal(a->domain, "model");
+	assert_string_equal(b->domain, "model");
+	assert_string_equal(c->domain, "uid:7");
+	assert_int_equal(registry_apply_policy(&r, p2), 0);
+	assert_string_equal(a->domain, "model"); /* its buffers live in that domain's executor */
+	assert_int_equal(registry_admit(&r, p2, &u5, "", 0, &d, why, sizeof(why)), 0);
+	assert_string_equal(d->domain, "uid:5");
+	registry_close(&r, a);
+	registry_close(&r, b);
+	registry_close(&r, c);
+	registry_close(&r, d);
+	policy_free(p1);
+	policy_free(p2);
+}
+
 static void test_admin_allowed(void **state)
 {
 	struct policy *none = parse("[class a]\nmatch_uid = *\n");
@@ -229,7 +259,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_admit_and_close), cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_denied),          cmocka_unit_test(test_apply_policy),
-		cmocka_unit_test(test_admin_allowed),
+		cmocka_unit_test(test_admin_allowed),   cmocka_unit_test(test_domain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
