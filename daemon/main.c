@@ -121,7 +121,7 @@ static int run(const struct args *a)
 				  .config_explicit = a->config != NULL,
 				  .log_level_override = a->verbose ? LOG_DEBUG : -1 };
 	struct policy *policy = NULL;
-	struct server srv;
+	struct server *srv;
 	const char *source;
 	int r;
 
@@ -146,10 +146,18 @@ static int run(const struct args *a)
 				log_warn("cannot raise RLIMIT_NOFILE: %s, ignoring", strerror(errno));
 		}
 	}
-	r = server_init(&srv, &so, policy); /* the server owns policy from here on */
+	/* on the heap: with its executor slots (EXEC_MAX) the server is a few MiB, too much for a stack */
+	srv = calloc(1, sizeof(*srv));
+	if (!srv) {
+		log_err("out of memory");
+		policy_free(policy);
+		return 1;
+	}
+	r = server_init(srv, &so, policy); /* the server owns policy from here on */
 	if (r == 0)
-		r = server_run(&srv);
-	server_fini(&srv);
+		r = server_run(srv);
+	server_fini(srv);
+	free(srv);
 	return r < 0 ? 1 : 0;
 }
 

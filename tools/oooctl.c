@@ -649,9 +649,30 @@ static void kv(const char *key, const char *fmt, ...)
 	free(s);
 }
 
+static const char *dev_state(uint32_t s);
+
+/* Sessions of trust domain d, and how many uids they have. */
+static void domain_sessions(const struct ooo_session_rec *ss, size_t nss, const char *d, uint32_t *n, uint32_t *uids)
+{
+	*n = *uids = 0;
+	for (size_t i = 0; i < nss; i++) {
+		bool seen = false;
+
+		if (strncmp(ss[i].domain, d, sizeof(ss[i].domain)))
+			continue;
+		(*n)++;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strncmp(ss[j].domain, d, sizeof(ss[j].domain)) && ss[j].uid == ss[i].uid;
+		*uids += !seen;
+	}
+}
+
 static int do_status(int argc, char **argv)
 {
 	struct ooo_msg_status st;
+	struct ooo_device_rec *dv = NULL;
+	struct ooo_session_rec *ss = NULL;
+	size_t ndv = 0, nss = 0;
 	char b1[64], b2[64], b3[64];
 	ooo_session *s;
 	int rc, r;
@@ -661,9 +682,17 @@ static int do_status(int argc, char **argv)
 	if (!(s = admin_open(&rc)))
 		return rc;
 	r = get_status(s, &st);
+	/* the trust domains: the executors, and the sessions of each domain */
+	if (r >= 0 && fetch_list(s, OOO_MSG_DEVICES, sizeof(*dv), (void **)&dv, &ndv) < 0)
+		ndv = 0;
+	if (r >= 0 && fetch_list(s, OOO_MSG_SESSIONS, sizeof(*ss), (void **)&ss, &nss) < 0)
+		nss = 0;
 	ooo_close(s);
-	if (r < 0)
+	if (r < 0) {
+		free(dv);
+		free(ss);
 		return report("status", r);
+	}
 
 	if (opt_json) {
 		j_obj(NULL);
@@ -689,7 +718,24 @@ static int do_status(int argc, char **argv)
 		j_u64("gpus", st.gpus);
 		j_u64("gpus_ready", st.gpus_ready);
 		j_str("gpu_reason", st.gpu_reason);
+		j_arr("executors");
+		for (size_t i = 0; i < ndv; i++) {
+			uint32_t n, uids;
+
+			domain_sessions(ss, nss, dv[i].domain, &n, &uids);
+			j_obj(NULL);
+			j_u64("gpu", dv[i].device);
+			j_str("domain", dv[i].domain);
+			j_str("state", dev_state(dv[i].state));
+			j_u64("pid", dv[i].pid);
+			j_u64("domain_sessions", dv[i].domain[0] ? n : 0);
+			j_u64("domain_uids", dv[i].domain[0] ? uids : 0);
+			j_obj_end();
+		}
+		j_arr_end();
 		j_obj_end();
+		free(dv);
+		free(ss);
 		return RC_OK;
 	}
 	{
@@ -714,7 +760,24 @@ static int do_status(int argc, char **argv)
 			kv("gpus", "%" PRIu32 " ready of %" PRIu32 ": %s", st.gpus_ready, st.gpus, st.gpu_reason);
 		else
 			kv("gpus", "%" PRIu32 " ready of %" PRIu32, st.gpus_ready, st.gpus);
+		if (ndv)
+			kv("executors", "%zu (one per GPU and trust domain, and each GPU's spare)", ndv);
+		for (size_t i = 0; i < ndv; i++) {
+			char key[64];
+			uint32_t n, uids;
+
+			snprintf(key, sizeof(key), "  gpu%" PRIu32 " %s", dv[i].device,
+				 dv[i].domain[0] ? dv[i].domain : "(spare)");
+			domain_sessions(ss, nss, dv[i].domain, &n, &uids);
+			if (dv[i].domain[0])
+				kv(key, "%s, pid %" PRIu32 "; domain: %" PRIu32 " session%s of %" PRIu32 " uid%s",
+				   dev_state(dv[i].state), dv[i].pid, n, n == 1 ? "" : "s", uids, uids == 1 ? "" : "s");
+			else
+				kv(key, "%s, pid %" PRIu32, dev_state(dv[i].state), dv[i].pid);
+		}
 	}
+	free(dv);
+	free(ss);
 	return RC_OK;
 }
 

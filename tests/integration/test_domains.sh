@@ -78,6 +78,10 @@ wait_domain uid:$B ready || fail "the faulting domain's executor did not come ba
 [ "$(epid uid:$B)" != "$pa" ] || fail "uid:$A and uid:$B share executor $pa"
 [ "$(erestarts uid:$B)" -ge 1 ] || fail "the faulting domain's executor was not replaced: $(executors)"
 [ "$(erestarts uid:$A)" -eq 0 ] || fail "the other domain's executor restarted: $(executors)"
+st=$($ctl status)
+echo "$st" | grep -Eq "gpu0 uid:$A +ready, pid $pa; domain: 1 session of 1 uid\$" ||
+	fail "oooctl status does not show domain uid:$A's executor and session: $st"
+echo "$st" | grep -Eq 'gpu0 \(spare\) +ready' || fail "oooctl status does not show the spare: $st"
 victim_end intact
 grep -q '^resets 0$' "$rundir/victim.out" || fail "the other domain's tenant saw a reset: $(cat "$rundir/victim.out")"
 [ "$(epid uid:$A)" = "$pa" ] || fail "the other domain's executor changed: $(executors)"
