@@ -57,6 +57,10 @@ static const char usage_text[] =
 	"      generic memory access guarded by the tenant's address window (two more\n"
 	"      parameters, ooo_fence_base and ooo_fence_mask); exit 1 with the reason\n"
 	"      when the kernel cannot be fenced completely\n"
+	"  fence-all FILE.ptx\n"
+	"      print the module with every kernel that can be fenced replaced by its\n"
+	"      fenced copy (what a fenced executor loads); on standard error how many\n"
+	"      were fenced and why each other one cannot be\n"
 	"  fence-check FILE.ptx\n"
 	"      prove that every *_ooo_fenced entry guards each memory instruction with\n"
 	"      the exact guard for its address; exit 1 naming the first that does not\n"
@@ -660,6 +664,36 @@ static int cmd_fence(int argc, char **argv)
 	return RC_OK;
 }
 
+static int cmd_fence_all(int argc, char **argv)
+{
+	struct jit_buf b = { 0 }, why = { 0 };
+	struct ptx_module *m;
+	unsigned n = 0;
+	char err[512];
+	int rc;
+
+	if (argc != 2) {
+		fprintf(stderr, "ooo-jit fence-all: want FILE.ptx\n");
+		return RC_USAGE;
+	}
+	if (!(m = load(argv[1])))
+		return RC_USAGE;
+	rc = jit_fence_all(m, &b, &n, &why, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "ooo-jit: fence-all: %s\n", rc == -EINVAL ? err : strerror(-rc));
+		jit_buf_free(&b);
+		jit_buf_free(&why);
+		return rc == -EINVAL ? RC_FAIL : RC_USAGE;
+	}
+	fwrite(b.data, 1, b.len, stdout);
+	fprintf(stderr, "ooo-jit: fence-all: %u of %zu kernels fenced\n", n, ptx_kernel_count(m));
+	if (why.len)
+		fprintf(stderr, "%.*s", (int)why.len, why.data);
+	jit_buf_free(&b);
+	jit_buf_free(&why);
+	return RC_OK;
+}
+
 static int cmd_fence_check(int argc, char **argv)
 {
 	char err[512], *text;
@@ -885,6 +919,8 @@ int main(int argc, char **argv)
 		rc = cmd_print(argc - 1, argv + 1);
 	else if (!strcmp(argv[1], "fence"))
 		rc = cmd_fence(argc - 1, argv + 1);
+	else if (!strcmp(argv[1], "fence-all"))
+		rc = cmd_fence_all(argc - 1, argv + 1);
 	else if (!strcmp(argv[1], "fence-check"))
 		rc = cmd_fence_check(argc - 1, argv + 1);
 	else if (!strcmp(argv[1], "bench"))

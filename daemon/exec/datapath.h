@@ -114,6 +114,11 @@ struct dp_session {
 	uint32_t nq;
 	uint32_t inflight;
 	bool fuse_capped; /* told once: its kernels beyond CO_SESSION_CLASSES new ones run unfused */
+	/* a fenced executor: the session's window, and where each kernel's window parameters go */
+	uint64_t fence_base;               /* 0 until its first launch (or buffer) */
+	uint32_t kfence[DP_MAX_KERNELS];   /* offset of the window parameters (the tenant's block, 8-aligned) */
+	unsigned char *fparams;            /* a launch's parameters with the window appended */
+	uint32_t fparams_cap;
 };
 
 struct datapath {
@@ -125,6 +130,8 @@ struct datapath {
 	int cc_major, cc_minor;
 	unsigned blocked; /* sessions blocked after the last pass */
 	bool fuse;         /* coalesce fusible launches (the scheduler and the JIT) */
+	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */
+	struct memory *mem; /* the executor's device memory (windows, when fenced) */
 	uint32_t streams;  /* streams the coalescer runs bundles on (1 .. 8; 0: 1) */
 	struct coalescer *co; /* NULL: not started (or failed: co_failed) */
 	bool co_failed;

@@ -265,7 +265,8 @@ static int handle_mem(int fd, struct memory *mem, struct datapath *dp, uint16_t 
 
 	switch (type) {
 	case EXEC_MSG_ALLOC:
-		rep.status = memory_alloc(mem, q->size, &rep.addr, &rep.size, &out_fd, rep.reason, sizeof(rep.reason));
+		rep.status = memory_alloc(mem, q->session, q->size, &rep.addr, &rep.size, &out_fd, rep.reason,
+					  sizeof(rep.reason));
 		/* only the owning session's submissions may name this memory */
 		if (rep.status == 0 && (!s || vbufs_add(&s->bufs, rep.addr, rep.size) < 0)) {
 			memory_free(mem, rep.addr);
@@ -290,7 +291,7 @@ static int handle_mem(int fd, struct memory *mem, struct datapath *dp, uint16_t 
 			snprintf(rep.reason, sizeof(rep.reason), "import without a descriptor");
 			break;
 		}
-		rep.status = memory_import(mem, in_fd, q->addr, q->size, rep.reason, sizeof(rep.reason));
+		rep.status = memory_import(mem, q->session, in_fd, q->addr, q->size, rep.reason, sizeof(rep.reason));
 		if (rep.status == 0 && (!s || vbufs_add(&s->bufs, q->addr, q->size) < 0)) {
 			memory_free(mem, q->addr);
 			rep.status = -ENOMEM;
@@ -574,7 +575,7 @@ int executor_main(int argc, char **argv)
 		{ "executor", no_argument, NULL, 'x' },	      { "device", required_argument, NULL, 'd' },
 		{ "user", required_argument, NULL, 'u' },      { "libcuda", required_argument, NULL, 'l' },
 		{ "fuse", required_argument, NULL, 'F' },      { "streams", required_argument, NULL, 'S' },
-		{ 0 },
+		{ "fence", required_argument, NULL, 'f' },     { 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
 	struct exec_ready r = { 0 };
@@ -584,7 +585,7 @@ int executor_main(int argc, char **argv)
 	CUcontext ctx = NULL;
 	unsigned long dev = 0, streams = 1;
 	char *end;
-	bool fuse = true;
+	bool fuse = true, fence = false;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -602,6 +603,11 @@ int executor_main(int argc, char **argv)
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
 				return EXEC_EXIT_USAGE;
 			fuse = !strcmp(optarg, "yes");
+			break;
+		case 'f':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+				return EXEC_EXIT_USAGE;
+			fence = !strcmp(optarg, "yes");
 			break;
 		case 'S':
 			errno = 0;
@@ -641,7 +647,7 @@ int executor_main(int argc, char **argv)
 		CUdevice d;
 
 		if (api.p_cuDeviceGet(&d, (int)dev) != CUDA_SUCCESS ||
-		    memory_init(&mem, &api, d, (unsigned)dev, r.reason, sizeof(r.reason)) < 0) {
+		    memory_init(&mem, &api, d, (unsigned)dev, fence, r.reason, sizeof(r.reason)) < 0) {
 			r.status = -OOO_ENODEV;
 			rc = 1;
 		}
@@ -654,6 +660,8 @@ int executor_main(int argc, char **argv)
 	dp.cc_major = (int)r.cc_major;
 	dp.cc_minor = (int)r.cc_minor;
 	dp.fuse = fuse;
+	dp.fence = fence;
+	dp.mem = &mem;
 	dp.streams = (uint32_t)streams;
 	if (rc == 0)
 		rc = serve(EXEC_CTL_FD, &mem, &dp);

@@ -27,33 +27,43 @@ static int fail(struct memory *m, CUresult r, const char *what, char *why, size_
 	return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
 }
 
-int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned index, char *why, size_t cap)
+int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned index, bool fence, char *why,
+		size_t cap)
 {
 	CUmemAllocationProp p = prop_for(dev);
-	uint64_t want = MEMORY_ARENA_BASE + (uint64_t)index * MEMORY_ARENA_SIZE;
+	uint64_t size = fence ? MEMORY_FENCE_ARENA_SIZE : MEMORY_ARENA_SIZE;
+	uint64_t want = MEMORY_ARENA_BASE + (uint64_t)index * size;
 	CUdeviceptr got = 0;
 	CUresult r;
 
 	memset(m, 0, sizeof(*m));
 	m->api = api;
 	m->dev = dev;
+	m->fence = fence;
+	m->arena_size = size;
 	r = api->p_cuMemGetAllocationGranularity(&m->granularity, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 	if (r != CUDA_SUCCESS)
 		return fail(m, r, "cuMemGetAllocationGranularity", why, cap);
-	r = api->p_cuMemAddressReserve(&got, MEMORY_ARENA_SIZE, 0, want, 0);
+	/* fenced: aligned to the window size, so that each window is (address & mask) == base */
+	r = api->p_cuMemAddressReserve(&got, size, fence ? MEMORY_WINDOW_SIZE : 0, want, 0);
 	if (r == CUDA_SUCCESS && got == want) {
 		m->free = malloc(64 * sizeof(*m->free));
 		if (m->free) {
 			m->arena = want;
 			m->capfree = 64;
 			m->nfree = 1;
-			m->free[0] = (struct mem_range){ 0, MEMORY_ARENA_SIZE };
+			m->free[0] = (struct mem_range){ 0, size };
 			return 0;
 		}
 	}
-	/* without the arena buffers still work, but may not survive a restart */
 	if (r == CUDA_SUCCESS)
-		api->p_cuMemAddressFree(got, MEMORY_ARENA_SIZE);
+		api->p_cuMemAddressFree(got, size);
+	if (fence) {
+		snprintf(why, cap, "cannot reserve the fenced executor's %llu TiB of device address space at %#llx",
+			 (unsigned long long)(size >> 40), (unsigned long long)want);
+		return -ENOMEM;
+	}
+	/* without the arena buffers still work, but may not survive a restart */
 	fprintf(stderr, "oood[executor]: cannot reserve the device address arena at %#llx; buffers will not "
 			"survive an executor restart\n",
 		(unsigned long long)want);
@@ -95,15 +105,58 @@ static int arena_take(struct memory *m, uint64_t off, uint64_t len)
 	return -EADDRINUSE;
 }
 
-static int arena_alloc(struct memory *m, uint64_t len, uint64_t *off)
+/* First fit of len bytes inside [lo, hi) of the arena. */
+static int arena_alloc(struct memory *m, uint64_t lo, uint64_t hi, uint64_t len, uint64_t *off)
 {
 	for (size_t i = 0; i < m->nfree; i++) {
-		if (m->free[i].len >= len) {
-			*off = m->free[i].off;
+		uint64_t a = m->free[i].off > lo ? m->free[i].off : lo;
+		uint64_t e = m->free[i].off + m->free[i].len < hi ? m->free[i].off + m->free[i].len : hi;
+
+		if (e > a && e - a >= len) {
+			*off = a;
 			return arena_take(m, *off, len);
 		}
 	}
 	return -ENOMEM;
+}
+
+static int window_of(const struct memory *m, uint64_t session)
+{
+	for (uint32_t w = 0; w < MEMORY_WINDOWS; w++)
+		if (m->window[w] == session)
+			return (int)w;
+	return -1;
+}
+
+int memory_window(struct memory *m, uint64_t session, uint64_t *base)
+{
+	int w = window_of(m, session);
+
+	if (!m->fence || !m->arena || !session)
+		return -EINVAL;
+	if (w < 0) {
+		w = window_of(m, 0);
+		if (w < 0)
+			return -ENOSPC;
+		m->window[w] = session;
+	}
+	*base = m->arena + (uint64_t)w * MEMORY_WINDOW_SIZE;
+	return 0;
+}
+
+void memory_window_release(struct memory *m, uint64_t session)
+{
+	int w = session ? window_of(m, session) : -1;
+	uint64_t lo, hi;
+
+	if (w < 0)
+		return;
+	lo = m->arena + (uint64_t)w * MEMORY_WINDOW_SIZE;
+	hi = lo + MEMORY_WINDOW_SIZE;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->maps[i].addr >= lo && m->maps[i].addr < hi)
+			return; /* memory of it is still mapped there (an orphan, freed later): not for another session */
+	m->window[w] = 0;
 }
 
 static void arena_put(struct memory *m, uint64_t off, uint64_t len)
@@ -162,27 +215,65 @@ static void unreserve(struct memory *m, uint64_t p, uint64_t size)
 		m->api->p_cuMemAddressFree(p, size);
 }
 
-/* Reserve [at, at+size) (at 0: anywhere), map h there, give this device access. */
-static int map(struct memory *m, CUmemGenericAllocationHandle h, uint64_t at, uint64_t size, uint64_t *addr, char *why,
-	       size_t cap)
+/*
+ * Reserve [at, at+size) (at 0: anywhere, or in session's window when
+ * fenced), map h there, give this device access.
+ */
+static int map(struct memory *m, uint64_t session, CUmemGenericAllocationHandle h, uint64_t at, uint64_t size,
+	       uint64_t *addr, char *why, size_t cap)
 {
 	CUmemAccessDesc acc;
 	CUdeviceptr p = 0;
 	CUresult r;
 
 	if (m->arena) {
-		uint64_t off;
+		uint64_t off, lo = 0, hi = m->arena_size;
 		int rc;
 
-		if (at && (at < m->arena || at - m->arena + size > MEMORY_ARENA_SIZE)) {
+		if (at && (at < m->arena || at - m->arena > m->arena_size || size > m->arena_size - (at - m->arena))) {
 			snprintf(why, cap, "device address %#llx is outside this executor's arena", (unsigned long long)at);
 			return -EADDRINUSE;
 		}
+		if (m->fence) {
+			/* the session's window: the one it has, or for an import the one its address names */
+			uint64_t base;
+			int w = window_of(m, session);
+
+			if (at) {
+				uint32_t aw = (uint32_t)((at - m->arena) / MEMORY_WINDOW_SIZE);
+
+				if ((w >= 0 && (uint32_t)w != aw) || (w < 0 && m->window[aw])) {
+					snprintf(why, cap, "device address %#llx is in another session's window",
+						 (unsigned long long)at);
+					return -EADDRINUSE;
+				}
+				m->window[aw] = session;
+				w = (int)aw;
+			} else if (memory_window(m, session, &base) < 0) {
+				snprintf(why, cap, "every one of the %u session windows is taken", MEMORY_WINDOWS);
+				return -ENOSPC;
+			} else {
+				w = (int)((base - m->arena) / MEMORY_WINDOW_SIZE);
+			}
+			lo = (uint64_t)w * MEMORY_WINDOW_SIZE;
+			hi = lo + MEMORY_WINDOW_SIZE;
+			if (at && (at - m->arena) + size > hi) {
+				snprintf(why, cap, "a buffer at %#llx of %llu bytes crosses its session's window",
+					 (unsigned long long)at, (unsigned long long)size);
+				return -EADDRINUSE;
+			}
+		}
 		off = at ? at - m->arena : 0;
-		rc = at ? arena_take(m, off, size) : arena_alloc(m, size, &off);
+		rc = at ? arena_take(m, off, size) : arena_alloc(m, lo, hi, size, &off);
 		if (rc < 0) {
-			snprintf(why, cap, at ? "device address %#llx is taken" : "device address space exhausted",
-				 (unsigned long long)at);
+			if (at)
+				snprintf(why, cap, "device address %#llx is taken", (unsigned long long)at);
+			else if (m->fence)
+				snprintf(why, cap, "the session's %llu GiB window is full (a fenced session's buffers "
+						   "all live in it)",
+					 (unsigned long long)(MEMORY_WINDOW_SIZE >> 30));
+			else
+				snprintf(why, cap, "device address space exhausted");
 			return rc;
 		}
 		p = m->arena + off;
@@ -215,7 +306,8 @@ static int map(struct memory *m, CUmemGenericAllocationHandle h, uint64_t at, ui
 	return 0;
 }
 
-int memory_alloc(struct memory *m, uint64_t size, uint64_t *addr, uint64_t *rsize, int *fd, char *why, size_t cap)
+int memory_alloc(struct memory *m, uint64_t session, uint64_t size, uint64_t *addr, uint64_t *rsize, int *fd,
+		 char *why, size_t cap)
 {
 	CUmemAllocationProp p = prop_for(m->dev);
 	CUmemGenericAllocationHandle h;
@@ -237,7 +329,7 @@ int memory_alloc(struct memory *m, uint64_t size, uint64_t *addr, uint64_t *rsiz
 		m->api->p_cuMemRelease(h);
 		return fail(m, r, "cuMemExportToShareableHandle", why, cap);
 	}
-	rc = map(m, h, 0, sz, addr, why, cap);
+	rc = map(m, session, h, 0, sz, addr, why, cap);
 	if (rc == 0)
 		rc = track(m, *addr, sz, h);
 	if (rc < 0) {
@@ -254,7 +346,7 @@ int memory_alloc(struct memory *m, uint64_t size, uint64_t *addr, uint64_t *rsiz
 	return 0;
 }
 
-int memory_import(struct memory *m, int fd, uint64_t addr, uint64_t size, char *why, size_t cap)
+int memory_import(struct memory *m, uint64_t session, int fd, uint64_t addr, uint64_t size, char *why, size_t cap)
 {
 	CUmemGenericAllocationHandle h;
 	uint64_t got = 0;
@@ -264,7 +356,7 @@ int memory_import(struct memory *m, int fd, uint64_t addr, uint64_t size, char *
 	r = m->api->p_cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 	if (r != CUDA_SUCCESS)
 		return fail(m, r, "cuMemImportFromShareableHandle", why, cap);
-	rc = map(m, h, addr, size, &got, why, cap);
+	rc = map(m, session, h, addr, size, &got, why, cap);
 	if (rc == 0)
 		rc = track(m, got, size, h);
 	if (rc < 0) {
@@ -301,7 +393,7 @@ void memory_fini(struct memory *m)
 	m->maps = NULL;
 	m->cap = 0;
 	if (m->arena)
-		m->api->p_cuMemAddressFree(m->arena, MEMORY_ARENA_SIZE);
+		m->api->p_cuMemAddressFree(m->arena, m->arena_size);
 	m->arena = 0;
 	free(m->free);
 	m->free = NULL;

@@ -634,14 +634,31 @@ static void reach(const struct ptx_module *m, const struct func *f, uint32_t *li
 	}
 }
 
-int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *out, char *err, size_t errlen)
+/*
+ * Whether kernel k of m can be fenced: 0 with its entry in *f and the
+ * .funcs it reaches in *fl (malloc'd, *nfl of them), or -EINVAL naming why.
+ * Module-wide refusals (32-bit addressing, .loc lines hiding statements)
+ * come from fence_module_ok.
+ */
+static int fence_module_ok(const struct ptx_module *m, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < m->nitem; i++) {
+		const struct item *it = &m->items[i];
+
+		if (it->kind == IT_LINE && tok_is(m, m->stmts[it->idx].first, ".address_size") &&
+		    !tok_is(m, m->stmts[it->idx].first + 1, "64"))
+			return failf(err, errlen, "32-bit addressing cannot be fenced");
+	}
+	return check_line_directives(m, err, errlen);
+}
+
+static int fence_plan(const struct ptx_module *m, const char *kernel, const struct func **fp, uint32_t **flp,
+		      uint32_t *nflp, char *err, size_t errlen)
 {
 	const struct ptx_kernel *k = ptx_kernel_find(m, kernel);
-	const struct func *f = NULL;
-	struct fence_gen g;
-	uint32_t *fl = NULL, nfl = 0;
+	const struct func *f;
+	uint32_t *fl, nfl = 0, line = 0;
 	const char *why;
-	uint32_t line = 0;
 	int rc;
 
 	if (!k)
@@ -649,15 +666,8 @@ int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *ou
 	f = &m->funcs[m->kinfo[k - m->kernels].func];
 	if (!f->has_body)
 		return failf(err, errlen, "kernel '%s' has no body", kernel);
-	for (uint32_t i = 0; i < m->nitem; i++) {
-		const struct item *it = &m->items[i];
-
-		if (it->kind == IT_LINE && tok_is(m, m->stmts[it->idx].first, ".address_size") &&
-		    !tok_is(m, m->stmts[it->idx].first + 1, "64"))
-			return failf(err, errlen, "%s: 32-bit addressing cannot be fenced", kernel);
-	}
 	/* every statement of everything it runs first: refuse before printing anything */
-	if ((rc = check_line_directives(m, err, errlen)) < 0 || (rc = check_fn(m, f, kernel, err, errlen)) < 0)
+	if ((rc = check_fn(m, f, kernel, err, errlen)) < 0)
 		return rc;
 	fl = calloc(m->nfunc ? m->nfunc : 1, sizeof(*fl));
 	if (!fl)
@@ -674,55 +684,174 @@ int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *ou
 		free(fl);
 		return rc;
 	}
+	*fp = f;
+	*flp = fl;
+	*nflp = nfl;
+	return 0;
+}
 
+/* Print one item of m as it is, through ptx_print's rules. */
+static void print_item(const struct ptx_module *m, const struct item *it, struct jit_buf *out)
+{
+	struct ptx_module *mm = (struct ptx_module *)m;
+	struct item *save = mm->items;
+	uint32_t nsave = mm->nitem;
+
+	mm->items = (struct item *)it;
+	mm->nitem = 1;
+	ptx_print(mm, out);
+	mm->items = save;
+	mm->nitem = nsave;
+}
+
+/*
+ * At an entry's place: the fenced copies of the .funcs it reaches that are
+ * not printed yet (declared first: they may call one another, then
+ * defined), then its own fenced copy.
+ */
+static void emit_fenced(struct fence_gen *g, const struct func *f, const uint32_t *fl, uint32_t nfl, bool *done,
+			struct jit_buf *out)
+{
+	for (uint32_t j = 0; j < nfl; j++) {
+		if (done[fl[j]])
+			continue;
+		g->f = &g->m->funcs[fl[j]];
+		emit_header(g, out);
+		buf_puts(out, ";\n");
+	}
+	for (uint32_t j = 0; j < nfl; j++) {
+		if (done[fl[j]])
+			continue;
+		g->f = &g->m->funcs[fl[j]];
+		emit_fn(g, out);
+		done[fl[j]] = true;
+	}
+	g->f = f;
+	emit_fn(g, out);
+}
+
+/* Never hand out what the checker cannot prove (input the parser took but ptxas would not, ...). */
+static int fence_prove(const struct jit_buf *out, const char *what, char *err, size_t errlen)
+{
+	char why2[256];
+	unsigned nf = 0;
+	int cr;
+
+	if (out->err)
+		return out->err;
+	cr = jit_fence_check(out->data, out->len, &nf, why2, sizeof(why2));
+	if (cr == -ENOMEM)
+		return cr;
+	if (cr < 0)
+		return failf(err, errlen, "%s: the fenced copy does not pass the checker (%s): cannot be fenced", what,
+			     why2);
+	return 0;
+}
+
+int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *out, char *err, size_t errlen)
+{
+	const struct func *f = NULL;
+	struct fence_gen g;
+	uint32_t *fl = NULL, nfl = 0;
+	bool *done;
+	int rc;
+
+	if ((rc = fence_module_ok(m, err, errlen)) < 0) {
+		if (rc == -EINVAL && err && errlen && !strncmp(err, "32-bit", 6))
+			return failf(err, errlen, "%s: 32-bit addressing cannot be fenced", kernel);
+		return rc;
+	}
+	if ((rc = fence_plan(m, kernel, &f, &fl, &nfl, err, errlen)) < 0)
+		return rc;
+	done = calloc(m->nfunc ? m->nfunc : 1, sizeof(*done));
+	if (!done) {
+		free(fl);
+		return -ENOMEM;
+	}
 	memset(&g, 0, sizeof(g));
 	g.m = m;
 	/* the module around it, as it was (other kernels too: only these copies are fenced) */
 	for (uint32_t i = 0; i < m->nitem; i++) {
 		const struct item *it = &m->items[i];
 
-		if (it->kind != IT_FUNC || &m->funcs[it->idx] != f) {
-			struct ptx_module *mm = (struct ptx_module *)m;
-			struct item *save = mm->items;
-			uint32_t nsave = mm->nitem;
-
-			/* print this one item through ptx_print's rules */
-			mm->items = (struct item *)it;
-			mm->nitem = 1;
-			ptx_print(mm, out);
-			mm->items = save;
-			mm->nitem = nsave;
-			continue;
-		}
-		/* the fenced .funcs: declared first (they may call one another), then defined */
-		for (uint32_t j = 0; j < nfl; j++) {
-			g.f = &m->funcs[fl[j]];
-			emit_header(&g, out);
-			buf_puts(out, ";\n");
-		}
-		for (uint32_t j = 0; j < nfl; j++) {
-			g.f = &m->funcs[fl[j]];
-			emit_fn(&g, out);
-		}
-		g.f = f;
-		emit_fn(&g, out);
+		if (it->kind != IT_FUNC || &m->funcs[it->idx] != f)
+			print_item(m, it, out);
+		else
+			emit_fenced(&g, f, fl, nfl, done, out);
 	}
 	free(fl);
-	if (out->err)
-		return out->err;
-	{
-		/* never hand out what the checker cannot prove (input the parser took but ptxas would not, ...) */
-		char why2[256];
-		unsigned nf = 0;
-		int cr = jit_fence_check(out->data, out->len, &nf, why2, sizeof(why2));
+	free(done);
+	return fence_prove(out, kernel, err, errlen);
+}
 
-		if (cr == -ENOMEM)
-			return cr;
-		if (cr < 0)
-			return failf(err, errlen, "%s: the fenced copy does not pass the checker (%s): cannot be fenced", kernel,
-				     why2);
+int jit_fence_all(const struct ptx_module *m, struct jit_buf *out, unsigned *nfenced, struct jit_buf *why, char *err,
+		  size_t errlen)
+{
+	struct fence_gen g;
+	bool *done, *entry;
+	uint32_t **fls, *nfls;
+	int rc;
+
+	*nfenced = 0;
+	if ((rc = fence_module_ok(m, err, errlen)) < 0)
+		return rc;
+	done = calloc(m->nfunc ? m->nfunc : 1, sizeof(*done));
+	entry = calloc(m->nfunc ? m->nfunc : 1, sizeof(*entry));
+	fls = calloc(m->nfunc ? m->nfunc : 1, sizeof(*fls));
+	nfls = calloc(m->nfunc ? m->nfunc : 1, sizeof(*nfls));
+	if (!done || !entry || !fls || !nfls) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	return 0;
+	/* which kernels can be fenced, each with the .funcs it reaches */
+	for (size_t k = 0; k < ptx_kernel_count(m); k++) {
+		const char *name = ptx_kernel_at(m, k)->name;
+		const struct func *f = NULL;
+		uint32_t *fl = NULL, nfl = 0;
+		char e[200];
+
+		rc = fence_plan(m, name, &f, &fl, &nfl, e, sizeof(e));
+		if (rc == -ENOMEM)
+			goto out;
+		if (rc < 0) {
+			if (why) {
+				/* one line per kernel, starting with its name (the reasons mostly do already) */
+				if (strncmp(e, name, strlen(name)) || e[strlen(name)] != ':') {
+					buf_puts(why, name);
+					buf_puts(why, ": ");
+				}
+				buf_puts(why, e);
+				buf_puts(why, "\n");
+			}
+			continue;
+		}
+		entry[f - m->funcs] = true;
+		fls[f - m->funcs] = fl;
+		nfls[f - m->funcs] = nfl;
+		(*nfenced)++;
+	}
+	rc = 0;
+	memset(&g, 0, sizeof(g));
+	g.m = m;
+	/* the module as it was, each kernel that can be fenced replaced by its fenced copy */
+	for (uint32_t i = 0; i < m->nitem; i++) {
+		const struct item *it = &m->items[i];
+
+		if (it->kind == IT_FUNC && entry[it->idx])
+			emit_fenced(&g, &m->funcs[it->idx], fls[it->idx], nfls[it->idx], done, out);
+		else
+			print_item(m, it, out);
+	}
+	/* nothing fenced: the module as it was (its kernels cannot run in a fenced executor; why says so) */
+	rc = *nfenced ? fence_prove(out, "the module", err, errlen) : out->err;
+out:
+	for (uint32_t i = 0; fls && i < m->nfunc; i++)
+		free(fls[i]);
+	free(fls);
+	free(nfls);
+	free(done);
+	free(entry);
+	return rc;
 }
 
 /* ---- the checker ------------------------------------------------------------------------ */

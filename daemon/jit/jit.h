@@ -90,6 +90,17 @@ int ptx_print(const struct ptx_module *m, struct jit_buf *out);
  */
 int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *out, char *err, size_t errlen);
 /*
+ * The same for every kernel of the module at once (a fenced executor
+ * loads only fenced kernels): each kernel that can be fenced is replaced by
+ * KERNEL_ooo_fenced (a .func reached by several gets one fenced copy), the
+ * others are printed as they are and named in why, one "KERNEL: reason"
+ * line each (why may be NULL). *nfenced: the kernels fenced. The whole
+ * output passes jit_fence_check. Returns 0, or -EINVAL (a module-wide
+ * refusal, or the checker's), -ENOMEM.
+ */
+int jit_fence_all(const struct ptx_module *m, struct jit_buf *out, unsigned *nfenced, struct jit_buf *why, char *err,
+		  size_t errlen);
+/*
  * The static proof: every *_ooo_fenced entry of the PTX guards each of its
  * memory instructions with the exact guard for its address and predicate,
  * and writes the window registers only in its prologue. Returns 0 (with the

@@ -16,6 +16,9 @@
 #     (exit 1), or PTX that ptxas accepts and that ooo-jit fence-check
 #     proves guarded; the same PTX with one guard's trap removed fails
 #     the check
+#  8. ooo-jit fence-all of every file (what a fenced executor loads): ptxas
+#     accepts the result, fence-check proves it when a kernel was fenced, and
+#     each kernel not fenced is named with its reason
 #
 # Needs the CUDA toolkit at ${CUDA_HOME:-/usr/local/cuda} (no GPU); exits 77
 # without nvcc. Prints "test_corpus: FAIL: ..." per failed check, then one
@@ -155,6 +158,24 @@ if [ "${1:-}" = "--job" ]; then
 					pass "fence-check refuses $3 with a guard removed"
 				fi
 			fi
+		fi
+		;;
+	fenceall) # fenceall PTX TAG
+		out=$work/out/$2.fenceall.ptx
+		limit "$jit" fence-all "$1" >"$out" 2>"$log"
+		rc=$?
+		n=$(sed -n 's/^ooo-jit: fence-all: \([0-9]*\) of \([0-9]*\) kernels fenced$/\1 \2/p' "$log")
+		set -- $n
+		if [ $rc -ne 0 ] || [ -z "$n" ]; then
+			fail "fence-all $2" $rc "$log"
+		elif [ $(($2 - $1)) -ne $(grep -vc '^ooo-jit: fence-all:' "$log") ]; then
+			fail "fence-all: $(($2 - $1)) kernels not fenced, but not each named with a reason" 1 "$log"
+		elif ! limit "$OOOJ_PTXAS" -arch=sm_90 -o /dev/null "$out" >"$log.ptxas" 2>&1; then
+			fail "ptxas on fence-all output" 1 "$log.ptxas"
+		elif [ "$1" -gt 0 ] && ! limit "$jit" fence-check "$out" >"$log.check" 2>&1; then
+			fail "fence-check of fence-all output" 1 "$log.check"
+		else
+			pass "fence-all: $1 of $2 kernels fenced in one module, ptxas accepts it, fence-check proves it"
 		fi
 		;;
 	alone) # alone PTX KERNEL REASON TAG
@@ -480,6 +501,9 @@ for lst in fusible reject; do
 		job fence "$ptxdir/$b.ptx" "$k" "$b.$k"
 	done <"$work/$lst.lst"
 done
+while IFS= read -r base; do
+	job fenceall "$ptxdir/$base.ptx" "$base"
+done <"$work/files.lst"
 
 # heterogeneous sets: sliding windows over the fusible kernels sorted by name
 LC_ALL=C sort -t "$tab" -k1,1 -k2,2 "$work/fusible.lst" >"$work/fusible.sorted"
