@@ -127,7 +127,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		snprintf(streams, sizeof(streams), "%u", srv->policy->streams);
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
 		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--streams", streams,
-		      (char *)NULL);
+		      "--fence", strcmp(g->domain, OOO_DOMAIN_FENCED) ? "no" : "yes", (char *)NULL);
 		_exit(127);
 	}
 	close(sv[1]);
@@ -785,6 +785,8 @@ static int slot_for(struct server *srv, uint32_t dev, const char *domain, char *
 			 claimed, domain);
 		return -OOO_ELIMIT;
 	}
+	if (!strcmp(domain, OOO_DOMAIN_FENCED))
+		spare = NULL; /* the fenced executor is started as such (--fence): never a spare */
 	if (spare && spare->state == OOO_DEV_READY) {
 		snprintf(spare->domain, sizeof(spare->domain), "%s", domain);
 		spare->idle_ns = 0;

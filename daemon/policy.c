@@ -60,7 +60,7 @@ enum key_field {
 	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_STREAMS, F_MAX_DOMAINS, F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
-	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
+	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_FENCE, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
 	F_MPS_ENABLED, F_MPS_CONTROL, F_MPS_MULTIUSER, F_MPS_EXEC_CLIENT, F_MPS_MAX_CLIENTS, F_MPS_EXEC_RESERVE,
 	F_MPS_EVICT_GRACE, F_MPS_STOP_GRACE, F_MPS_DEVICES, F_MPS_FEEDBACK, F_MPS_FEEDBACK_STEP,
 	F_TM_ENABLED, F_TM_ALL, F_TM_LAUNCH, F_TM_LIBCUDA, F_TM_SLOW, F_TM_MAXPROCS, F_TM_MAXTRACKED, F_TM_RINGBUF,
@@ -108,6 +108,7 @@ static const struct key_def class_keys[] = {
 	{ "binary_modules", F_BINARY_MODULES, T_BOOL, 0, 0 },
 	{ "partition", F_PARTITION, T_BOOL, 0, 0 },
 	{ "domain", F_DOMAIN, T_DOMAIN, 1, OOO_DOMAIN_MAX - 1 },
+	{ "fence", F_FENCE, T_BOOL, 0, 0 },
 	{ "native_sm", F_NATIVE_SM, T_U32, 1, 100 },
 	{ "native_mem", F_NATIVE_MEM, T_SIZE, 1, MAX_SIZE_LIMIT },
 	{ "native_priority", F_NATIVE_PRIO, T_LPRIO, 0, 0 },
@@ -599,6 +600,8 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			cls->binary_modules = b;
 		else if (k->field == F_PARTITION)
 			cls->partition = b;
+		else if (k->field == F_FENCE)
+			cls->fence = b;
 		else if (k->field == F_MPS_MULTIUSER)
 			p->mps.multiuser = b;
 		else if (k->field == F_MPS_EXEC_CLIENT)

@@ -44,6 +44,7 @@ struct ooo_class {
 	bool binary_modules; /* may load CUBIN and FATBIN modules (default yes): the JIT cannot analyse or fence them */
 	bool partition;      /* its bundles run on SMs reserved for it: sm_share percent of each GPU (default no) */
 	char domain[OOO_DOMAIN_MAX]; /* its trust domain; "" (default, or "uid"): one domain per uid */
+	bool fence; /* its tenants run fenced in the GPU's fenced executor, whatever their domain (default no) */
 	/* native tenants (ooo-run leases, daemon/lease.c) */
 	uint32_t native_sm;       /* share of a lease that asks for none; default 25; never above sm_share */
 	uint64_t native_mem;      /* pinned device memory limit of a lease that asks for none; 0: mem_limit */

@@ -112,7 +112,9 @@ int registry_admit(struct registry *r, const struct policy *p, const struct peer
 	wire_strcpy(s->name, sizeof(s->name), name);
 	wire_sanitize(s->name);
 	/* the trust domain is fixed for the session's life: its buffers and data path live in that domain's executor */
-	if (c->domain[0])
+	if (c->fence)
+		wire_strcpy(s->domain, sizeof(s->domain), OOO_DOMAIN_FENCED); /* isolated by its window, not a process */
+	else if (c->domain[0])
 		wire_strcpy(s->domain, sizeof(s->domain), c->domain);
 	else
 		snprintf(s->domain, sizeof(s->domain), "uid:%u", cred->uid);

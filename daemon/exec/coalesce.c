@@ -790,8 +790,8 @@ static bool holdable(struct datapath *dp, struct dp_session *s, const struct ooo
 	return *shape >= 0;
 }
 
-bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, const struct ooo_sqe *e, uint64_t now,
-	     bool *full)
+bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, const struct ooo_sqe *e, const void *params,
+	     uint64_t now, bool *full)
 {
 	struct coalescer *co = dp->co;
 	struct dp_cmd *cmd;
@@ -854,7 +854,8 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 	}
 	cmd->ev_seq = seq;
 	if (e->opcode == OOO_OP_LAUNCH && e->launch.param_len)
-		memcpy(bl_params(q, slot), (unsigned char *)s->base + s->h.staging_off + e->launch.param_off,
+		memcpy(bl_params(q, slot),
+		       params ? params : (const unsigned char *)s->base + s->h.staging_off + e->launch.param_off,
 		       e->launch.param_len);
 	q->bl_len++;
 	bl_list(co, q);

@@ -81,11 +81,12 @@ void co_queue_destroy(struct datapath *dp, struct dp_queue *q);
 /*
  * A validated submission of s for queue q: true if the coalescer took it
  * (held in the backlog); false if the caller issues it now (call
- * co_before_direct first). *full: the backlog cannot take it now (stop
+ * co_before_direct first). A launch's parameters are at params, or in the
+ * session's staging when NULL. *full: the backlog cannot take it now (stop
  * reading the ring).
  */
-bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, const struct ooo_sqe *e, uint64_t now,
-	     bool *full);
+bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, const struct ooo_sqe *e, const void *params,
+	     uint64_t now, bool *full);
 /* Before work goes to q's own stream: order it after q's bundles. Returns a CUDA error or CUDA_SUCCESS. */
 CUresult co_before_direct(struct datapath *dp, struct dp_queue *q);
 /*

@@ -18,7 +18,10 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
+#include "../jit/jit.h"
+#include "../jit/ptx.h"
 #include "coalesce.h"
+#include "memory.h"
 #include "nvrtc.h"
 
 void dp_hist(uint64_t *h, uint64_t ns)
@@ -283,6 +286,9 @@ static void session_free(struct datapath *dp, struct dp_session *s)
 	if (s->cq_efd >= 0)
 		close(s->cq_efd);
 	vbufs_free(&s->bufs);
+	free(s->fparams);
+	for (int i = 0; i < DP_MAX_MODULES; i++)
+		free(s->fence_why[i]);
 	free(s);
 }
 
@@ -290,14 +296,19 @@ int dp_detach(struct datapath *dp, uint64_t id)
 {
 	struct dp_session **pp;
 
+	/* a fenced session's window goes back (once nothing of it is mapped there) for the next session */
 	for (pp = &dp->sessions; *pp; pp = &(*pp)->next) {
 		if ((*pp)->id == id) {
 			struct dp_session *s = *pp;
 			*pp = s->next;
 			session_free(dp, s);
+			if (dp->fence && dp->mem)
+				memory_window_release(dp->mem, id);
 			return 0;
 		}
 	}
+	if (dp->fence && dp->mem)
+		memory_window_release(dp->mem, id);
 	return -ENOENT;
 }
 
@@ -325,6 +336,48 @@ void dp_fini(struct datapath *dp)
 		dp->api->p_cuEventDestroy(dp->evpool[--dp->nev]);
 	free(dp->evpool);
 	dp->evpool = NULL;
+}
+
+/*
+ * A fenced executor loads a module only with its kernels fenced
+ * (jit_fence_all: each kernel replaced by KERNEL_ooo_fenced, the whole
+ * output proven by the checker). *out: the text to load (malloc'd); *whyk:
+ * "KERNEL: reason" lines of the kernels that could not be fenced, or NULL.
+ */
+static int fence_module(const char *ptx, char **out, char **whyk, char *why, size_t cap)
+{
+	struct ptx_module *pm = NULL;
+	struct jit_buf b = { 0 }, w = { 0 };
+	unsigned n = 0;
+	char err[256];
+	int rc;
+
+	*out = NULL;
+	*whyk = NULL;
+	rc = ptx_parse(ptx, strlen(ptx), &pm, err, sizeof(err));
+	if (rc < 0) {
+		snprintf(why, cap, "this session is fenced, and its PTX cannot be read to fence it: %s",
+			 rc == -ENOMEM ? "out of memory" : err);
+		return rc == -ENOMEM ? rc : -EINVAL;
+	}
+	rc = jit_fence_all(pm, &b, &n, &w, err, sizeof(err));
+	ptx_module_free(pm);
+	if (rc < 0 || !(*out = malloc(b.len + 1))) {
+		snprintf(why, cap, "this session is fenced, and its module cannot be fenced: %s",
+			 rc == -EINVAL ? err : "out of memory");
+		jit_buf_free(&b);
+		jit_buf_free(&w);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	memcpy(*out, b.data, b.len);
+	(*out)[b.len] = '\0';
+	if (w.len && (*whyk = malloc(w.len + 1))) {
+		memcpy(*whyk, w.data, w.len);
+		(*whyk)[w.len] = '\0';
+	}
+	jit_buf_free(&b);
+	jit_buf_free(&w);
+	return 0;
 }
 
 int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
@@ -382,6 +435,21 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 		snprintf(why, cap, "PTX text contains a NUL byte");
 		return -EINVAL;
 	}
+	if (dp->fence) {
+		char *fenced = NULL;
+
+		if (kind != OOO_MODULE_PTX && kind != OOO_MODULE_CUDA_C) {
+			free(image);
+			snprintf(why, cap, "this session is fenced (its class has fence = yes): it loads PTX or CUDA C, "
+					   "whose kernels ooo can fence, not CUBIN or FATBIN");
+			return -EPERM;
+		}
+		rc = fence_module(image, &fenced, &s->fence_why[m], why, cap);
+		free(image);
+		if (rc < 0)
+			return rc;
+		image = fenced;
+	}
 	r = dp->api->p_cuModuleLoadDataEx(&s->modules[m], image, 2, opt, val);
 	if (r == CUDA_SUCCESS && kind != OOO_MODULE_CUBIN && kind != OOO_MODULE_FATBIN)
 		co_module_loaded(dp, s, (uint32_t)m, image, strlen(image));
@@ -389,6 +457,8 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 	if (r != CUDA_SUCCESS) {
 		char e[128];
 
+		free(s->fence_why[m]);
+		s->fence_why[m] = NULL;
 		s->modules[m] = NULL;
 		if (jitlog[0])
 			snprintf(why, cap, "%s", jitlog);
@@ -410,6 +480,12 @@ int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint6
 	if (!s || region >= OOO_HOST_REGIONS || s->host[region]) {
 		snprintf(why, cap, "bad or busy host region %u", region);
 		return -EINVAL;
+	}
+	if (dp->fence) {
+		/* its kernels could reach the region through its device mapping, outside the session's window */
+		snprintf(why, cap, "this session is fenced (its class has fence = yes): its kernels reach only its "
+				   "device buffers, so zero-copy host memory is not available to it");
+		return -EPERM;
 	}
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size || !sealed(fd)) {
 		snprintf(why, cap, "the host region is not a sealed memfd of %llu bytes", (unsigned long long)size);
@@ -471,6 +547,8 @@ int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 	}
 	dp->api->p_cuModuleUnload(s->modules[module]);
 	s->modules[module] = NULL;
+	free(s->fence_why[module]);
+	s->fence_why[module] = NULL;
 	return 0;
 }
 
@@ -479,6 +557,9 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 	const struct cuda_api *api = dp->api;
+	char fname[OOO_KERNEL_NAME_MAX + 16];
+	const char *fn = name;
+	uint32_t fence_off = 0;
 	CUfunction f;
 	CUresult r;
 	int k, v;
@@ -488,7 +569,26 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 		snprintf(why, cap, "no module %u in this session", module);
 		return -ENOENT;
 	}
-	r = api->p_cuModuleGetFunction(&f, s->modules[module], name);
+	if (dp->fence) {
+		/* only the fenced copy runs here (the module holds no other: jit_fence_all replaced it) */
+		const char *w = s->fence_why[module], *l;
+		size_t nl = strlen(name);
+
+		snprintf(fname, sizeof(fname), "%s_ooo_fenced", name);
+		fn = fname;
+		if (api->p_cuModuleGetFunction(&f, s->modules[module], fn) != CUDA_SUCCESS) {
+			for (l = w; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+				if (!strncmp(l, name, nl) && l[nl] == ':')
+					break;
+			if (l && *l) {
+				snprintf(why, cap, "this session is fenced and %.*s", (int)(strcspn(l, "\n")), l);
+				return -EPERM;
+			}
+			snprintf(why, cap, "module %u has no kernel '%.120s'", module, name);
+			return -ENOENT;
+		}
+	}
+	r = api->p_cuModuleGetFunction(&f, s->modules[module], fn);
 	if (r != CUDA_SUCCESS) {
 		snprintf(why, cap, "module %u has no kernel '%.120s'", module, name);
 		return -ENOENT;
@@ -514,6 +614,24 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 		if (off + sz > out->param_size)
 			out->param_size = (uint32_t)(off + sz);
 	}
+	if (dp->fence) {
+		/* the window is the last two parameters: the tenant sees, and passes, the others */
+		uint32_t n = out->nparams;
+
+		if (n < 2 || out->param_bytes[n - 2] != 8 || out->param_bytes[n - 1] != 8 ||
+		    out->param_offset[n - 1] != out->param_offset[n - 2] + 8) {
+			snprintf(why, cap, "fenced kernel '%.120s' lacks its window parameters", name);
+			return -EINVAL;
+		}
+		fence_off = out->param_offset[n - 2];
+		out->param_offset[n - 2] = out->param_offset[n - 1] = 0;
+		out->param_bytes[n - 2] = out->param_bytes[n - 1] = 0;
+		out->nparams = n - 2;
+		out->param_size = 0;
+		for (uint32_t i = 0; i < out->nparams; i++)
+			if (out->param_offset[i] + out->param_bytes[i] > out->param_size)
+				out->param_size = out->param_offset[i] + out->param_bytes[i];
+	}
 	if (api->p_cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS)
 		out->max_threads = (uint32_t)v;
 	if (api->p_cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS)
@@ -524,7 +642,9 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 		out->regs = (uint32_t)v;
 	s->funcs[k] = f;
 	s->kmodule[k] = (uint16_t)(module + 1);
-	co_kernel_got(dp, s, module, (uint32_t)k, name, out->param_size);
+	s->kfence[k] = fence_off;
+	/* the coalescer fuses what runs: the fenced copy, its window included in each member's parameters */
+	co_kernel_got(dp, s, module, (uint32_t)k, fn, dp->fence ? fence_off + 16 : out->param_size);
 	s->kernels[k] = (struct vkernel){ .live = true,
 					  .param_size = out->param_size,
 					  .max_threads = out->max_threads,
@@ -698,6 +818,41 @@ failed:
 	return 1;
 }
 
+/*
+ * A fenced session's launch: its parameters (validated: the tenant's
+ * block) copied out of staging, with the session's window appended where
+ * the fenced kernel takes it. The copy is ours, so the tenant cannot change
+ * the window after we wrote it. Returns 0 with *params and e's length set,
+ * or -ENOSPC / -ENOMEM.
+ */
+static int fence_params(struct datapath *dp, struct dp_session *s, struct ooo_sqe *e, const void **params)
+{
+	uint32_t off = s->kfence[e->launch.kernel], need = off + 16;
+	uint64_t mask = ~(MEMORY_WINDOW_SIZE - 1);
+
+	if (!s->fence_base && memory_window(dp->mem, s->id, &s->fence_base) < 0)
+		return -ENOSPC;
+	if (off < e->launch.param_len)
+		return -EINVAL; /* cannot happen: validated against the kernel's size */
+	if (need > s->fparams_cap) {
+		unsigned char *p = realloc(s->fparams, need);
+
+		if (!p)
+			return -ENOMEM;
+		s->fparams = p;
+		s->fparams_cap = need;
+	}
+	if (e->launch.param_len)
+		memcpy(s->fparams, (const unsigned char *)s->base + s->h.staging_off + e->launch.param_off,
+		       e->launch.param_len);
+	memset(s->fparams + e->launch.param_len, 0, off - e->launch.param_len);
+	memcpy(s->fparams + off, &s->fence_base, 8);
+	memcpy(s->fparams + off + 8, &mask, 8);
+	e->launch.param_len = need;
+	*params = s->fparams;
+	return 0;
+}
+
 /* Event handles are the tenant's to number: any index in range is valid. */
 static const uint8_t all_live[DP_MAX_EVENTS] = { [0 ... DP_MAX_EVENTS - 1] = 1 };
 
@@ -777,11 +932,16 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 		}
 		r = validate_sqe(&e, &vs, &why);
 		if (r == 0) {
+			const void *params = NULL;
 			bool full;
 
-			if (co_take(dp, s, s->queues[e.queue], &e, now, &full))
-				continue;
-			r = full ? -EBUSY : dp_issue(dp, s, &e, NULL);
+			if (dp->fence && e.opcode == OOO_OP_LAUNCH)
+				r = fence_params(dp, s, &e, &params);
+			if (r == 0) {
+				if (co_take(dp, s, s->queues[e.queue], &e, params, now, &full))
+					continue;
+				r = full ? -EBUSY : dp_issue(dp, s, &e, params);
+			}
 		}
 		if (r < 0 && !dp_post(s, e.user_data, e.queue, e.opcode, r)) {
 			s->blocked = true; /* completion ring full: the tenant loses this error only if it never reads */

@@ -24,6 +24,8 @@
 #include "cuda.h"
 #include "validate.h"
 
+struct memory;
+
 #define DP_MAX_QUEUES 256     /* per session */
 #define DP_QUEUE_DEPTH 1024   /* commands in flight per queue */
 #define DP_BATCH 64           /* submissions taken from one session per pass */
@@ -119,6 +121,7 @@ struct dp_session {
 	uint32_t kfence[DP_MAX_KERNELS];   /* offset of the window parameters (the tenant's block, 8-aligned) */
 	unsigned char *fparams;            /* a launch's parameters with the window appended */
 	uint32_t fparams_cap;
+	char *fence_why[DP_MAX_MODULES];   /* per module: "KERNEL: reason" of each kernel it could not fence */
 };
 
 struct datapath {

@@ -1462,9 +1462,26 @@ static bool is_param_name(const struct ptx_module *m, const struct func *f, cons
 	return false;
 }
 
+/*
+ * The names of the fence (daemon/jit/fence.c) are not the generator's: a
+ * fenced kernel's window parameters and guard registers, which a fused
+ * kernel keeps per member (the window comes from the member's descriptor
+ * like any parameter), so fenced kernels fuse.
+ */
+static bool fence_name(const char *s, size_t n)
+{
+	static const char *const names[] = { "ooo_fence_base", "ooo_fence_mask", "%ooo_fa",  "%ooo_fb",  "%ooo_fk",
+					     "%ooo_fm",	       "%ooo_fp",	 "%ooo_fp0", "%ooo_fp1", "%ooo_fp2", NULL };
+
+	for (int i = 0; names[i]; i++)
+		if (strlen(names[i]) == n && !memcmp(s, names[i], n))
+			return true;
+	return false;
+}
+
 static bool reserved_name(const char *s, size_t n)
 {
-	return prefix_is(s, n, "ooo_") || prefix_is(s, n, "$ooo_") || prefix_is(s, n, "%ooo_");
+	return (prefix_is(s, n, "ooo_") || prefix_is(s, n, "$ooo_") || prefix_is(s, n, "%ooo_")) && !fence_name(s, n);
 }
 
 /*

@@ -32,6 +32,7 @@ extern "C" {
 #define OOO_MSG_MAX 65536u
 #define OOO_NAME_MAX 64u  /* class and session names, NUL included */
 #define OOO_DOMAIN_MAX 32u /* trust domain names ("uid:UID" or a class's domain), NUL included */
+#define OOO_DOMAIN_FENCED "*fenced" /* the executor of the classes with fence = yes (no class domain has a '*') */
 #define OOO_PING_MAX 4096u /* largest ping payload */
 #define OOO_ERRMSG_MAX 256u
 #define OOO_PATH_MAX 256u

@@ -132,6 +132,39 @@ victim_end intact # (the stand-in runs no kernel: on a GPU this poke changes the
 ok "domain = shared: uids $A and $B in one executor"
 gpu_stop
 
+# fence = yes: tenants of two uids in the GPU's one fenced executor, each session in its own 64 GiB
+# window; zero-copy host memory, binary modules and kernels that cannot be fenced refused with reasons
+gpu_start 'max_sessions = 64\nfence = yes\n'
+out1=$(as $A "$check" "$sock" fenced 2>&1) || fail "fenced uid $A: $out1"
+out2=$(as $B "$check" "$sock" fenced 2>&1) || fail "fenced uid $B: $out2"
+[ "$(executors | grep -c '^\*fenced ')" -eq 1 ] || fail "fence = yes: not one fenced executor: $(executors)"
+[ -z "$(epid uid:$A)$(epid uid:$B)" ] || fail "per-uid executors despite fence = yes: $(executors)"
+echo "$out1" | grep -q '^own: 0$' || fail "a fenced launch on its own buffer: $out1"
+echo "$out1" | grep -q '^host: -[0-9]* .*fenced' || fail "zero-copy host memory not refused to a fenced session: $out1"
+echo "$out1" | grep -q '^cubin: -[0-9]* .*fenced' || fail "a CUBIN not refused to a fenced session: $out1"
+echo "$out1" | grep -q '^unfenceable: -[0-9]* .*module .global variable' ||
+	fail "a kernel that reads a module .global was not refused with its reason: $out1"
+w1=$(echo "$out1" | sed -n 's/^window //p')
+w2=$(echo "$out2" | sed -n 's/^window //p')
+b1=$(echo "$out1" | sed -n 's/^buffer //p')
+[ -n "$w1" ] && [ -n "$w2" ] && [ "$w1" = "$b1" ] || fail "windows: '$w1' '$w2' (buffer $b1)"
+# (the two ran one after the other: the second may get the window the first gave back)
+ok "fence = yes: two uids in one fenced executor, a buffer at its window's base ($w1), host memory, CUBIN and an unfenceable kernel refused with reasons"
+victim_start $A
+vwin=$(printf '0x%x' $(( vaddr & ~((1 << 36) - 1) )))
+out=$(as $B "$check" "$sock" fenced 2>&1) || fail "fenced uid $B beside a victim: $out"
+w2=$(echo "$out" | sed -n 's/^window //p')
+[ "$w2" != "$vwin" ] || fail "two live fenced sessions share the window $vwin"
+victim_end intact
+ok "two live fenced sessions get different windows ($vwin, $w2)"
+# fenced kernels of several sessions still fuse: 16 sessions' launches, each in its own window
+c0=$(counter fused_launches)
+out=$(timeout 150 "$check" "$sock" many 16 200 noresults 2>&1) || fail "fenced launches of 16 sessions: $out"
+d=$(settle 1 fused_launches)
+[ "$d" -gt 0 ] || fail "no fenced launch was fused: $($ctl sched 2>&1 | head -30)"
+ok "fenced launches of 16 sessions fused: $d of them ran in fused bundles ($(echo "$out" | tail -1))"
+gpu_stop
+
 # requests that need an executor still starting wait for it (cuInit made to take 0.4 s): two new
 # domains at once, one claims the spare and the other waits for the next executor; and a tenant
 # that comes before any executor is ready
