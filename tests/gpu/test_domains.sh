@@ -81,4 +81,39 @@ echo "$out" | grep -q '^poke: 0 ' || fail "poke in a shared domain: $out"
 victim_end changed
 echo "$name: domain = shared: uid $B's kernel reaches uid $A's buffer ($(grep '^changed' "$rundir/victim.out") words): one domain, one address space"
 gpu_stop
+
+# fence = yes: both uids in the GPU's one fenced executor (one address space), each session in its
+# own 64 GiB window, every kernel fenced. A fenced kernel writes its own buffer; the same hostile
+# writes to the victim's buffer trap (the trap ends the fenced executor's context: the victim sees a
+# reset, and its buffer comes back intact); fenced launches of 16 sessions, fused across them, give
+# every session its own result.
+gpu_start 'max_sessions = 64\nfence = yes\n'
+cp "$build/tests/gpu/domain_check" "$rundir/domain_check"
+chmod 755 "$rundir/domain_check"
+check="$rundir/domain_check"
+out=$(timeout 120 setpriv --reuid=$A --regid=$A --clear-groups "$check" "$sock" fenced 2>&1) || fail "fenced: $out"
+echo "$out" | sed "s/^/$name: fenced: /"
+echo "$out" | grep -q '^own: 0$' && echo "$out" | grep -q '^own-changed 256$' || fail "a fenced kernel on its own buffer: $out"
+echo "$out" | grep -q '^host: -' && echo "$out" | grep -q '^cubin: -' && echo "$out" | grep -q '^unfenceable: -' ||
+	fail "the refusals of a fenced session: $out"
+for how in global generic atom; do
+	victim_start
+	out=$(timeout 120 setpriv --reuid=$B --regid=$B --clear-groups "$check" "$sock" poke "$vaddr" $how 2>&1) ||
+		fail "fenced poke ($how): $out"
+	case $out in
+	*"poke: -"[0-9]*) ;;
+	*) fail "a fenced write ($how) to another session's window did not trap: $out" ;;
+	esac
+	victim_end intact
+	echo "$name: fenced: uid $B writing uid $A's buffer at $vaddr through $how: $(echo "$out" | head -1); victim intact ($(grep '^resets' "$rundir/victim.out"))"
+done
+c0=$(counter fused_launches)
+out=$(timeout 200 setpriv --reuid=$B --regid=$B --clear-groups "$check" "$sock" many 16 300 2>&1) ||
+	fail "fenced launches of 16 sessions: $out"
+for _ in $(seq 30); do [ $(($(counter fused_launches) - c0)) -gt 0 ] && break; sleep 0.2; done
+d=$(($(counter fused_launches) - c0))
+[ "$d" -gt 0 ] || fail "no fenced launch was fused: $($ctl sched 2>&1 | head -30)"
+echo "$name: fenced: $out; $d launches ran in fused bundles"
+executors
+gpu_stop
 echo "$name: OK"

@@ -96,6 +96,7 @@ struct bench_opts {
 	unsigned lease_critical_sm; /* lease, mix: the critical tenant's --sm; 0: 50 */
 	unsigned critical_share;    /* ooo, mix: the critical tenant's class gets a partition of this percent; 0: none */
 	unsigned domains;           /* ooo: tenants spread over this many uids, so trust domains (executors); 0: one */
+	bool fence;                 /* ooo: the bench class has fence = yes (the GPU's fenced executor, windows) */
 	bool quiet;
 	int argc;
 	char **argv;

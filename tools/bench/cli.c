@@ -131,6 +131,10 @@ void bench_gpu_usage(FILE *f)
 		"                       the private oood then runs MPS (where it finds\n"
 		"                       nvidia-cuda-mps-control) with the executors as its clients.\n"
 		"                       Default: every tenant in the bench's own uid, one domain\n"
+		"  --fence              ooo: the tenants' class has fence = yes: whatever their\n"
+		"                       domains, they share the GPU's fenced executor, each in its\n"
+		"                       own address window, every kernel fenced (and fused across\n"
+		"                       domains). Default: unfenced\n"
 		"  OOO_COMMIT           recorded as the commit (default: the build's, %s)\n"
 		"  OOO_BENCH_MARK       a file created when each point's measured window opens\n"
 		"  -h, --help           this help\n"
@@ -406,7 +410,7 @@ enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
 	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_MPS, O_OOO_RUN, O_LEASE_SM,
-	O_LEASE_CRIT, O_CRIT_SHARE, O_DOMAINS,
+	O_LEASE_CRIT, O_CRIT_SHARE, O_DOMAINS, O_FENCE,
 };
 
 int bench_gpu_main(int argc, char **argv)
@@ -434,6 +438,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
 		{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
 		{ "domains", required_argument, NULL, O_DOMAINS },
+		{ "fence", no_argument, NULL, O_FENCE },
 		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -635,6 +640,9 @@ int bench_gpu_main(int argc, char **argv)
 			else
 				o->domains = (unsigned)v;
 			break;
+		case O_FENCE:
+			o->fence = true;
+			break;
 		case O_CRIT_SHARE:
 			if (!bench_parse_u64(optarg, 1, 99, &v))
 				rc = bench_usage_error("--critical-share wants a percentage 1..99, not '%s'", optarg);
@@ -695,6 +703,10 @@ int bench_gpu_main(int argc, char **argv)
 		rc = bench_usage_error("--domains needs root and the private oood (not --socket): the tenants run as uids "
 				       "%u..%u",
 				       BENCH_DOMAIN_UID, BENCH_DOMAIN_UID + o->domains - 1);
+		goto out;
+	}
+	if (o->fence && o->socket[0]) {
+		rc = bench_usage_error("--fence sets the private oood's class: a running oood (--socket) has its own");
 		goto out;
 	}
 	if (o->socket[0] && o->streams) {

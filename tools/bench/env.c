@@ -640,7 +640,9 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_buffers = 1048576\n"
 		"max_modules = 65536\n"
 		"max_inflight = 1048576\n"
-		"max_leases = 4096\n");
+		"max_leases = 4096\n"
+		"%s",
+		o->fence ? "fence = yes\n" : "");
 	if (lease)
 		/* native tenants only: MPS with oood's leases, no executor to share the GPU with */
 		fprintf(f,
