@@ -60,7 +60,7 @@ static const char poke_ptx[] =
 	" ld.param.u32 %h, [how];\n"
 	" cvta.to.global.u64 %ga, %a;\n"
 	" mov.u32 %i, %tid.x;\n"
-	" mov.u32 %v, -1162105600;\n" /* 0xbadbad00 */
+	" mov.u32 %v, -1160008448;\n" /* 0xbadbad00 */
 	" setp.eq.u32 %p0, %h, 0;\n"
 	" setp.eq.u32 %p1, %h, 1;\n"
 	" setp.eq.u32 %p2, %h, 2;\n"
@@ -235,9 +235,16 @@ static int fenced(const char *sock)
 	if (!r)
 		r = ooo_queue_sync(q, 30000);
 	printf("own: %d\n", r);
-	if (!r && !ooo_memcpy_dtoh(q, back, ooo_buf_addr(b), sizeof(back)))
-		for (uint32_t i = 0; i < POKE_WORDS; i++)
+	if (!r) {
+		memset(back, 0x55, sizeof(back));
+		r = ooo_memcpy_dtoh(q, back, ooo_buf_addr(b), sizeof(back));
+		for (uint32_t i = 0; !r && i < POKE_WORDS; i++)
 			changed += back[i] == 0xbadbad00u;
+		if (r)
+			printf("read back: %d (%s)\n", r, ooo_strerror(r));
+		else if (changed != POKE_WORDS)
+			printf("read back: word 0 is %#x, word 255 %#x\n", back[0], back[POKE_WORDS - 1]);
+	}
 	printf("own-changed %u\n", changed);
 	r = ooo_host_alloc(s, 2u << 20, &h);
 	printf("host: %d %s\n", r, r ? ooo_last_error() : "allocated");
