@@ -909,6 +909,12 @@ static void test_domain_keys(void **state)
 	check_err("[daemon]\nmax_domains = 65\n", 2, "max_domains");
 	check_err("[daemon]\ndomain_idle_ms = 86400001\n", 2, "domain_idle_ms");
 	check_err("[class a]\nmatch_uid = 1\nmax_domains = 2\n", 3, "unknown key 'max_domains' in [class a]");
+	p = parse_ok("[class a]\nmatch_uid = 1\nfence = yes\n[class b]\nmatch_uid = 2\n");
+	assert_true(p->classes[0].fence);
+	assert_false(p->classes[1].fence); /* default no */
+	policy_free(p);
+	check_err("[class a]\nmatch_uid = 1\nfence = maybe\n", 3, "fence must be yes or no");
+	check_err("[daemon]\nfence = yes\n", 2, "unknown key 'fence' in [daemon]");
 }
 
 static void test_partition_key(void **state)

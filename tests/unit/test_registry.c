@@ -208,11 +208,12 @@ static void test_apply_policy(void **state)
 /* a session's trust domain: its class's domain, else its uid's; kept across a reload that changes it */
 static void test_domain(void **state)
 {
-	struct policy *p1 = parse("[class m]\nmatch_uid = 5, 6\ndomain = model\n[class rest]\nmatch_uid = *\n");
+	struct policy *p1 = parse("[class m]\nmatch_uid = 5, 6\ndomain = model\n[class f]\nmatch_uid = 8\ndomain = x\n"
+				  "fence = yes\n[class rest]\nmatch_uid = *\n");
 	struct policy *p2 = parse("[class m]\nmatch_uid = 5, 6\n[class rest]\nmatch_uid = *\n");
 	struct registry r;
-	struct session *a, *b, *c, *d;
-	struct peer_cred u5 = cred(5, 5, 1), u6 = cred(6, 6, 2), u7 = cred(7, 7, 3);
+	struct session *a, *b, *c, *d, *e;
+	struct peer_cred u5 = cred(5, 5, 1), u6 = cred(6, 6, 2), u7 = cred(7, 7, 3), u8 = cred(8, 8, 4);
 	char why[256];
 
 	(void)state;
@@ -223,6 +224,10 @@ static void test_domain(void **state)
 	assert_string_equal(a->domain, "model");
 	assert_string_equal(b->domain, "model");
 	assert_string_equal(c->domain, "uid:7");
+	/* fence = yes: the fenced executor, whatever the class's domain */
+	assert_int_equal(registry_admit(&r, p1, &u8, "", 0, &e, why, sizeof(why)), 0);
+	assert_string_equal(e->domain, OOO_DOMAIN_FENCED);
+	registry_close(&r, e);
 	assert_int_equal(registry_apply_policy(&r, p2), 0);
 	assert_string_equal(a->domain, "model"); /* its buffers live in that domain's executor */
 	assert_int_equal(registry_admit(&r, p2, &u5, "", 0, &d, why, sizeof(why)), 0);
