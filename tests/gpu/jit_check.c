@@ -34,7 +34,12 @@
  * program itself, carries the count and the totals).
  *
  * Environment: JIT_CHECK_TIMEOUT_S (seconds a kernel may run, default 20),
- * JIT_CHECK_DUMP=DIR (write the fused PTX of every failed case there).
+ * JIT_CHECK_DUMP=DIR (write the fused PTX of every failed case there),
+ * JIT_CHECK_FENCED=1 (check: fuse the fenced copies, KERNEL_ooo_fenced
+ * from jit_fence_all, with a window that admits every address (base 0,
+ * mask 0), against separate launches of the original kernels: fencing and
+ * fusing together must not change a result; a kernel the fence refuses is
+ * an "ok ... not fenced" line).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -83,6 +88,7 @@ static unsigned long g_skip;  /* checks done before the last restart */
 static int g_execs;           /* restarts so far */
 static bool g_resumed;        /* this process is a restart: say nothing twice */
 static double g_t0;           /* when the run began (CLOCK_MONOTONIC holds across the exec) */
+static bool g_fenced;         /* JIT_CHECK_FENCED=1 */
 static char **g_argv;
 #define MAX_RESTARTS 150
 #define JC_HANG ((CUresult)99999) /* not a driver code: a kernel past the deadline */
@@ -252,6 +258,8 @@ struct pfile {
 	size_t len;
 	struct ptx_module *mod;
 	char err[600];        /* why the PTX is unusable, or "" */
+	struct ptx_module *fmod; /* JIT_CHECK_FENCED: the module from jit_fence_all */
+	char *ftext;
 	CUmodule cumod;       /* the original module, valid while cumod_gen == g_gen */
 	unsigned cumod_gen;
 	double parse_us;
@@ -268,6 +276,8 @@ struct kspec {
 	size_t nitems;
 	struct pitem *items;
 	const struct ptx_kernel *pk;
+	const struct ptx_kernel *fpk; /* JIT_CHECK_FENCED: its fenced copy */
+	bool unfenced;        /* JIT_CHECK_FENCED: the fence refuses it (err says why): no case, no failure */
 	char err[1024];       /* a spec or setup error: the kernel fails once and runs no case */
 	bool ready;           /* passed setup: cases may run */
 	CUfunction fn;        /* in file->cumod, valid while fn_gen == g_gen */
@@ -1035,8 +1045,8 @@ static int run_case(const char *casename, struct kspec **ks, const unsigned *ins
 				goto out;
 			}
 			bk[nb] = ks[i];
-			bodies[nb].mod = ks[i]->file->mod;
-			bodies[nb].kernel = ks[i]->name;
+			bodies[nb].mod = g_fenced ? ks[i]->file->fmod : ks[i]->file->mod;
+			bodies[nb].kernel = g_fenced ? ks[i]->fpk->name : ks[i]->name;
 			nb++;
 		}
 		if (memcmp(ks[i]->block, block, sizeof(ks[i]->block))) {
@@ -1099,7 +1109,8 @@ static int run_case(const char *casename, struct kspec **ks, const unsigned *ins
 		m[i].a = xcalloc(k->nitems, sizeof(CUdeviceptr));
 		m[i].b = xcalloc(k->nitems, sizeof(CUdeviceptr));
 		m[i].args = xcalloc(k->nitems, sizeof(void *));
-		m[i].pb = xcalloc(1, pk->param_bytes);
+		/* fenced: the window after the kernel's own parameters stays zero (base 0, mask 0: every address passes) */
+		m[i].pb = xcalloc(1, g_fenced ? k->fpk->param_bytes : pk->param_bytes);
 		for (size_t j = 0; j < k->nitems; j++) {
 			struct pitem *it = &k->items[j];
 			size_t bytes = item_bytes(it);
@@ -1129,7 +1140,7 @@ static int run_case(const char *casename, struct kspec **ks, const unsigned *ins
 		dl[i].body = m[i].body;
 		memcpy(dl[i].grid, k->grid, sizeof(dl[i].grid));
 		dl[i].params = m[i].pb;
-		dl[i].param_size = pk->param_bytes;
+		dl[i].param_size = g_fenced ? m[i].k->fpk->param_bytes : pk->param_bytes;
 	}
 
 	/* the reference: each member launched on its own, in order */
@@ -1314,6 +1325,20 @@ static bool setup_kernel(struct kspec *k)
 			 pk->static_smem, g_smem_optin);
 		return false;
 	}
+	if (g_fenced) {
+		char fname[JIT_NAME_MAX + 16];
+
+		snprintf(fname, sizeof(fname), "%s_ooo_fenced", k->name);
+		if (!pf->fmod || !(k->fpk = ptx_kernel_find(pf->fmod, fname))) {
+			snprintf(k->err, sizeof(k->err), "the fence refuses it (ooo-jit fence says why)");
+			k->unfenced = true;
+			return false;
+		}
+		if (!k->fpk->fusible) {
+			snprintf(k->err, sizeof(k->err), "its fenced copy is not fusible: %s", k->fpk->reason);
+			return false;
+		}
+	}
 	if (k->smem && !pk->dynamic_smem && !g_resumed)
 		printf("note: %s: smem=%u but the JIT sees no dynamic shared memory\n", k->disp, k->smem);
 	if (!k->smem && pk->dynamic_smem && !g_resumed)
@@ -1339,6 +1364,22 @@ static void load_pfile(struct pfile *pf)
 	if (rc < 0) {
 		pf->mod = NULL;
 		snprintf(pf->err, sizeof(pf->err), "ptx_parse(%.200s): %.360s (%d)", pf->ptx_path, err, rc);
+		return;
+	}
+	if (g_fenced) {
+		struct jit_buf b = { 0 };
+		unsigned n = 0;
+
+		rc = jit_fence_all(pf->mod, &b, &n, NULL, err, sizeof(err));
+		if (rc == 0)
+			rc = ptx_parse(b.data, b.len, &pf->fmod, err, sizeof(err));
+		if (rc < 0) {
+			pf->fmod = NULL;
+			snprintf(pf->err, sizeof(pf->err), "fencing %.200s: %.360s (%d)", pf->ptx_path, err, rc);
+			jit_buf_free(&b);
+			return;
+		}
+		pf->ftext = b.data; /* kept with the parsed module */
 	}
 }
 
@@ -1551,7 +1592,10 @@ static int cmd_check(const char *spec_dir, const char *ptx_dir, const char *only
 			continue;
 		}
 		if (!setup_kernel(k)) {
-			if (!k->fusible && k->pk)
+			if (k->unfenced && check_begins()) {
+				printf("ok %s: not fenced: %s\n", k->disp, k->err);
+				g_passed++;
+			} else if (!k->fusible && k->pk)
 				check_reject(k);
 			else if (check_begins()) {
 				printf("FAIL %s: %s (%s.cu:%d)\n", k->disp, k->err, k->file->base, k->line);
@@ -1974,6 +2018,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_argv = argv;
 	g_t0 = now_s();
+	g_fenced = getenv("JIT_CHECK_FENCED") && !strcmp(getenv("JIT_CHECK_FENCED"), "1");
 	if (resume && sscanf(resume, "%lu,%d,%d,%d,%lf", &g_skip, &g_passed, &g_failed, &g_execs, &g_t0) == 5)
 		g_resumed = true;
 	if (argc < 3)
