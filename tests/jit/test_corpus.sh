@@ -17,8 +17,9 @@
 #     proves guarded; the same PTX with one guard's trap removed fails
 #     the check
 #  8. ooo-jit fence-all of every file (what a fenced executor loads): ptxas
-#     accepts the result, fence-check proves it when a kernel was fenced, and
-#     each kernel not fenced is named with its reason
+#     accepts the result, fence-check proves it when a kernel was fenced,
+#     each kernel not fenced is named with its reason, and each fenced copy
+#     the JIT finds fusible fuses x4 into PTX that ptxas accepts
 #
 # Needs the CUDA toolkit at ${CUDA_HOME:-/usr/local/cuda} (no GPU); exits 77
 # without nvcc. Prints "test_corpus: FAIL: ..." per failed check, then one
@@ -176,6 +177,14 @@ if [ "${1:-}" = "--job" ]; then
 			fail "fence-check of fence-all output" 1 "$log.check"
 		else
 			pass "fence-all: $1 of $2 kernels fenced in one module, ptxas accepts it, fence-check proves it"
+			# the fenced copies fuse (the window from each member's descriptor): ptxas accepts the fused kernel
+			for fk in $(limit "$jit" inspect "$out" 2>/dev/null | sed -n 's/^kernel \([^:]*_ooo_fenced\): fusible$/\1/p'); do
+				if limit "$jit" fuse --check -o "$out.$fk.fused.ptx" "$out:$fk*4" >"$log.fuse" 2>&1; then
+					pass "fuse of fenced $fk x4: ptxas accepts it"
+				else
+					fail "fuse of fenced $fk x4" 1 "$log.fuse"
+				fi
+			done
 		fi
 		;;
 	alone) # alone PTX KERNEL REASON TAG
