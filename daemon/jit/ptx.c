@@ -1476,6 +1476,13 @@ static bool fence_name(const char *s, size_t n)
 	for (int i = 0; names[i]; i++)
 		if (strlen(names[i]) == n && !memcmp(s, names[i], n))
 			return true;
+	/* the window passed to a fenced .func: call arguments ooo_fpbN, ooo_fpkN */
+	if (n > 7 && (!memcmp(s, "ooo_fpb", 7) || !memcmp(s, "ooo_fpk", 7))) {
+		for (size_t i = 7; i < n; i++)
+			if (s[i] < '0' || s[i] > '9')
+				return false;
+		return true;
+	}
 	return false;
 }
 
