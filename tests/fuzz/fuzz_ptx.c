@@ -79,6 +79,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		jit_buf_free(&fb);
 	}
+	/* the whole module at once (a fenced executor's load): what it hands out, the checker proves */
+	{
+		struct jit_buf fb = { 0 }, why = { 0 };
+		unsigned nf = 0, nc = 0;
+
+		if (jit_fence_all(m, &fb, &nf, &why, err, sizeof(err)) == 0 && nf > 0 &&
+		    jit_fence_check(fb.data, fb.len, &nc, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fence-all output refused by the checker: %s\n", err);
+			abort();
+		}
+		if (nf > ptx_kernel_count(m))
+			abort();
+		jit_buf_free(&fb);
+		jit_buf_free(&why);
+	}
 	/* and the checker itself on anything */
 	{
 		unsigned nf = 0;
