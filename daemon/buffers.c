@@ -116,6 +116,7 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 	b->id = next_id++;
 	b->req = next_req++;
 	b->gpu = (uint32_t)gpu;
+	s->exec_seen[b->gpu / 8] |= (uint8_t)(1u << (b->gpu % 8));
 	b->fd = -1;
 	b->charged = charge;
 	b->size = req->size;
@@ -255,7 +256,6 @@ void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t i
 void buffers_release_session(struct server *srv, struct session *s)
 {
 	struct list_node *n, *tmp;
-	uint8_t gpus[EXEC_MAX] = { 0 }; /* executors the session had buffers on: they keep a record of it */
 
 	list_for_each_safe(n, tmp, &s->bufs) {
 		struct buffer *b = list_entry(n, struct buffer, snode);
@@ -269,12 +269,15 @@ void buffers_release_session(struct server *srv, struct session *s)
 			b->orphan = true;
 			continue;
 		}
-		if (b->gpu < EXEC_MAX)
-			gpus[b->gpu] = 1;
 		buf_release(srv, b);
 	}
+	/*
+	 * Every executor the session ever sent memory to keeps a record of it
+	 * (in a fenced one, its window), even with no buffer left: tell each.
+	 * dpath_release_session tells the data path's own.
+	 */
 	for (uint32_t g = 0; g < EXEC_MAX && !srv->stopping; g++) {
-		if (gpus[g] && !(s->dp && s->dp->gpu == g))
+		if ((s->exec_seen[g / 8] >> (g % 8) & 1) && !(s->dp && s->dp->gpu == g))
 			dpath_detach(srv, g, s->id);
 	}
 }

@@ -541,6 +541,12 @@ static void tend_slots(struct server *srv, uint64_t now)
 
 		if (!g->used || !g->domain[0])
 			continue;
+		if (g->state == OOO_DEV_FAILED && !g->pid && !g->inflight && !users[i]) {
+			/* a domain's executor that found no device: its slot goes, the domain may try again */
+			log_info("gpu%u: slot of %s freed after its executor failed: %s", g->dev, g->domain, g->reason);
+			slot_free(srv, g);
+			continue;
+		}
 		if (g->retire) {
 			if (g->pid && !g->exited && now - g->idle_ns > GPU_RETIRE_KILL_NS)
 				kill(g->pid, SIGKILL);
@@ -567,8 +573,8 @@ static void tend_slots(struct server *srv, uint64_t now)
 
 			if (!g->used || g->dev != dev || g->retire)
 				continue;
-			if (g->state == OOO_DEV_FAILED)
-				failed = true;
+			if (g->state == OOO_DEV_FAILED && !g->domain[0])
+				failed = true; /* the GPU's spare found no device: no other spare either */
 			if (!g->domain[0])
 				spare = true;
 			else

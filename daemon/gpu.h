@@ -34,6 +34,7 @@
 
 #define GPU_MAX 64   /* devices */
 #define EXEC_MAX 256 /* executor slots: devices x (trust domains + spare) */
+_Static_assert(EXEC_MAX == REG_EXEC_SLOTS, "the sessions' exec_seen bitmaps cover every slot");
 #define GPU_PARK_NS (30ull * 1000000000ull) /* a request waits this long for its domain's executor */
 #define GPU_PARK_MAX 1024u                  /* requests waiting at once, all sessions together */
 #define GPU_PARK_SESSION_MAX 4u             /* and of one session */

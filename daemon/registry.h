@@ -24,6 +24,7 @@
 #include "policy.h"
 
 #define REG_MAX_GROUPS 64 /* supplementary groups kept per peer */
+#define REG_EXEC_SLOTS 256 /* gpu.h's EXEC_MAX: the executor slots a session may have touched */
 
 struct peer_cred {
 	uint32_t pid, uid, gid;
@@ -74,6 +75,7 @@ struct session {
 	bool revoked; /* no longer admitted: waiting for the caller to close it */
 	struct list_node bufs; /* the server's buffers of this session (buffers.c); empty at close */
 	struct sdpath *dp;     /* the session's data path (dpath.c), NULL until attached */
+	uint8_t exec_seen[REG_EXEC_SLOTS / 8]; /* executor slots it sent memory or an attach to: each is told at its end */
 	void *owner; /* the connection, for the server */
 };
 

@@ -888,10 +888,14 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			if (r == 0)
 				break;
 			/* a full queue (or backlog) stops this session until it drains */
+			/* (a fenced launch's block grows by its window: 16 bytes after the kernel's own, 8-aligned) */
+			uint32_t plen = e.opcode == OOO_OP_LAUNCH && dp->fence && e.launch.kernel < DP_MAX_KERNELS
+						? s->kfence[e.launch.kernel] + 16
+						: e.launch.param_len;
+
 			if (e.queue < DP_MAX_QUEUES && s->queues[e.queue] &&
 			    (s->queues[e.queue]->len == DP_QUEUE_DEPTH || s->queues[e.queue]->bl_len == DP_BACKLOG ||
-			     (s->queues[e.queue]->bl_len && e.opcode == OOO_OP_LAUNCH &&
-			      e.launch.param_len > DP_HOLD_PARAMS))) {
+			     (s->queues[e.queue]->bl_len && e.opcode == OOO_OP_LAUNCH && plen > DP_HOLD_PARAMS))) {
 				s->blocked = true;
 				break;
 			}

@@ -284,6 +284,8 @@ static int handle_mem(int fd, struct memory *mem, struct datapath *dp, uint16_t 
 			snprintf(rep.reason, sizeof(rep.reason), "no buffer at %#llx", (unsigned long long)q->addr);
 		if (s)
 			vbufs_del(&s->bufs, q->addr);
+		else if (dp->fence)
+			memory_window_release(mem, q->session); /* an orphan freed after its session went: its window too */
 		break;
 	case EXEC_MSG_IMPORT:
 		if (in_fd < 0) {

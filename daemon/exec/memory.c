@@ -32,9 +32,17 @@ int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned i
 {
 	CUmemAllocationProp p = prop_for(dev);
 	uint64_t size = fence ? MEMORY_FENCE_ARENA_SIZE : MEMORY_ARENA_SIZE;
-	uint64_t want = MEMORY_ARENA_BASE + (uint64_t)index * size;
+	/*
+	 * A fenced arena is 16 TiB: at the same address for every GPU (each
+	 * executor is its own address space), below the top of the 47-bit user
+	 * address space that unified addressing shares with the CPU. Where that
+	 * is taken (a sanitizer's allocator lives at 0x600000000000), the next
+	 * candidate: a restarted executor tries them in the same order.
+	 */
+	static const uint64_t fence_bases[] = { MEMORY_ARENA_BASE, 0x200000000000ull, 0x400000000000ull };
+	uint64_t want = MEMORY_ARENA_BASE + (fence ? 0 : (uint64_t)index * size);
 	CUdeviceptr got = 0;
-	CUresult r;
+	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
 
 	memset(m, 0, sizeof(*m));
 	m->api = api;
@@ -45,7 +53,17 @@ int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned i
 	if (r != CUDA_SUCCESS)
 		return fail(m, r, "cuMemGetAllocationGranularity", why, cap);
 	/* fenced: aligned to the window size, so that each window is (address & mask) == base */
-	r = api->p_cuMemAddressReserve(&got, size, fence ? MEMORY_WINDOW_SIZE : 0, want, 0);
+	for (size_t i = 0; i < (fence ? sizeof(fence_bases) / sizeof(fence_bases[0]) : 1); i++) {
+		if (fence)
+			want = fence_bases[i];
+		got = 0;
+		r = api->p_cuMemAddressReserve(&got, size, fence ? MEMORY_WINDOW_SIZE : 0, want, 0);
+		if (r == CUDA_SUCCESS && got == want)
+			break;
+		if (r == CUDA_SUCCESS)
+			api->p_cuMemAddressFree(got, size);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	if (r == CUDA_SUCCESS && got == want) {
 		m->free = malloc(64 * sizeof(*m->free));
 		if (m->free) {
@@ -59,8 +77,10 @@ int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned i
 	if (r == CUDA_SUCCESS)
 		api->p_cuMemAddressFree(got, size);
 	if (fence) {
-		snprintf(why, cap, "cannot reserve the fenced executor's %llu TiB of device address space at %#llx",
-			 (unsigned long long)(size >> 40), (unsigned long long)want);
+		snprintf(why, cap, "cannot reserve the fenced executor's %llu TiB of device address space (tried %#llx, "
+				   "%#llx, %#llx)",
+			 (unsigned long long)(size >> 40), (unsigned long long)fence_bases[0],
+			 (unsigned long long)fence_bases[1], (unsigned long long)fence_bases[2]);
 		return -ENOMEM;
 	}
 	/* without the arena buffers still work, but may not survive a restart */
@@ -230,7 +250,8 @@ static int map(struct memory *m, uint64_t session, CUmemGenericAllocationHandle 
 		uint64_t off, lo = 0, hi = m->arena_size;
 		int rc;
 
-		if (at && (at < m->arena || at - m->arena > m->arena_size || size > m->arena_size - (at - m->arena))) {
+		if (!size || (at && (at < m->arena || at - m->arena >= m->arena_size ||
+				     size > m->arena_size - (at - m->arena)))) {
 			snprintf(why, cap, "device address %#llx is outside this executor's arena", (unsigned long long)at);
 			return -EADDRINUSE;
 		}
