@@ -28,8 +28,16 @@ jit_classes() {
 }
 $ctl sched --help >/dev/null 2>&1 || fail "this oooctl has no 'sched' command"
 {
-	sleep 1.5 # the executor's counters come about once a second
+	# the executor's counters come about once a second, and vadd's class may still be compiling (beside
+	# a new spare executor that starts when the first domain claims one): wait until they stand still
+	prev=-1
 	c0=$(jit_classes)
+	for _ in $(seq 20); do
+		[ "$c0" = "$prev" ] && break
+		prev=$c0
+		sleep 1.2
+		c0=$(jit_classes)
+	done
 	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" classes 130 2>&1)
 	echo "$out"
 	echo "$out" | grep -q '^ok' || fail "classes"
