@@ -66,12 +66,25 @@ counter() {
 	$ctl --json sched --interval 0 2>/dev/null | sed -n "s/^ *\"\($pat\)\": \([0-9][0-9]*\),*\$/\2/p" |
 		awk '{ s += $1 } END { print s + 0 }'
 }
+# steady KEY...: the counters' sum once two reports 1.2 s apart agree (work before may still be counted)
+steady() {
+	prev=-1
+	now=$(counter "$@")
+	for _ in $(seq 20); do
+		[ "$now" = "$prev" ] && break
+		prev=$now
+		sleep 1.2
+		now=$(counter "$@")
+	done
+	echo "$now"
+}
 # settle WANT KEY...: wait until the counters' sum has grown by WANT from $c0 (they come about once a
 # second), then a report more, and print the growth
 settle() {
 	want=$1
 	shift
-	for _ in $(seq 50); do [ $(($(counter "$@") - c0)) -ge "$want" ] && break; sleep 0.2; done
+	# (up to 30 s: under a sanitizer, or beside an executor that is starting, compiles come slowly)
+	for _ in $(seq 150); do [ $(($(counter "$@") - c0)) -ge "$want" ] && break; sleep 0.2; done
 	sleep 1.5
 	echo $(($(counter "$@") - c0))
 }

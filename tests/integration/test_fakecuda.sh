@@ -59,8 +59,7 @@ d=$(settle 1 stream_waits)
 ok "dp_check order, $d waits of a stream for another's bundle ($(echo "$out" | tail -1))"
 
 # one session's kernels hold at most 128 fusion classes, found or made
-sleep 1.5
-c0=$(counter compiles failures)
+c0=$(steady compiles failures)
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" classes 130 noresults 2>&1) || fail "launch_check classes: $out"
 d=$(settle 129 compiles failures)
 [ "$d" -eq 129 ] || fail "classes: $d new fusion classes, not 129 (128 of the first session, 1 of the others, none of the fourth)"
@@ -69,7 +68,7 @@ capped=$(grep -c 'holds 128 fusion classes' "$rundir/oood.log")
 ok "one session's 130 kernels made 128 fusion classes, others' kernel 1 more, a fourth session held to 128"
 
 # one session adds at most 8 of a class's 16 shapes: its 9th shape's two launches go unfused
-c0=$(counter direct_launches)
+c0=$(steady direct_launches)
 out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" shapes 2>&1) || fail "dp_check shapes: $out"
 d=$(settle 2 direct_launches)
 [ "$d" -eq 2 ] || fail "shapes: $d launches went unfused, not 2 (the first session's 9th shape, twice)"
