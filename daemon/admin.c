@@ -67,24 +67,12 @@ static void fill_session(struct ooo_session_rec *r, const struct session *s, uin
 	wire_strcpy(r->domain, sizeof(r->domain), s->domain);
 }
 
-/* Executor slots in use, in slot order; the offset counts those only. */
-static uint32_t used_slots(const struct server *srv, uint32_t *idx)
-{
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		if (srv->gpus.g[i].used)
-			idx[n++] = i;
-	}
-	return n;
-}
-
 static ssize_t admin_devices(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_device_rec) };
 	char *out = (char *)buf + sizeof(hdr);
 	uint64_t now = server_now_ns();
-	uint32_t idx[EXEC_MAX], n = used_slots(srv, idx);
+	uint32_t idx[EXEC_MAX], n = gpu_used_slots(srv, idx);
 
 	if (cap < sizeof(hdr))
 		return -EMSGSIZE;
@@ -128,7 +116,7 @@ static ssize_t admin_sched(struct server *srv, const struct ooo_msg_list_req *re
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_sched_rec) };
 	char *out = (char *)buf + sizeof(hdr);
 	uint64_t now = server_now_ns();
-	uint32_t idx[EXEC_MAX], n = used_slots(srv, idx);
+	uint32_t idx[EXEC_MAX], n = gpu_used_slots(srv, idx);
 
 	if (cap < sizeof(hdr))
 		return -EMSGSIZE;

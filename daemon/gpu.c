@@ -703,6 +703,17 @@ int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p,
 	return 0;
 }
 
+uint32_t gpu_used_slots(const struct server *srv, uint32_t *idx)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < srv->gpus.n; i++) {
+		if (srv->gpus.g[i].used)
+			idx[n++] = i;
+	}
+	return n;
+}
+
 uint32_t gpu_dev(const struct server *srv, uint32_t idx)
 {
 	return idx < EXEC_MAX ? srv->gpus.g[idx].dev : idx;

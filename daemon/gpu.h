@@ -136,6 +136,8 @@ int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *w
 int gpu_park(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *req, size_t len);
 /* Free the parked requests (server_fini). */
 void gpu_park_fini(struct server *srv);
+/* The executor slots in use, in slot order, into idx (EXEC_MAX entries); returns how many. Admin lists page them. */
+uint32_t gpu_used_slots(const struct server *srv, uint32_t *idx);
 /* The device of slot idx (what a tenant is told). */
 uint32_t gpu_dev(const struct server *srv, uint32_t idx);
 /* A slot of device dev that has reported the device (READY info), or NULL. */

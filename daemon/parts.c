@@ -193,12 +193,8 @@ ssize_t parts_admin_list(struct server *srv, const struct ooo_msg_list_req *req,
 {
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_part_gpu_rec) };
 	char *out = (char *)buf + sizeof(hdr);
-	uint32_t idx[EXEC_MAX], n = 0;
+	uint32_t idx[EXEC_MAX], n = gpu_used_slots(srv, idx);
 
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		if (srv->gpus.g[i].used)
-			idx[n++] = i;
-	}
 	if (cap < sizeof(hdr))
 		return -EMSGSIZE;
 	hdr.total = n;

@@ -651,6 +651,9 @@ static void kv(const char *key, const char *fmt, ...)
 
 static const char *dev_state(uint32_t s);
 
+/* An executor's trust domain as oooctl shows it: a GPU's spare has none */
+#define DOMAIN_NAME(d) ((d)[0] ? (d) : "(spare)")
+
 /* Sessions of trust domain d, and how many uids they have. */
 static void domain_sessions(const struct ooo_session_rec *ss, size_t nss, const char *d, uint32_t *n, uint32_t *uids)
 {
@@ -767,7 +770,7 @@ static int do_status(int argc, char **argv)
 			uint32_t n, uids;
 
 			snprintf(key, sizeof(key), "  gpu%" PRIu32 " %s", dv[i].device,
-				 dv[i].domain[0] ? dv[i].domain : "(spare)");
+				 DOMAIN_NAME(dv[i].domain));
 			domain_sessions(ss, nss, dv[i].domain, &n, &uids);
 			if (dv[i].domain[0])
 				kv(key, "%s, pid %" PRIu32 "; domain: %" PRIu32 " session%s of %" PRIu32 " uid%s",
@@ -1028,7 +1031,7 @@ static int do_devices(int argc, char **argv)
 		char b[64];
 
 		table_cell(&tab, "%" PRIu32, d[i].device);
-		table_cell(&tab, "%s", d[i].domain[0] ? d[i].domain : "(spare)");
+		table_cell(&tab, "%s", DOMAIN_NAME(d[i].domain));
 		table_cell(&tab, "%s", dev_state(d[i].state));
 		table_cell(&tab, "%s", d[i].name[0] ? d[i].name : "-");
 		table_cell(&tab, "%" PRIu32, d[i].sm_count);
@@ -1875,11 +1878,11 @@ static int do_sched(int argc, char **argv)
 			putchar('\n');
 		if (k == SCHED_NONE) {
 			printf("gpu %" PRIu32 " %s: no scheduler counters: %s\n", b->device,
-			       b->domain[0] ? b->domain : "(spare)", why);
+			       DOMAIN_NAME(b->domain), why);
 			continue;
 		}
 		printf("gpu %" PRIu32 " %s (%s): executor up %s, counters %s old", b->device,
-		       b->domain[0] ? b->domain : "(spare)", dev_state(b->state),
+		       DOMAIN_NAME(b->domain), dev_state(b->state),
 		       fmt_dur(b1, sizeof(b1), b->c.up_ns), fmt_dur(b2, sizeof(b2), b->age_ns));
 		if (k == SCHED_INTERVAL)
 			printf(", interval %s\n", fmt_dur(b1, sizeof(b1), d.snapshot_ns));
@@ -2889,7 +2892,6 @@ static int do_evict(int argc, char **argv)
 
 /* ---- partition ---------------------------------------------------------------- */
 
-#define DOMAIN_NAME(d) ((d)[0] ? (d) : "(spare)")
 
 /* Whether GPU r has answered plan `gen` (or a later one), or never will (not ready, or it got no plan). */
 static bool part_settled(const struct ooo_part_gpu_rec *r, uint64_t gen)
