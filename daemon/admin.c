@@ -67,78 +67,42 @@ static void fill_session(struct ooo_session_rec *r, const struct session *s, uin
 	wire_strcpy(r->domain, sizeof(r->domain), s->domain);
 }
 
-static ssize_t admin_devices(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+static void device_rec(struct server *srv, const struct gpu *g, void *rec, uint64_t now)
 {
-	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_device_rec) };
-	char *out = (char *)buf + sizeof(hdr);
-	uint64_t now = server_now_ns();
-	uint32_t idx[EXEC_MAX], n = gpu_used_slots(srv, idx);
+	const struct gpu *d = g->have_info && g->info.status == 0 ? g : gpu_dev_info(srv, g->dev);
+	struct ooo_device_rec *r = rec;
 
-	if (cap < sizeof(hdr))
-		return -EMSGSIZE;
-	hdr.total = n;
-	hdr.offset = req->offset > n ? n : req->offset;
-	for (uint32_t k = hdr.offset; k < n && (hdr.count + 1) * sizeof(struct ooo_device_rec) <= cap - sizeof(hdr);
-	     k++) {
-		const struct gpu *g = &srv->gpus.g[idx[k]];
-		const struct gpu *d = g->have_info && g->info.status == 0 ? g : gpu_dev_info(srv, g->dev);
-		struct ooo_device_rec r;
-
-		memset(&r, 0, sizeof(r));
-		r.index = g->idx;
-		r.device = g->dev;
-		wire_strcpy(r.domain, sizeof(r.domain), g->domain);
-		r.state = g->state;
-		r.pid = (uint32_t)g->pid;
-		r.restarts = g->restarts;
-		if (d) {
-			r.sm_count = d->info.sm_count;
-			r.cc_major = d->info.cc_major;
-			r.cc_minor = d->info.cc_minor;
-			r.driver_version = d->info.driver_version;
-			r.mem_total = d->info.mem_total;
-			r.mem_free = d->info.mem_free;
-			memcpy(r.uuid, d->info.uuid, sizeof(r.uuid));
-			wire_strcpy(r.name, sizeof(r.name), d->info.name);
-		}
-		r.up_ns = g->state == OOO_DEV_READY ? now - g->ready_ns : 0;
-		wire_strcpy(r.reason, sizeof(r.reason), g->reason);
-		memcpy(out + hdr.count * sizeof(r), &r, sizeof(r));
-		hdr.count++;
+	r->index = g->idx;
+	r->device = g->dev;
+	wire_strcpy(r->domain, sizeof(r->domain), g->domain);
+	r->state = g->state;
+	r->pid = (uint32_t)g->pid;
+	r->restarts = g->restarts;
+	if (d) {
+		r->sm_count = d->info.sm_count;
+		r->cc_major = d->info.cc_major;
+		r->cc_minor = d->info.cc_minor;
+		r->driver_version = d->info.driver_version;
+		r->mem_total = d->info.mem_total;
+		r->mem_free = d->info.mem_free;
+		memcpy(r->uuid, d->info.uuid, sizeof(r->uuid));
+		wire_strcpy(r->name, sizeof(r->name), d->info.name);
 	}
-	memcpy(buf, &hdr, sizeof(hdr));
-	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_device_rec));
+	r->up_ns = g->state == OOO_DEV_READY ? now - g->ready_ns : 0;
+	wire_strcpy(r->reason, sizeof(r->reason), g->reason);
 }
 
-/* One record per executor, paged like admin_devices: the counters it last sent, if any. */
-static ssize_t admin_sched(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+/* One record per executor: the counters it last sent, if any. */
+static void sched_rec(struct server *srv, const struct gpu *g, void *rec, uint64_t now)
 {
-	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_sched_rec) };
-	char *out = (char *)buf + sizeof(hdr);
-	uint64_t now = server_now_ns();
-	uint32_t idx[EXEC_MAX], n = gpu_used_slots(srv, idx);
+	struct ooo_sched_rec *r = rec;
 
-	if (cap < sizeof(hdr))
-		return -EMSGSIZE;
-	hdr.total = n;
-	hdr.offset = req->offset > n ? n : req->offset;
-	for (uint32_t k = hdr.offset; k < n && (hdr.count + 1) * sizeof(struct ooo_sched_rec) <= cap - sizeof(hdr);
-	     k++) {
-		const struct gpu *g = &srv->gpus.g[idx[k]];
-		struct ooo_sched_rec r;
-
-		memset(&r, 0, sizeof(r));
-		r.index = g->idx;
-		r.device = g->dev;
-		wire_strcpy(r.domain, sizeof(r.domain), g->domain);
-		r.state = g->state;
-		/* have = 0 leaves age_ns and the counters zero */
-		r.have = gpu_sched_counters(srv, g->idx, now, &r.c, &r.age_ns) ? 1 : 0;
-		memcpy(out + hdr.count * sizeof(r), &r, sizeof(r));
-		hdr.count++;
-	}
-	memcpy(buf, &hdr, sizeof(hdr));
-	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_sched_rec));
+	r->index = g->idx;
+	r->device = g->dev;
+	wire_strcpy(r->domain, sizeof(r->domain), g->domain);
+	r->state = g->state;
+	/* have = 0 leaves age_ns and the counters zero */
+	r->have = gpu_sched_counters(srv, g->idx, now, &r->c, &r->age_ns) ? 1 : 0;
 }
 
 ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap)
@@ -153,9 +117,9 @@ ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_
 	uint32_t idx = 0;
 
 	if (type == OOO_MSG_DEVICES)
-		return admin_devices(srv, req, buf, cap);
+		return gpu_list_slots(srv, req, buf, cap, sizeof(struct ooo_device_rec), device_rec);
 	if (type == OOO_MSG_SCHED)
-		return admin_sched(srv, req, buf, cap);
+		return gpu_list_slots(srv, req, buf, cap, sizeof(struct ooo_sched_rec), sched_rec);
 	if (type != OOO_MSG_TENANTS && type != OOO_MSG_SESSIONS)
 		return -EINVAL;
 	if (cap < sizeof(hdr))

@@ -703,15 +703,31 @@ int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p,
 	return 0;
 }
 
-uint32_t gpu_used_slots(const struct server *srv, uint32_t *idx)
+ssize_t gpu_list_slots(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap, size_t rec_size,
+		       gpu_rec_fn fill)
 {
-	uint32_t n = 0;
+	struct ooo_msg_list hdr = { .rec_size = (uint32_t)rec_size };
+	char *out = (char *)buf + sizeof(hdr);
+	uint64_t now = server_now_ns();
+	uint32_t idx[EXEC_MAX], n = 0;
 
+	if (cap < sizeof(hdr))
+		return -EMSGSIZE;
 	for (uint32_t i = 0; i < srv->gpus.n; i++) {
 		if (srv->gpus.g[i].used)
 			idx[n++] = i;
 	}
-	return n;
+	hdr.total = n;
+	hdr.offset = req->offset > n ? n : req->offset;
+	for (uint32_t k = hdr.offset; k < n && (hdr.count + 1) * rec_size <= cap - sizeof(hdr); k++) {
+		void *rec = out + hdr.count * rec_size;
+
+		memset(rec, 0, rec_size);
+		fill(srv, &srv->gpus.g[idx[k]], rec, now);
+		hdr.count++;
+	}
+	memcpy(buf, &hdr, sizeof(hdr));
+	return (ssize_t)(sizeof(hdr) + hdr.count * rec_size);
 }
 
 uint32_t gpu_dev(const struct server *srv, uint32_t idx)

@@ -136,8 +136,16 @@ int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *w
 int gpu_park(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *req, size_t len);
 /* Free the parked requests (server_fini). */
 void gpu_park_fini(struct server *srv);
-/* The executor slots in use, in slot order, into idx (EXEC_MAX entries); returns how many. Admin lists page them. */
-uint32_t gpu_used_slots(const struct server *srv, uint32_t *idx);
+/*
+ * An admin list of one record per executor slot in use, in slot order,
+ * paged by req->offset (which counts those slots): fill writes slot g's
+ * record at rec (zeroed, rec_size bytes) at time now. Returns the reply's
+ * length, or -EMSGSIZE.
+ */
+struct ooo_msg_list_req;
+typedef void (*gpu_rec_fn)(struct server *srv, const struct gpu *g, void *rec, uint64_t now);
+ssize_t gpu_list_slots(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap, size_t rec_size,
+		       gpu_rec_fn fill);
 /* The device of slot idx (what a tenant is told). */
 uint32_t gpu_dev(const struct server *srv, uint32_t idx);
 /* A slot of device dev that has reported the device (READY info), or NULL. */

@@ -189,45 +189,35 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 	return 0;
 }
 
+static void part_rec(struct server *srv, const struct gpu *g, void *rec, uint64_t now)
+{
+	const struct gpu_parts *gp = &g->parts;
+	bool applied = gp->answered == gp->generation && gp->generation && gp->status == 0;
+	struct ooo_part_gpu_rec *r = rec;
+
+	(void)srv;
+	(void)now;
+	r->index = g->idx;
+	r->device = g->dev;
+	wire_strcpy(r->domain, sizeof(r->domain), g->domain);
+	r->state = g->state;
+	r->generation = gp->generation;
+	r->answered = gp->answered;
+	r->status = gp->status;
+	r->n = gp->plan.n;
+	r->sm_count = g->have_info ? g->info.sm_count : 0;
+	r->granule = gp->granule;
+	r->shared_sms = applied ? gp->sms[gp->plan.n] : 0;
+	for (uint32_t k = 0; k < gp->plan.n; k++) {
+		wire_strcpy(r->p[k].class_name, sizeof(r->p[k].class_name), gp->plan.p[k].klass);
+		r->p[k].asked = gp->plan.p[k].sms;
+		r->p[k].sms = applied ? gp->sms[k] : 0;
+		r->p[k].source = gp->plan.p[k].source == PART_SRC_OOOCTL ? OOO_PART_OOOCTL : OOO_PART_POLICY;
+	}
+	wire_strcpy(r->reason, sizeof(r->reason), gp->reason);
+}
+
 ssize_t parts_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
-	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_part_gpu_rec) };
-	char *out = (char *)buf + sizeof(hdr);
-	uint32_t idx[EXEC_MAX], n = gpu_used_slots(srv, idx);
-
-	if (cap < sizeof(hdr))
-		return -EMSGSIZE;
-	hdr.total = n;
-	hdr.offset = req->offset > n ? n : req->offset;
-	for (uint32_t j = hdr.offset; j < n && (hdr.count + 1) * sizeof(struct ooo_part_gpu_rec) <= cap - sizeof(hdr);
-	     j++) {
-		const struct gpu *g = &srv->gpus.g[idx[j]];
-		const struct gpu_parts *gp = &g->parts;
-		bool applied = gp->answered == gp->generation && gp->generation && gp->status == 0;
-		struct ooo_part_gpu_rec r;
-
-		memset(&r, 0, sizeof(r));
-		r.index = g->idx;
-		r.device = g->dev;
-		wire_strcpy(r.domain, sizeof(r.domain), g->domain);
-		r.state = g->state;
-		r.generation = gp->generation;
-		r.answered = gp->answered;
-		r.status = gp->status;
-		r.n = gp->plan.n;
-		r.sm_count = g->have_info ? g->info.sm_count : 0;
-		r.granule = gp->granule;
-		r.shared_sms = applied ? gp->sms[gp->plan.n] : 0;
-		for (uint32_t k = 0; k < gp->plan.n; k++) {
-			wire_strcpy(r.p[k].class_name, sizeof(r.p[k].class_name), gp->plan.p[k].klass);
-			r.p[k].asked = gp->plan.p[k].sms;
-			r.p[k].sms = applied ? gp->sms[k] : 0;
-			r.p[k].source = gp->plan.p[k].source == PART_SRC_OOOCTL ? OOO_PART_OOOCTL : OOO_PART_POLICY;
-		}
-		wire_strcpy(r.reason, sizeof(r.reason), gp->reason);
-		memcpy(out + hdr.count * sizeof(r), &r, sizeof(r));
-		hdr.count++;
-	}
-	memcpy(buf, &hdr, sizeof(hdr));
-	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_part_gpu_rec));
+	return gpu_list_slots(srv, req, buf, cap, sizeof(struct ooo_part_gpu_rec), part_rec);
 }
