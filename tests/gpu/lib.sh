@@ -24,6 +24,24 @@ gpu_require_nvcc() {
 	fi
 }
 
+# corpus_ptx TMP: set $ptxdir to the PTX of tests/jit/kernels/*.cu: BUILD/tests/jit/ptx when test_corpus.sh
+# left it there, else compiled now with $nvcc into TMP/ptx, in parallel (say what failed)
+corpus_ptx() {
+	if [ -d "$build/tests/jit/ptx" ] && ls "$build/tests/jit/ptx"/*.ptx >/dev/null 2>&1; then
+		ptxdir=$build/tests/jit/ptx
+		echo "$name: PTX of the corpus from $ptxdir"
+		return
+	fi
+	ptxdir=$1/ptx
+	mkdir -p "$ptxdir"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	find "$(dirname "$0")/../jit/kernels" -maxdepth 1 -name '*.cu' -print0 |
+		xargs -0 -r -P "$(nproc 2>/dev/null || echo 4)" -I{} sh -c \
+			'b=$(basename "$3" .cu); "$1" -ptx -arch=sm_90 -O3 -o "$2/$b.ptx" "$3" 2>"$2/$b.log" ||
+			 { echo "nvcc failed on $3:"; cat "$2/$b.log"; }' _ "$nvcc" "$ptxdir" {}
+	echo "$name: compiled $(find "$ptxdir" -name '*.ptx' | wc -l) corpus files with nvcc"
+}
+
 # Start a private oood whose class "default" admits everyone, with extra class keys (printf-escaped).
 # MPS is off unless the caller sets gpu_mps to its own [mps] section (printf-escaped): these tests
 # measure the executor as the GPU's only context; tests/gpu/test_mps.sh runs it as an MPS client.

@@ -27,20 +27,8 @@ bad() {
 [ -x "$check" ] || { echo "$name: FAIL: $check is not built"; exit 1; }
 
 # 1. the corpus
-if [ -d "$build/tests/jit/ptx" ] && ls "$build/tests/jit/ptx"/*.ptx >/dev/null 2>&1; then
-	ptxdir=$build/tests/jit/ptx
-	echo "$name: PTX of the corpus from $ptxdir"
-else
-	ptxdir=$tmp/ptx
-	mkdir -p "$ptxdir"
-	ls "$corpus"/*.cu >/dev/null 2>&1 || bad "no kernels in $corpus"
-	# in parallel: the whole test has 300 s in tests/gpu/run.sh
-	# shellcheck disable=SC2016 # expanded by the inner sh
-	find "$corpus" -maxdepth 1 -name '*.cu' -print0 | xargs -0 -r -P "$(nproc 2>/dev/null || echo 4)" -I{} sh -c \
-		'b=$(basename "$3" .cu); "$1" -ptx -arch=sm_90 -O3 -o "$2/$b.ptx" "$3" 2>"$2/$b.log" ||
-		 { echo "nvcc failed on $3:"; cat "$2/$b.log"; }' _ "$nvcc" "$ptxdir" {}
-	echo "$name: compiled $(find "$ptxdir" -name '*.ptx' | wc -l) corpus files with nvcc"
-fi
+ls "$corpus"/*.cu >/dev/null 2>&1 || bad "no kernels in $corpus"
+corpus_ptx "$tmp" # in parallel: the whole test has 300 s in tests/gpu/run.sh
 mkdir -p "$tmp/dump"
 export JIT_CHECK_DUMP="$tmp/dump"
 timeout -k 5 200 "$check" "$libcuda" check "$corpus" "$ptxdir" >"$tmp/check.out" 2>&1

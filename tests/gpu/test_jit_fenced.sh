@@ -18,16 +18,7 @@ check=$build/tests/gpu/jit_check
 tmp=$(mktemp -d /tmp/ooo-jitf-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 [ -x "$check" ] || { echo "$name: FAIL: $check is not built"; exit 1; }
-if [ -d "$build/tests/jit/ptx" ] && ls "$build/tests/jit/ptx"/*.ptx >/dev/null 2>&1; then
-	ptxdir=$build/tests/jit/ptx
-else
-	ptxdir=$tmp/ptx
-	mkdir -p "$ptxdir"
-	# shellcheck disable=SC2016 # expanded by the inner sh
-	find "$corpus" -maxdepth 1 -name '*.cu' -print0 | xargs -0 -r -P "$(nproc 2>/dev/null || echo 4)" -I{} sh -c \
-		'b=$(basename "$3" .cu); "$1" -ptx -arch=sm_90 -O3 -o "$2/$b.ptx" "$3" 2>"$2/$b.log" ||
-		 { echo "nvcc failed on $3:"; cat "$2/$b.log"; }' _ "$nvcc" "$ptxdir" {}
-fi
+corpus_ptx "$tmp"
 mkdir -p "$tmp/dump"
 JIT_CHECK_FENCED=1 JIT_CHECK_DUMP="$tmp/dump" timeout -k 5 250 "$check" "$libcuda" check "$corpus" "$ptxdir" \
 	>"$tmp/check.out" 2>&1
