@@ -101,8 +101,21 @@ steady() {
 settle() {
 	want=$1
 	shift
-	# (up to 30 s: under a sanitizer, or beside an executor that is starting, compiles come slowly)
-	for _ in $(seq 150); do [ $(($(counter "$@") - c0)) -ge "$want" ] && break; sleep 0.2; done
+	# under a sanitizer compiles come slowly: wait while the sum still grows (it stalls 6 s: done), at most 120 s
+	last=-1
+	still=0
+	for _ in $(seq 600); do
+		got=$(($(counter "$@") - c0))
+		[ "$got" -ge "$want" ] && break
+		if [ "$got" = "$last" ]; then
+			still=$((still + 1))
+			[ "$still" -ge 30 ] && break
+		else
+			still=0
+			last=$got
+		fi
+		sleep 0.2
+	done
 	sleep 1.5
 	echo $(($(counter "$@") - c0))
 }
