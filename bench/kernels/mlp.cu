@@ -3,6 +3,8 @@
 // row: the lanes stride over the row (float4 loads when cols is a multiple
 // of 4 and W, x are 16-byte aligned, as the bench lays them out), then
 // reduce with shuffles. relu != 0 applies ReLU.
+// (bench/fencecost.sh times it fenced and unfenced at ooo-bench's default layer, 1024 x 1024:)
+// ooo-jit: kernel=gemv_bias_act expect=fusible grid=128 block=256 smem=0 params=in:f32:1048576;in:f32:1024;in:f32:1024;out:f32:1024;i32:1024;i32:1024;i32:1
 extern "C" __global__ void gemv_bias_act(const float *__restrict__ W, const float *__restrict__ x,
 					 const float *__restrict__ b, float *__restrict__ y, int rows, int cols,
 					 int relu)

@@ -5,6 +5,8 @@
 // that a warp's loads from Bs and its stores to C are consecutive. Bounds
 // are checked, so any M, N, K work; launch with grid (ceil(N/64),
 // ceil(M/64)) and block 256.
+// (bench/fencecost.sh times it fenced and unfenced at ooo-bench's default, M=256 N=128 K=1152:)
+// ooo-jit: kernel=sgemm expect=fusible grid=2,4 block=256 smem=0 params=in:f32:294912;in:f32:147456;out:f32:32768;i32:256;i32:128;i32:1152
 #define BM 64
 #define BN 64
 #define BK 16

@@ -13,6 +13,9 @@
  *   jit_check LIBCUDA bench PTX_FILE KERNEL SPEC
  *       32 separate launches vs one fused launch of 32 members, a kernel
  *       alone vs fused with one member, and the JIT's own cost
+ *   jit_check LIBCUDA fencecost SPEC_DIR PTX_DIR [--only NAME[,NAME...]]
+ *       kernel time of each kernel's fenced copy (jit_fence_all) against
+ *       the original, same buffers and launch; a table and a summary
  *
  * SPEC is a file holding the kernel's "ooo-jit:" line, or the line itself.
  * The spec line:
@@ -1518,56 +1521,104 @@ static void set_display_names(struct kspec *ks, size_t nk)
 	}
 }
 
-static int cmd_check(const char *spec_dir, const char *ptx_dir, const char *only)
+struct corpus {
+	char **names;         /* NAME.cu, sorted */
+	size_t nn;
+	struct pfile *files;  /* one per name */
+	struct kspec *ks;     /* every spec line */
+	size_t nk;
+};
+
+/* Read the spec lines of SPEC_DIR/NAME.cu and the PTX of each file that has one; false (and a FAIL line) when none. */
+static bool read_corpus(const char *spec_dir, const char *ptx_dir, struct corpus *c)
 {
 	DIR *d = opendir(spec_dir);
 	struct dirent *de;
-	char **names = NULL;
-	size_t nn = 0, ncap = 0, nk = 0, kcap = 0, nready = 0;
-	struct pfile *files;
-	struct kspec *ks = NULL, **ready;
+	size_t ncap = 0, kcap = 0;
 
+	memset(c, 0, sizeof(*c));
 	if (!d) {
 		printf("FAIL setup: cannot open %s: %s\n", spec_dir, strerror(errno));
 		g_failed++;
-		return 1;
+		return false;
 	}
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 		if (l < 4 || strcmp(de->d_name + l - 3, ".cu"))
 			continue;
-		if (nn == ncap) {
+		if (c->nn == ncap) {
 			ncap = ncap ? ncap * 2 : 64;
-			names = realloc(names, ncap * sizeof(*names));
-			if (!names)
+			c->names = realloc(c->names, ncap * sizeof(*c->names));
+			if (!c->names)
 				exit(2);
 		}
-		names[nn++] = xstrdup(de->d_name);
+		c->names[c->nn++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, nn, sizeof(*names), cmp_str);
-	files = xcalloc(nn, sizeof(*files));
-	for (size_t i = 0; i < nn; i++) {
-		struct pfile *pf = &files[i];
+	if (c->nn)
+		qsort(c->names, c->nn, sizeof(*c->names), cmp_str);
+	c->files = xcalloc(c->nn ? c->nn : 1, sizeof(*c->files));
+	for (size_t i = 0; i < c->nn; i++) {
+		struct pfile *pf = &c->files[i];
 		char path[4200];
-		size_t before = nk;
+		size_t before = c->nk;
 
-		snprintf(pf->base, sizeof(pf->base), "%.*s", (int)(strlen(names[i]) - 3), names[i]);
-		snprintf(path, sizeof(path), "%s/%s", spec_dir, names[i]);
-		read_specs(path, pf, &ks, &nk, &kcap);
-		if (nk == before)
+		snprintf(pf->base, sizeof(pf->base), "%.*s", (int)(strlen(c->names[i]) - 3), c->names[i]);
+		snprintf(path, sizeof(path), "%s/%s", spec_dir, c->names[i]);
+		read_specs(path, pf, &c->ks, &c->nk, &kcap);
+		if (c->nk == before)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s.ptx", ptx_dir, pf->base);
 		pf->ptx_path = xstrdup(path);
 		load_pfile(pf);
 	}
-	if (!nk) {
+	if (!c->nk) {
 		printf("FAIL setup: no ooo-jit spec lines in %s/*.cu\n", spec_dir);
 		g_failed++;
+		return false;
+	}
+	set_display_names(c->ks, c->nk);
+	return true;
+}
+
+static void free_corpus(struct corpus *c)
+{
+	for (size_t i = 0; i < c->nn; i++) {
+		ptx_module_free(c->files[i].mod);
+		ptx_module_free(c->files[i].fmod);
+		free(c->files[i].ftext);
+		if (c->files[i].cumod_gen == g_gen)
+			api.p_cuModuleUnload(c->files[i].cumod);
+		free(c->files[i].text);
+		free(c->files[i].ptx_path);
+		free(c->names[i]);
+	}
+	for (size_t i = 0; i < c->nk; i++) {
+		for (size_t j = 0; j < c->ks[i].nitems; j++)
+			free(c->ks[i].items[j].val);
+		free(c->ks[i].items);
+	}
+	free(c->ks);
+	free(c->files);
+	free(c->names);
+}
+
+static int cmd_check(const char *spec_dir, const char *ptx_dir, const char *only)
+{
+	struct corpus c;
+	size_t nn, nk, nready = 0;
+	struct pfile *files;
+	struct kspec *ks, **ready;
+
+	if (!read_corpus(spec_dir, ptx_dir, &c)) {
 		finish();
+		free_corpus(&c);
 		return 1;
 	}
-	set_display_names(ks, nk);
+	nn = c.nn;
+	nk = c.nk;
+	files = c.files;
+	ks = c.ks;
 	if (!g_resumed) {
 		double parse = 0;
 		size_t bytes = 0, nf = 0;
@@ -1635,23 +1686,189 @@ static int cmd_check(const char *spec_dir, const char *ptx_dir, const char *only
 	}
 	printf("check took %.1f s%s\n", now_s() - g_t0, g_execs ? " (with the restarts)" : "");
 	finish();
-	for (size_t i = 0; i < nn; i++) {
-		ptx_module_free(files[i].mod);
-		if (files[i].cumod_gen == g_gen)
-			api.p_cuModuleUnload(files[i].cumod);
-		free(files[i].text);
-		free(files[i].ptx_path);
-		free(names[i]);
-	}
-	for (size_t i = 0; i < nk; i++) {
-		for (size_t j = 0; j < ks[i].nitems; j++)
-			free(ks[i].items[j].val);
-		free(ks[i].items);
-	}
-	free(ks);
-	free(files);
-	free(names);
+	free_corpus(&c);
 	free(ready);
+	return g_failed != 0;
+}
+
+/* ---- fencecost: kernel time, fenced against unfenced ------------------------------------------- */
+
+struct fc_row {
+	const struct kspec *k;
+	double orig_us, fenced_us; /* medians, per launch */
+	int regs_o, regs_f;
+};
+
+static int cmp_ratio(const void *a, const void *b)
+{
+	const struct fc_row *x = a, *y = b;
+	double rx = x->fenced_us / x->orig_us, ry = y->fenced_us / y->orig_us;
+
+	return rx < ry ? -1 : rx > ry;
+}
+
+/*
+ * Every kernel of the corpus that the fence takes: its fenced copy (from
+ * jit_fence_all, window base 0 and mask 0, which admits every address and
+ * runs the same instructions as any window) against the original, same
+ * buffers, same launch. Each measurement is LAUNCHES back-to-back launches
+ * between two events, divided by LAUNCHES; original and fenced alternate,
+ * REPS times, and each side's median is reported. Kernels the fence
+ * refuses are listed with the reason.
+ */
+static int cmd_fencecost(const char *spec_dir, const char *ptx_dir, const char *only)
+{
+	enum { REPS = 21, LAUNCHES = 20, WARM = 3 };
+	struct corpus c;
+	struct fc_row *rows;
+	size_t nrows = 0, refused = 0;
+	CUstream st = NULL;
+	CUevent e0 = NULL, e1 = NULL;
+	CUresult r;
+	char jlog[16384];
+
+	g_fenced = true;
+	if (!read_corpus(spec_dir, ptx_dir, &c)) {
+		free_corpus(&c);
+		return 1;
+	}
+	if ((r = api.p_cuStreamCreate(&st, CU_STREAM_NON_BLOCKING)) || (r = api.p_cuEventCreate(&e0, 0)) ||
+	    (r = api.p_cuEventCreate(&e1, 0))) {
+		printf("FAIL setup: %s\n", cuerr(r));
+		return 1;
+	}
+	rows = xcalloc(c.nk ? c.nk : 1, sizeof(*rows));
+	printf("fencecost: kernel time per launch (us), medians of %d x %d back-to-back launches, original and "
+	       "fenced alternating\n",
+	       REPS, LAUNCHES);
+	printf("  %-44s %-12s %10s %10s %8s %9s\n", "kernel", "grid", "original", "fenced", "ratio", "regs o/f");
+	for (size_t i = 0; i < c.nk; i++) {
+		struct kspec *k = &c.ks[i];
+		struct pfile *pf = k->file;
+		CUmodule fm = NULL;
+		CUfunction fo, ff;
+		CUdeviceptr bufs[64] = { 0 };
+		void *args[66];
+		uint64_t zero = 0;
+		double to[REPS], tf[REPS];
+		char fname[JIT_NAME_MAX + 16], gridtxt[40];
+		bool bad = false;
+
+		if (!only_match(only, k) || !k->fusible)
+			continue;
+		if (!setup_kernel(k)) {
+			if (k->unfenced) {
+				printf("  %-44s not fenced: %s\n", k->disp, k->err);
+				refused++;
+			} else {
+				printf("FAIL %s: %s\n", k->disp, k->err);
+				g_failed++;
+			}
+			continue;
+		}
+		if (k->nitems > 64) {
+			printf("FAIL %s: more than 64 parameters\n", k->disp);
+			g_failed++;
+			continue;
+		}
+		snprintf(fname, sizeof(fname), "%s_ooo_fenced", k->name);
+		if ((r = ref_function(k, &fo, jlog, sizeof(jlog))) || (r = load_module(&fm, pf->ftext, jlog, sizeof(jlog))) ||
+		    (r = api.p_cuModuleGetFunction(&ff, fm, fname)) || (r = prepare_smem(fo, k->smem)) ||
+		    (r = prepare_smem(ff, k->smem))) {
+			printf("FAIL %s: loading: %s %.500s\n", k->disp, cuerr(r), jlog);
+			g_failed++;
+			if (fm)
+				api.p_cuModuleUnload(fm);
+			if (is_sticky(r))
+				break;
+			continue;
+		}
+		for (size_t j = 0; j < k->nitems && !bad; j++) {
+			struct pitem *it = &k->items[j];
+
+			if (is_buffer(it)) {
+				size_t bytes = item_bytes(it);
+				uint8_t *h = xcalloc(1, bytes + GUARD);
+
+				fill_buffer(it, h, bytes, fnv1a(k->name) ^ (uint64_t)(j + 1));
+				if ((r = xa.p_cuMemAlloc(&bufs[j], bytes + GUARD)) ||
+				    (r = api.p_cuMemcpyHtoD(bufs[j], h, bytes + GUARD)))
+					bad = true;
+				free(h);
+				args[j] = &bufs[j];
+			} else {
+				args[j] = it->val;
+			}
+		}
+		args[k->nitems] = &zero;     /* ooo_fence_base */
+		args[k->nitems + 1] = &zero; /* ooo_fence_mask: every address is in the window */
+		for (int rep = 0; rep < WARM + REPS && !bad; rep++) {
+			for (int side = 0; side < 2 && !bad; side++) {
+				CUfunction f = side ? ff : fo;
+				float ms = 0;
+
+				api.p_cuEventRecord(e0, st);
+				for (int l = 0; l < LAUNCHES; l++)
+					api.p_cuLaunchKernel(f, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+							     k->block[2], k->smem, st, args, NULL);
+				api.p_cuEventRecord(e1, st);
+				if ((r = api.p_cuStreamSynchronize(st)) || (r = xa.p_cuEventElapsedTime(&ms, e0, e1))) {
+					bad = true;
+					break;
+				}
+				if (rep >= WARM)
+					(side ? tf : to)[rep - WARM] = (double)ms * 1e3 / LAUNCHES;
+			}
+		}
+		if (bad) {
+			printf("FAIL %s: %s\n", k->disp, cuerr(r));
+			g_failed++;
+			if (is_sticky(r))
+				break;
+		} else {
+			struct fc_row *w = &rows[nrows++];
+
+			w->k = k;
+			w->orig_us = median(to, REPS);
+			w->fenced_us = median(tf, REPS);
+			api.p_cuFuncGetAttribute(&w->regs_o, CU_FUNC_ATTRIBUTE_NUM_REGS, fo);
+			api.p_cuFuncGetAttribute(&w->regs_f, CU_FUNC_ATTRIBUTE_NUM_REGS, ff);
+			snprintf(gridtxt, sizeof(gridtxt), "%ux%ux%u", k->grid[0], k->grid[1], k->grid[2]);
+			printf("  %-44s %-12s %10.2f %10.2f %7.3fx %4d/%-4d\n", k->disp, gridtxt, w->orig_us, w->fenced_us,
+			       w->fenced_us / w->orig_us, w->regs_o, w->regs_f);
+			g_passed++;
+		}
+		for (size_t j = 0; j < k->nitems; j++)
+			if (bufs[j])
+				xa.p_cuMemFree(bufs[j]);
+		api.p_cuModuleUnload(fm);
+	}
+	if (nrows) {
+		double gsum = 0, tot_o = 0, tot_f = 0;
+		size_t over3 = 0, over10 = 0;
+
+		for (size_t i = 0; i < nrows; i++) {
+			double q = rows[i].fenced_us / rows[i].orig_us;
+			gsum += log(q);
+			tot_o += rows[i].orig_us;
+			tot_f += rows[i].fenced_us;
+			over3 += q > 1.03;
+			over10 += q > 1.10;
+		}
+		qsort(rows, nrows, sizeof(*rows), cmp_ratio);
+		printf("fencecost: %zu kernels timed, %zu not fenced; fenced/original: geometric mean %.3fx, median %.3fx, "
+		       "min %.3fx (%s), max %.3fx (%s); sum of times %.3fx; %zu over 1.03x, %zu over 1.10x\n",
+		       nrows, refused, exp(gsum / (double)nrows), rows[nrows / 2].fenced_us / rows[nrows / 2].orig_us,
+		       rows[0].fenced_us / rows[0].orig_us, rows[0].k->disp,
+		       rows[nrows - 1].fenced_us / rows[nrows - 1].orig_us, rows[nrows - 1].k->disp, tot_f / tot_o, over3,
+		       over10);
+	}
+	api.p_cuEventDestroy(e0);
+	api.p_cuEventDestroy(e1);
+	api.p_cuStreamDestroy(st);
+	free(rows);
+	free_corpus(&c);
+	printf("%d passed, %d failed\n", g_passed, g_failed);
 	return g_failed != 0;
 }
 
@@ -2007,7 +2224,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: jit_check LIBCUDA check SPEC_DIR PTX_DIR [--only NAME[,NAME...]]\n"
 			"       jit_check LIBCUDA triton PTX_FILE KERNEL SPEC\n"
-			"       jit_check LIBCUDA bench PTX_FILE KERNEL SPEC\n");
+			"       jit_check LIBCUDA bench PTX_FILE KERNEL SPEC\n"
+			"       jit_check LIBCUDA fencecost SPEC_DIR PTX_DIR [--only NAME[,NAME...]]\n");
 	return 2;
 }
 
@@ -2032,6 +2250,16 @@ int main(int argc, char **argv)
 		if (cuda_setup(argv[1]) < 0)
 			return 1;
 		return cmd_check(argv[3], argv[4], only);
+	}
+	if (!strcmp(argv[2], "fencecost")) {
+		const char *only = NULL;
+		if (argc == 7 && !strcmp(argv[5], "--only"))
+			only = argv[6];
+		else if (argc != 5)
+			return usage();
+		if (cuda_setup(argv[1]) < 0)
+			return 1;
+		return cmd_fencecost(argv[3], argv[4], only);
 	}
 	if (!strcmp(argv[2], "triton") && argc == 6) {
 		if (cuda_setup(argv[1]) < 0)

@@ -14,7 +14,7 @@
 #  6. ooo-jit fuse of a rejected kernel alone exits 1 with its reason
 #  7. ooo-jit fence of every kernel (fusible or not): either a reason
 #     (exit 1), or PTX that ptxas accepts and that ooo-jit fence-check
-#     proves guarded; the same PTX with one guard's trap removed fails
+#     proves guarded; the same PTX with one guard's mask removed fails
 #     the check
 #  8. ooo-jit fence-all of every file (what a fenced executor loads): ptxas
 #     accepts the result, fence-check proves it when a kernel was fenced,
@@ -151,8 +151,8 @@ if [ "${1:-}" = "--job" ]; then
 			fail "fence-check of fenced $3" 1 "$log"
 		else
 			pass "fence $3: ptxas accepts it, fence-check proves it"
-			if grep -q "trap;" "$out"; then
-				awk 'done != 1 && /trap;/ { done = 1; next } { print }' "$out" >"$out.broken"
+			if grep -q "and.b64 %ooo_fm, %ooo_fa, %ooo_fo;" "$out"; then
+				awk 'done != 1 && /and.b64 %ooo_fm, %ooo_fa, %ooo_fo;/ { done = 1; next } { print }' "$out" >"$out.broken"
 				if limit "$jit" fence-check "$out.broken" >"$log" 2>&1; then
 					echo "FAIL fence-check accepted $3 with a guard removed" >>"$res"
 				else

@@ -100,21 +100,36 @@ static void test_guards(void **state)
 	assert_non_null(strstr(out, ".entry k_ooo_fenced("));
 	assert_non_null(strstr(out, ".param .u32 n, .param .u64 ooo_fence_base, .param .u64 ooo_fence_mask)"));
 	assert_non_null(strstr(out, "ld.param.u64 %ooo_fb, [ooo_fence_base];"));
-	/* global: offset folded, no space test */
-	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 4;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fk;\n"
-				    "\tsetp.eq.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\t@!%ooo_fp0 trap;\n\tld.global.u32"));
+	/* the prologue: ~mask and the violation flag */
+	assert_non_null(strstr(out, "not.b64 %ooo_fo, %ooo_fk;\n\tsetp.ne.u64 %ooo_fv, %ooo_fb, %ooo_fb;\n"));
+	/* global: the address confined to the window, (a & ~mask) | base, and used; outside sets the flag */
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 4;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n"
+				    "\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+				    "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32 %r2, [%ooo_fm];"));
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, -8;"));
+	assert_non_null(strstr(out, "st.global.v2.u32 [%ooo_fm], {%r2, %r2};"));
+	assert_non_null(strstr(out, "atom.global.add.u32 %r3, [%ooo_fm], 1;"));
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 12;"));
-	/* generic: shared and local pass */
-	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd1, 0;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fk;\n"
-				    "\tsetp.eq.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\tisspacep.shared %ooo_fp1, %ooo_fa;"));
-	/* predicated: the trap only where the access would run */
-	assert_non_null(strstr(out, "not.pred %ooo_fp2, %ooo_fp0;\n\tand.pred %ooo_fp2, %ooo_fp2, %p1;\n"
-				    "\t@%ooo_fp2 trap;\n\t@%p1 st.u32"));
-	assert_non_null(strstr(out, "not.pred %ooo_fp1, %p1;\n\tand.pred %ooo_fp2, %ooo_fp2, %ooo_fp1;\n"
-				    "\t@%ooo_fp2 trap;\n\t@!%p1 ld.global.nc"));
+	/* generic: shared and local pass unchanged */
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd1, 0;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n"
+				    "\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tisspacep.shared %ooo_fp1, %ooo_fa;\n"
+				    "\tisspacep.local %ooo_fp2, %ooo_fa;\n\tor.pred %ooo_fp1, %ooo_fp1, %ooo_fp2;\n"
+				    "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp1;\n"));
+	/* predicated: the flag only where the access runs */
+	assert_non_null(strstr(out, "\t@%p1 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@%p1 st.u32 [%ooo_fm], %r4;"));
+	assert_non_null(strstr(out, "\t@!%p1 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@!%p1 ld.global.nc.u32 %r5, [%ooo_fm];"));
+	/* no trap between accesses: one before the function returns, one where its body ends */
+	assert_non_null(strstr(out, "\t@%ooo_fv trap;\n\tret;\n\t@%ooo_fv trap;\n}"));
+	{
+		unsigned traps = 0;
+		for (const char *q = out; (q = strstr(q, "trap;")); q++)
+			traps++;
+		assert_int_equal(traps, 2);
+	}
+	assert_null(strstr(out, "[%rd"));
 	/* cp.async: the global source */
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 32;"));
+	assert_non_null(strstr(out, "cp.async.ca.shared.global [%r6], [%ooo_fm], 16;"));
 	/* shared accesses and cp.async bookkeeping are left alone */
 	assert_null(strstr(out, "%ooo_fa, %r6"));
 	assert_int_equal(check(out, err, sizeof(err)), 0);
@@ -166,15 +181,40 @@ static void test_checker(void **state)
 	static const struct {
 		const char *from, *to, *why;
 	} breaks[] = {
-		/* a guard gone */
-		{ "\t@!%ooo_fp0 trap;\n\tld.global.u32", "\tld.global.u32", "guard" },
-		/* the guard checks another address */
-		{ "add.s64 %ooo_fa, %rd2, 4;", "add.s64 %ooo_fa, %rd2, 0;", "exact guard" },
-		/* the guard's test weakened */
-		{ "setp.eq.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\t@!%ooo_fp0 trap;\n\tld.global.u32",
-		  "setp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fb;\n\t@!%ooo_fp0 trap;\n\tld.global.u32", "exact guard" },
-		/* a label between guard and access: a branch could skip the guard */
-		{ "\t@!%ooo_fp0 trap;\n\tld.global.u32", "\t@!%ooo_fp0 trap;\nL_sneak:\n\tld.global.u32", "guard" },
+		/* a guard gone: the access through its own address */
+		{ "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32 %r2, [%ooo_fm];",
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32 %r2, [%rd2+4];", "confined" },
+		/* the guard statements gone, the access still through %ooo_fm (of an earlier guard) */
+		{ "\tadd.s64 %ooo_fa, %rd2, -8;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n"
+		  "\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n",
+		  "", "guard" },
+		/* the mask dropped: %ooo_fm is the raw address */
+		{ "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
+		  "\tmov.b64 %ooo_fm, %ooo_fa;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32", "exact guard" },
+		/* masked with the mask itself instead of its complement */
+		{ "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
+		  "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fk;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32", "exact guard" },
+		/* the guard's address computed from a fence register */
+		{ "add.s64 %ooo_fa, %rd2, 4;", "add.s64 %ooo_fa, %ooo_fm, 4;", "names '%ooo_fm'" },
+		/* a label between guard and access: a branch could reach the access with any %ooo_fm */
+		{ "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\nL_sneak:\n\tld.global.u32", "guard" },
+		/* a second access after the guarded one, reusing its %ooo_fm */
+		{ "\tld.global.u32 %r2, [%ooo_fm];\n", "\tld.global.u32 %r2, [%ooo_fm];\n\tst.global.u32 [%ooo_fm], %r2;\n",
+		  "guard" },
+		/* %ooo_fm changed between guard and access */
+		{ "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tmov.b64 %ooo_fm, %rd1;\n\tld.global.u32", "guard" },
+		/* ~mask overwritten */
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.b64 %ooo_fo, -1;\n",
+		  "window register" },
+		/* the violation flag cleared by the kernel */
+		{ "\tmov.u32 %r6, sm;\n", "\tmov.u32 %r6, sm;\n\tsetp.ne.u32 %ooo_fv, 0, 0;\n",
+		  "outside the fence's own statements" },
 		/* the window register overwritten */
 		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u64 %ooo_fb, 0;\n",
 		  "window register" },
@@ -188,14 +228,24 @@ static void test_checker(void **state)
 		  "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.param.v2.u64 {%rd3, %ooo_fb}, [p];\n", "outside the fence's own statements" },
 		/* the prologue changed */
 		{ "ld.param.u64 %ooo_fk, [ooo_fence_mask];", "mov.u64 %ooo_fk, 0;", "prologue" },
-		/* a generic access given a global guard (shared/local test dropped, wrong for generic) */
-		{ "\tisspacep.shared %ooo_fp1, %ooo_fa;\n\tor.pred %ooo_fp0, %ooo_fp0, %ooo_fp1;\n"
-		  "\tisspacep.local %ooo_fp1, %ooo_fa;\n\tor.pred %ooo_fp0, %ooo_fp0, %ooo_fp1;\n\t@!%ooo_fp0 trap;\n\tld.u32",
-		  "\t@!%ooo_fp0 trap;\n\tld.u32", "guard" },
-		/* a predicated access guarded as if unconditional is accepted? no: the guard must match its predicate */
-		{ "\tnot.pred %ooo_fp2, %ooo_fp0;\n\tand.pred %ooo_fp2, %ooo_fp2, %p1;\n\t@%ooo_fp2 trap;\n\t@%p1 st.u32",
-		  "\tnot.pred %ooo_fp2, %ooo_fp0;\n\tand.pred %ooo_fp2, %ooo_fp2, %p2;\n\t@%ooo_fp2 trap;\n\t@%p1 st.u32",
+		/* a generic access given a global guard (shared/local test dropped: their addresses would be remapped) */
+		{ "\tisspacep.shared %ooo_fp1, %ooo_fa;\n\tisspacep.local %ooo_fp2, %ooo_fa;\n\tor.pred %ooo_fp1, %ooo_fp1, %ooo_fp2;\n"
+		  "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp1;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32",
+		  "\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32", "guard" },
+		/* a generic access letting every address through the shared/local test */
+		{ "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp1;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32",
+		  "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp0;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
+		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32", "exact guard" },
+		/* the flag set under another predicate than the access's */
+		{ "\t@%p1 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@%p1 st.u32", "\t@%p2 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@%p1 st.u32",
 		  "exact guard" },
+		/* a trap that reads the flag another way */
+		{ "\tmov.u32 %r6, sm;\n", "\tmov.u32 %r6, sm;\n\t@!%ooo_fv trap;\n", "outside the fence's own statements" },
+		/* no report before a return, or where the body ends */
+		{ "\t@%ooo_fv trap;\n\tret;", "\tret;", "without the violation report" },
+		{ "\tret;\n\t@%ooo_fv trap;\n}", "\tret;\n}", "does not end with the violation report" },
 	};
 	char err[256], *out;
 
@@ -217,7 +267,8 @@ static void test_checker(void **state)
 	assert_non_null(strstr(err, "no fenced entry"));
 	/* a refused instruction smuggled into a fenced entry */
 	{
-		char *bad = replace(out, "\tret;\n}", "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n\tret;\n}");
+		char *bad = replace(out, "\tret;\n\t@%ooo_fv trap;\n}",
+				    "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n\tret;\n\t@%ooo_fv trap;\n}");
 
 		assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
 		free(bad);
@@ -294,7 +345,7 @@ static void test_calls(void **state)
 	assert_non_null(strstr(err, "without the window"));
 	free(bad);
 	/* a guard removed in a fenced .func is found too */
-	bad = replace(out, "\t@!%ooo_fp0 trap;\n\tld.global.u32", "\tld.global.u32");
+	bad = replace(out, "ld.global.u32 %r1, [%ooo_fm];", "ld.global.u32 %r1, [%rd1+8];");
 	assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
 	free(bad);
 	free(out);
