@@ -34,7 +34,7 @@ struct mem_map {
  * aligned power-of-two range of the arena that holds all its buffers: the
  * fenced kernels of the session trap on any global address outside it.
  */
-#define MEMORY_WINDOW_SIZE (1ull << 36) /* 64 GiB per session */
+#define MEMORY_WINDOW_SIZE (1ull << 36) /* 64 GiB per session (the fence takes 4 GiB and up: jit.h) */
 #define MEMORY_WINDOWS 256u             /* sessions per fenced executor */
 #define MEMORY_FENCE_ARENA_SIZE (MEMORY_WINDOW_SIZE * MEMORY_WINDOWS) /* 16 TiB */
 

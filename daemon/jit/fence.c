@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fencing (docs/jit.md, "Fencing"): a copy of one kernel whose every global
- * and generic memory access traps unless its address lies in the tenant's
- * window, an aligned power-of-two range [base, base + size): the address
- * masked with ~(size - 1) must equal base. Generic addresses that point
- * into shared or local space (isspacep) pass. The window arrives as two
- * parameters appended to the kernel's own, ooo_fence_base and
- * ooo_fence_mask (= ~(size - 1)).
+ * and generic memory access goes to its address confined to the tenant's
+ * window, an aligned power-of-two range [base, base + size) of at least
+ * 4 GiB: the address's high half becomes (high & ~mask_high) | base_high,
+ * which leaves an address in the window as it is. Generic addresses that
+ * point into shared or local space (isspacep) pass unchanged. An address
+ * outside the window sets a flag, and the function traps on it before it
+ * returns or exits: the access went to the tenant's own window, and the
+ * launch fails. The window arrives as two parameters appended to the
+ * kernel's own, ooo_fence_base and ooo_fence_mask (= ~(size - 1)).
  *
  * What cannot be guarded instruction by instruction is refused, never
  * passed through: calls (the callee would need the window too), texture
@@ -16,9 +19,9 @@
  *
  * jit_fence_check() is the proof: independent of the rewriter, it walks a
  * fenced entry statement by statement and accepts it only when every
- * memory instruction that needs a guard is immediately preceded by the
- * exact guard for its own address and predicate, and the window registers
- * are written only by the prologue.
+ * memory instruction that needs a guard goes through %ooo_fm and is
+ * immediately preceded by the exact guard that confines %ooo_fm to the
+ * window, and the window registers are written only by the prologue.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -234,14 +237,42 @@ static bool reserved_name(const struct ptx_module *m, uint32_t t)
 }
 
 /*
+ * The first statements of every fenced function: the window, of which
+ * only the high halves are used (a window is at least 4 GiB, aligned to
+ * its size: its base's low half is 0 and its mask's all ones, so every
+ * address in it shares its high half with the base), base_hi and ~mask_hi
+ * written here and nowhere else; the guards' scratch; and the violation
+ * flag, 0 until an access outside the window runs.
+ */
+#define FENCE_PROLOGUE 9
+static const char *const fence_prologue[FENCE_PROLOGUE] = {
+	".reg .b64 %ooo_fb, %ooo_fk, %ooo_fa, %ooo_fm",
+	".reg .b32 %ooo_fbh, %ooo_fo, %ooo_fl, %ooo_fh, %ooo_fn, %ooo_fv, %ooo_fx",
+	".reg .pred %ooo_fp<3>",
+	"ld.param.u64 %ooo_fb, [ooo_fence_base]",
+	"ld.param.u64 %ooo_fk, [ooo_fence_mask]",
+	"mov.b64 {%ooo_fx, %ooo_fbh}, %ooo_fb",
+	"mov.b64 {%ooo_fx, %ooo_fo}, %ooo_fk",
+	"not.b32 %ooo_fo, %ooo_fo",
+	"mov.u32 %ooo_fv, 0",
+};
+
+/* The report of a violation, before every return or exit and where the body ends: two statements. */
+#define FENCE_REPORT1 "setp.ne.u32 %ooo_fp0, %ooo_fv, 0"
+#define FENCE_REPORT2 "@%ooo_fp0 trap"
+
+/*
  * The guard for one access, as text. The address goes into %ooo_fa; the
  * access itself is rewritten to use %ooo_fm, the address confined to the
- * window, (a & ~mask) | base, which is a itself when a is in the window
- * (generic: or when it points into shared or local space). An address
- * outside sets %ooo_fv (when the access runs: under its own predicate),
+ * window: its low half kept, its high half (h & ~mask_hi) | base_hi, which
+ * is h itself when the address is in the window (generic: or when it
+ * points into shared or local space). An address outside leaves a bit in
+ * %ooo_fv (h ^ confined h, when the access runs: under its own predicate),
  * and the function traps on %ooo_fv before it returns or exits. Nothing
- * traps between accesses: a trap there would hold every earlier load in
- * flight until it completes (measured: a tiled SGEMM took 2x as long).
+ * traps between accesses: a trap there holds every earlier load in flight
+ * until it completes, and a 64-bit compare per access feeding a predicate
+ * cost as much (measured on the H200: the tiled SGEMM of ooo-bench gemm
+ * 2x and 1.2x as long; 1.02x in this form).
  */
 static void emit_guard_addr(const struct ptx_module *m, const struct addr *a, struct jit_buf *b)
 {
@@ -257,20 +288,23 @@ static void emit_guard_addr(const struct ptx_module *m, const struct addr *a, st
 /* The guard after its first line: `kind` FK_GLOBAL or FK_GENERIC; pred/neg the access's predicate. */
 static void emit_guard_rest(const struct ptx_module *m, enum fkind kind, uint32_t pred, bool neg, struct jit_buf *b)
 {
-	buf_puts(b, "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n"
-		    "\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n");
+	/* plain and/or/xor, which ptxas merges into LOP3s (a hand-written lop3 crashed ptxas 13.0 in a .func) */
+	buf_puts(b, "\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
+		    "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n"
+		    "\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n");
 	if (kind == FK_GENERIC)
 		buf_puts(b, "\tisspacep.shared %ooo_fp1, %ooo_fa;\n"
 			    "\tisspacep.local %ooo_fp2, %ooo_fa;\n"
 			    "\tor.pred %ooo_fp1, %ooo_fp1, %ooo_fp2;\n"
-			    "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp1;\n");
-	buf_puts(b, "\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n\t");
+			    "\tselp.b32 %ooo_fn, %ooo_fh, %ooo_fn, %ooo_fp1;\n");
+	buf_puts(b, "\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+		    "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\t");
 	if (pred != UINT32_MAX) {
 		buf_puts(b, neg ? "@!" : "@");
 		buf_put(b, tok_s(m, pred), m->toks[pred].len);
 		buf_puts(b, " ");
 	}
-	buf_puts(b, "or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n");
+	buf_puts(b, "or.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n");
 }
 
 /* ld/st.param with its one address a symbol(+imm): the kernel's or a call's own parameters, nothing computed. */
@@ -465,24 +499,6 @@ static int check_fn(const struct ptx_module *m, const struct func *f, const char
 	return 0;
 }
 
-/*
- * The first statements of every fenced function: the window (base, mask
- * and ~mask, written here and nowhere else), the guards' scratch, and the
- * violation flag, false until an access outside the window runs.
- */
-#define FENCE_PROLOGUE 7
-static const char *const fence_prologue[FENCE_PROLOGUE] = {
-	".reg .b64 %ooo_fb, %ooo_fk, %ooo_fo, %ooo_fa, %ooo_fm",
-	".reg .pred %ooo_fp<3>",
-	".reg .pred %ooo_fv",
-	"ld.param.u64 %ooo_fb, [ooo_fence_base]",
-	"ld.param.u64 %ooo_fk, [ooo_fence_mask]",
-	"not.b64 %ooo_fo, %ooo_fk",
-	"setp.ne.u64 %ooo_fv, %ooo_fb, %ooo_fb",
-};
-
-#define FENCE_TRAP "@%ooo_fv trap"
-
 struct fence_gen {
 	const struct ptx_module *m;
 	const struct func *f;
@@ -595,7 +611,7 @@ static void emit_fn(struct fence_gen *g, struct jit_buf *out)
 				/* a violation is reported (a trap) before the function returns or exits */
 				if (op < stmt_end(s) && (starts(tok_s(m, op), m->toks[op].len, "ret") ||
 							 starts(tok_s(m, op), m->toks[op].len, "exit")))
-					buf_puts(out, "\t" FENCE_TRAP ";\n");
+					buf_puts(out, "\t" FENCE_REPORT1 ";\n\t" FENCE_REPORT2 ";\n");
 			}
 		}
 		switch (s->kind) {
@@ -618,7 +634,7 @@ static void emit_fn(struct fence_gen *g, struct jit_buf *out)
 	g->call = false;
 	g->an = 0;
 	/* and where the body ends without a ret */
-	buf_puts(out, "\t" FENCE_TRAP ";\n}\n");
+	buf_puts(out, "\t" FENCE_REPORT1 ";\n\t" FENCE_REPORT2 ";\n}\n");
 }
 
 /* Does the function, in its body, name a module .global variable (its address, or a direct access)? */
@@ -906,6 +922,24 @@ static bool text_is(struct jit_buf *b, const char *want)
 	return b->len == n && memcmp(b->data, want, n) == 0;
 }
 
+/* Are body statements i - 1 and i of f the violation report (test, then trap)? */
+static bool report_at(const struct ptx_module *m, const struct func *f, uint32_t i, struct jit_buf *t)
+{
+	const struct stmt *a, *b;
+
+	if (i < 1 || i >= f->body_n)
+		return false;
+	a = &m->stmts[f->body_first + i - 1];
+	b = &m->stmts[f->body_first + i];
+	if (a->kind != ST_INSN || b->kind != ST_INSN)
+		return false;
+	stmt_text(m, a, t);
+	if (!text_is(t, FENCE_REPORT1))
+		return false;
+	stmt_text(m, b, t);
+	return text_is(t, FENCE_REPORT2);
+}
+
 /* Parse the guard texts our rewriter writes, with the printer's spacing, into a reference to compare. */
 static int check_entry(const struct ptx_module *m, const struct func *f, char *err, size_t errlen)
 {
@@ -945,24 +979,24 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 			continue;
 		/* a guard's statements are checked with the access they guard; any other use of %ooo_ is refused below */
 		if (op + 1 < stmt_end(s) && m->toks[op + 1].kind == T_REG && reserved_name(m, op + 1)) {
-			if (tok_is(m, op + 1, "%ooo_fb") || tok_is(m, op + 1, "%ooo_fk") || tok_is(m, op + 1, "%ooo_fo")) {
+			if (tok_is(m, op + 1, "%ooo_fb") || tok_is(m, op + 1, "%ooo_fk") || tok_is(m, op + 1, "%ooo_fbh") ||
+			    tok_is(m, op + 1, "%ooo_fo")) {
 				rc = failf(err, errlen, "%.*s: line %u writes a window register", nlen, name, m->toks[op].line);
 				break;
 			}
 			continue;
 		}
 		if (tok_is(m, op, "trap")) {
-			/* the report of a violation reads the flag: nothing else may */
-			stmt_text(m, s, &t);
-			own[i] = text_is(&t, FENCE_TRAP);
+			/* the report of a violation (the only reader of the flag) is own with the test before it */
+			if (report_at(m, f, i, &t)) {
+				own[i - 1] = true;
+				own[i] = true;
+			}
 			continue;
 		}
 		/* and is made before every return or exit (not for safety: so that a violation is reported) */
 		if (starts(tok_s(m, op), m->toks[op].len, "ret") || starts(tok_s(m, op), m->toks[op].len, "exit")) {
-			const struct stmt *ps = &m->stmts[f->body_first + i - 1];
-
-			stmt_text(m, ps, &t);
-			if (ps->kind != ST_INSN || !text_is(&t, FENCE_TRAP)) {
+			if (!report_at(m, f, i - 1, &t)) {
 				rc = failf(err, errlen, "%.*s: line %u: a return or exit without the violation report before it",
 					   nlen, name, m->toks[op].line);
 				break;
@@ -1114,13 +1148,8 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 			guards++;
 		}
 	}
-	if (!rc) {
-		const struct stmt *ls = &m->stmts[f->body_first + f->body_n - 1];
-
-		stmt_text(m, ls, &t);
-		if (ls->kind != ST_INSN || !text_is(&t, FENCE_TRAP))
-			rc = failf(err, errlen, "%.*s: the body does not end with the violation report", nlen, name);
-	}
+	if (!rc && !report_at(m, f, f->body_n - 1, &t))
+		rc = failf(err, errlen, "%.*s: the body does not end with the violation report", nlen, name);
 	/*
 	 * Everything else must leave the fence's names alone: no declaration of
 	 * them in an inner scope (a shadow %ooo_fb would make the guards compare

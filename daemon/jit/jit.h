@@ -82,11 +82,15 @@ int ptx_print(const struct ptx_module *m, struct jit_buf *out);
 /*
  * Fencing (fence.c): print the module with a copy of `kernel`, named
  * KERNEL_ooo_fenced and taking two more parameters (ooo_fence_base,
- * ooo_fence_mask = ~(window size - 1)), whose every global and generic
- * memory access traps unless (address & mask) == base; generic addresses in
- * shared or local space pass. Returns 0, or -EINVAL with the reason when the
- * kernel cannot be fenced completely (calls, textures, bulk copies, module
- * .global variables, ...): such a kernel is never fenced in part.
+ * ooo_fence_mask = ~(window size - 1); the window at least 4 GiB and
+ * aligned to its size: only the high 32 bits of base and mask are read),
+ * whose every global and generic memory access goes to its address
+ * confined to the window (the address itself when it is in the window;
+ * generic addresses in shared or local space pass unchanged); an address
+ * outside also makes the kernel trap before it returns. Returns 0, or
+ * -EINVAL with the reason when the kernel cannot be fenced completely
+ * (calls, textures, bulk copies, module .global variables, ...): such a
+ * kernel is never fenced in part.
  */
 int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *out, char *err, size_t errlen);
 /*
@@ -101,10 +105,11 @@ int jit_fence(const struct ptx_module *m, const char *kernel, struct jit_buf *ou
 int jit_fence_all(const struct ptx_module *m, struct jit_buf *out, unsigned *nfenced, struct jit_buf *why, char *err,
 		  size_t errlen);
 /*
- * The static proof: every *_ooo_fenced entry of the PTX guards each of its
- * memory instructions with the exact guard for its address and predicate,
- * and writes the window registers only in its prologue. Returns 0 (with the
- * number of fenced entries), or -EINVAL naming the first offence.
+ * The static proof: every *_ooo_fenced entry of the PTX accesses memory
+ * only through the address its guard, right before the access, confined
+ * to the window; writes the window registers only in its prologue; and
+ * reports a violation before it returns. Returns 0 (with the number of
+ * fenced entries), or -EINVAL naming the first offence.
  */
 int jit_fence_check(const char *ptx, size_t len, unsigned *nfenced, char *err, size_t errlen);
 

@@ -1470,8 +1470,9 @@ static bool is_param_name(const struct ptx_module *m, const struct func *f, cons
  */
 static bool fence_name(const char *s, size_t n)
 {
-	static const char *const names[] = { "ooo_fence_base", "ooo_fence_mask", "%ooo_fa",  "%ooo_fb",  "%ooo_fk",
-					     "%ooo_fo",	       "%ooo_fm",	 "%ooo_fv",  "%ooo_fp",  "%ooo_fp0",
+	static const char *const names[] = { "ooo_fence_base", "ooo_fence_mask", "%ooo_fa",  "%ooo_fb", "%ooo_fk",
+					     "%ooo_fm",	       "%ooo_fbh",	 "%ooo_fo",  "%ooo_fl", "%ooo_fh",
+					     "%ooo_fn",	       "%ooo_fv",	 "%ooo_fx",  "%ooo_fp", "%ooo_fp0",
 					     "%ooo_fp1",       "%ooo_fp2",	 NULL };
 
 	for (int i = 0; names[i]; i++)

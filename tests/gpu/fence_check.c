@@ -5,7 +5,7 @@
  *
  *   fence_check LIBCUDA [generic|func]
  *
- * The tenant's window is a 1 GiB aligned range reserved with
+ * The tenant's window is a 4 GiB aligned range reserved with
  * cuMemAddressReserve, 256 MiB of it mapped (cuMemCreate/cuMemMap); the
  * kernels below are fenced in process (jit_fence) and proven
  * (jit_fence_check) before they load. Checks, one line each, "ok: ..." or
@@ -146,7 +146,7 @@ static const char ptx[] =
 
 static const char *const kernels[] = { "poke", "poke_generic", "copy", "fma", "shared_generic", "poke_func" };
 #define NK 6
-#define WINDOW (1ull << 30)
+#define WINDOW (4ull << 30) /* the smallest window the fence takes (jit.h) */
 #define MAPPED (256ull << 20)
 
 static struct cuda_api api;

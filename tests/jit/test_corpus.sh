@@ -151,8 +151,8 @@ if [ "${1:-}" = "--job" ]; then
 			fail "fence-check of fenced $3" 1 "$log"
 		else
 			pass "fence $3: ptxas accepts it, fence-check proves it"
-			if grep -q "and.b64 %ooo_fm, %ooo_fa, %ooo_fo;" "$out"; then
-				awk 'done != 1 && /and.b64 %ooo_fm, %ooo_fa, %ooo_fo;/ { done = 1; next } { print }' "$out" >"$out.broken"
+			if grep -q "and.b32 %ooo_fn, %ooo_fh, %ooo_fo;" "$out"; then
+				awk 'done != 1 && /and.b32 %ooo_fn, %ooo_fh, %ooo_fo;/ { done = 1; next } { print }' "$out" >"$out.broken"
 				if limit "$jit" fence-check "$out.broken" >"$log" 2>&1; then
 					echo "FAIL fence-check accepted $3 with a guard removed" >>"$res"
 				else

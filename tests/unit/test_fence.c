@@ -100,26 +100,30 @@ static void test_guards(void **state)
 	assert_non_null(strstr(out, ".entry k_ooo_fenced("));
 	assert_non_null(strstr(out, ".param .u32 n, .param .u64 ooo_fence_base, .param .u64 ooo_fence_mask)"));
 	assert_non_null(strstr(out, "ld.param.u64 %ooo_fb, [ooo_fence_base];"));
-	/* the prologue: ~mask and the violation flag */
-	assert_non_null(strstr(out, "not.b64 %ooo_fo, %ooo_fk;\n\tsetp.ne.u64 %ooo_fv, %ooo_fb, %ooo_fb;\n"));
-	/* global: the address confined to the window, (a & ~mask) | base, and used; outside sets the flag */
-	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 4;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n"
-				    "\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-				    "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32 %r2, [%ooo_fm];"));
+	/* the prologue: the window's high halves, base and ~mask, and the violation flag */
+	assert_non_null(strstr(out, "mov.b64 {%ooo_fx, %ooo_fbh}, %ooo_fb;\n\tmov.b64 {%ooo_fx, %ooo_fo}, %ooo_fk;\n"
+				    "\tnot.b32 %ooo_fo, %ooo_fo;\n\tmov.u32 %ooo_fv, 0;\n"));
+	/* global: the address confined to the window (its high half (h & ~mask) | base) and used; outside, the flag */
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 4;\n\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
+				    "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+				    "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n"
+				    "\tld.global.u32 %r2, [%ooo_fm];"));
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, -8;"));
 	assert_non_null(strstr(out, "st.global.v2.u32 [%ooo_fm], {%r2, %r2};"));
 	assert_non_null(strstr(out, "atom.global.add.u32 %r3, [%ooo_fm], 1;"));
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 12;"));
 	/* generic: shared and local pass unchanged */
-	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd1, 0;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n"
-				    "\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tisspacep.shared %ooo_fp1, %ooo_fa;\n"
+	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd1, 0;\n\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
+				    "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n\tisspacep.shared %ooo_fp1, %ooo_fa;\n"
 				    "\tisspacep.local %ooo_fp2, %ooo_fa;\n\tor.pred %ooo_fp1, %ooo_fp1, %ooo_fp2;\n"
-				    "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp1;\n"));
+				    "\tselp.b32 %ooo_fn, %ooo_fh, %ooo_fn, %ooo_fp1;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"));
 	/* predicated: the flag only where the access runs */
-	assert_non_null(strstr(out, "\t@%p1 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@%p1 st.u32 [%ooo_fm], %r4;"));
-	assert_non_null(strstr(out, "\t@!%p1 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@!%p1 ld.global.nc.u32 %r5, [%ooo_fm];"));
+	assert_non_null(strstr(out, "\t@%p1 or.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\t@%p1 st.u32 [%ooo_fm], %r4;"));
+	assert_non_null(
+		strstr(out, "\t@!%p1 or.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\t@!%p1 ld.global.nc.u32 %r5, [%ooo_fm];"));
 	/* no trap between accesses: one before the function returns, one where its body ends */
-	assert_non_null(strstr(out, "\t@%ooo_fv trap;\n\tret;\n\t@%ooo_fv trap;\n}"));
+	assert_non_null(strstr(out, "\tsetp.ne.u32 %ooo_fp0, %ooo_fv, 0;\n\t@%ooo_fp0 trap;\n\tret;\n"
+				    "\tsetp.ne.u32 %ooo_fp0, %ooo_fv, 0;\n\t@%ooo_fp0 trap;\n}"));
 	{
 		unsigned traps = 0;
 		for (const char *q = out; (q = strstr(q, "trap;")); q++)
@@ -182,39 +186,45 @@ static void test_checker(void **state)
 		const char *from, *to, *why;
 	} breaks[] = {
 		/* a guard gone: the access through its own address */
-		{ "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32 %r2, [%ooo_fm];",
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32 %r2, [%rd2+4];", "confined" },
+		{ "\tld.global.u32 %r2, [%ooo_fm];", "\tld.global.u32 %r2, [%rd2+4];", "confined" },
 		/* the guard statements gone, the access still through %ooo_fm (of an earlier guard) */
-		{ "\tadd.s64 %ooo_fa, %rd2, -8;\n\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n"
-		  "\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n",
+		{ "\tadd.s64 %ooo_fa, %rd2, -8;\n\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
+		  "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+		  "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n",
 		  "", "guard" },
-		/* the mask dropped: %ooo_fm is the raw address */
-		{ "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
-		  "\tmov.b64 %ooo_fm, %ooo_fa;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32", "exact guard" },
-		/* masked with the mask itself instead of its complement */
-		{ "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fo;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
-		  "\tand.b64 %ooo_fm, %ooo_fa, %ooo_fk;\n\tor.b64 %ooo_fm, %ooo_fm, %ooo_fb;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32", "exact guard" },
+		/* the confinement dropped: %ooo_fm is the raw address */
+		{ "\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n"
+		  "\tld.global.u32",
+		  "\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fh};\n\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n"
+		  "\tld.global.u32",
+		  "exact guard" },
+		/* h | ~mask instead of h & ~mask lets the high half through */
+		{ "and.b32 %ooo_fn, %ooo_fh, %ooo_fo;", "or.b32 %ooo_fn, %ooo_fh, %ooo_fo;", "exact guard" },
+		/* confined with another register than ~mask */
+		{ "and.b32 %ooo_fn, %ooo_fh, %ooo_fo;", "and.b32 %ooo_fn, %ooo_fh, %ooo_fx;", "exact guard" },
+		/* the flag computed so that it never shows a violation */
+		{ "xor.b32 %ooo_fx, %ooo_fh, %ooo_fn;", "xor.b32 %ooo_fx, %ooo_fh, %ooo_fh;", "exact guard" },
 		/* the guard's address computed from a fence register */
 		{ "add.s64 %ooo_fa, %rd2, 4;", "add.s64 %ooo_fa, %ooo_fm, 4;", "names '%ooo_fm'" },
 		/* a label between guard and access: a branch could reach the access with any %ooo_fm */
-		{ "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\nL_sneak:\n\tld.global.u32", "guard" },
+		{ "\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tld.global.u32",
+		  "\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\nL_sneak:\n\tld.global.u32", "guard" },
 		/* a second access after the guarded one, reusing its %ooo_fm */
 		{ "\tld.global.u32 %r2, [%ooo_fm];\n", "\tld.global.u32 %r2, [%ooo_fm];\n\tst.global.u32 [%ooo_fm], %r2;\n",
 		  "guard" },
 		/* %ooo_fm changed between guard and access */
-		{ "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.global.u32",
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tmov.b64 %ooo_fm, %rd1;\n\tld.global.u32", "guard" },
-		/* ~mask overwritten */
-		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.b64 %ooo_fo, -1;\n",
+		{ "\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tld.global.u32",
+		  "\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tmov.b64 %ooo_fm, %rd1;\n\tld.global.u32", "guard" },
+		/* ~mask or the base overwritten */
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.b32 %ooo_fo, -1;\n",
 		  "window register" },
-		/* the violation flag cleared by the kernel */
-		{ "\tmov.u32 %r6, sm;\n", "\tmov.u32 %r6, sm;\n\tsetp.ne.u32 %ooo_fv, 0, 0;\n",
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.b32 %ooo_fbh, 0;\n",
+		  "window register" },
+		/* ... through a vector destination */
+		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.b64 {%r1, %ooo_fo}, %rd1;\n",
 		  "outside the fence's own statements" },
+		/* the violation flag cleared by the kernel */
+		{ "\tmov.u32 %r6, sm;\n", "\tmov.u32 %r6, sm;\n\tmov.u32 %ooo_fv, 0;\n", "outside the fence's own statements" },
 		/* the window register overwritten */
 		{ "\tcvta.to.global.u64 %rd2, %rd1;\n", "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u64 %ooo_fb, 0;\n",
 		  "window register" },
@@ -230,22 +240,24 @@ static void test_checker(void **state)
 		{ "ld.param.u64 %ooo_fk, [ooo_fence_mask];", "mov.u64 %ooo_fk, 0;", "prologue" },
 		/* a generic access given a global guard (shared/local test dropped: their addresses would be remapped) */
 		{ "\tisspacep.shared %ooo_fp1, %ooo_fa;\n\tisspacep.local %ooo_fp2, %ooo_fa;\n\tor.pred %ooo_fp1, %ooo_fp1, %ooo_fp2;\n"
-		  "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp1;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32",
-		  "\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32", "guard" },
+		  "\tselp.b32 %ooo_fn, %ooo_fh, %ooo_fn, %ooo_fp1;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+		  "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tld.u32",
+		  "\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tld.u32", "guard" },
 		/* a generic access letting every address through the shared/local test */
-		{ "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp1;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32",
-		  "\tselp.b64 %ooo_fm, %ooo_fa, %ooo_fm, %ooo_fp0;\n\tsetp.ne.u64 %ooo_fp0, %ooo_fm, %ooo_fa;\n"
-		  "\tor.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\tld.u32", "exact guard" },
+		{ "\tselp.b32 %ooo_fn, %ooo_fh, %ooo_fn, %ooo_fp1;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+		  "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tld.u32",
+		  "\tselp.b32 %ooo_fn, %ooo_fh, %ooo_fn, %ooo_fp0;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+		  "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tld.u32", "exact guard" },
 		/* the flag set under another predicate than the access's */
-		{ "\t@%p1 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@%p1 st.u32", "\t@%p2 or.pred %ooo_fv, %ooo_fv, %ooo_fp0;\n\t@%p1 st.u32",
-		  "exact guard" },
+		{ "\t@%p1 or.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\t@%p1 st.u32",
+		  "\t@%p2 or.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\t@%p1 st.u32", "exact guard" },
 		/* a trap that reads the flag another way */
-		{ "\tmov.u32 %r6, sm;\n", "\tmov.u32 %r6, sm;\n\t@!%ooo_fv trap;\n", "outside the fence's own statements" },
+		{ "\tmov.u32 %r6, sm;\n", "\tmov.u32 %r6, sm;\n\tsetp.eq.u32 %ooo_fp0, %ooo_fv, 0;\n\t@%ooo_fp0 trap;\n",
+		  "outside the fence's own statements" },
 		/* no report before a return, or where the body ends */
-		{ "\t@%ooo_fv trap;\n\tret;", "\tret;", "without the violation report" },
-		{ "\tret;\n\t@%ooo_fv trap;\n}", "\tret;\n}", "does not end with the violation report" },
+		{ "\tsetp.ne.u32 %ooo_fp0, %ooo_fv, 0;\n\t@%ooo_fp0 trap;\n\tret;", "\tret;", "without the violation report" },
+		{ "\tret;\n\tsetp.ne.u32 %ooo_fp0, %ooo_fv, 0;\n\t@%ooo_fp0 trap;\n}", "\tret;\n}",
+		  "does not end with the violation report" },
 	};
 	char err[256], *out;
 
@@ -267,10 +279,11 @@ static void test_checker(void **state)
 	assert_non_null(strstr(err, "no fenced entry"));
 	/* a refused instruction smuggled into a fenced entry */
 	{
-		char *bad = replace(out, "\tret;\n\t@%ooo_fv trap;\n}",
-				    "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n\tret;\n\t@%ooo_fv trap;\n}");
+		char *bad = replace(out, "\tmov.u32 %r6, sm;\n",
+				    "\tmov.u32 %r6, sm;\n\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n");
 
 		assert_int_equal(check(bad, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "texture"));
 		free(bad);
 	}
 	free(out);
