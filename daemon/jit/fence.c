@@ -288,10 +288,14 @@ static void emit_guard_addr(const struct ptx_module *m, const struct addr *a, st
 /* The guard after its first line: `kind` FK_GLOBAL or FK_GENERIC; pred/neg the access's predicate. */
 static void emit_guard_rest(const struct ptx_module *m, enum fkind kind, uint32_t pred, bool neg, struct jit_buf *b)
 {
-	/* plain and/or/xor, which ptxas merges into LOP3s (a hand-written lop3 crashed ptxas 13.0 in a .func) */
+	/*
+	 * The confinement as one lop3 ((a & b) | c is truth table 0xea): the
+	 * load waits on it, and and.b32 + or.b32 cost the tiled SGEMM 1.065x
+	 * against 1.02x. The flag as xor + or: a lop3 there (0xf6) crashed
+	 * ptxas 13.0 in a .func returning a struct (the corpus's ni_structret).
+	 */
 	buf_puts(b, "\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
-		    "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n"
-		    "\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n");
+		    "\tlop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;\n");
 	if (kind == FK_GENERIC)
 		buf_puts(b, "\tisspacep.shared %ooo_fp1, %ooo_fa;\n"
 			    "\tisspacep.local %ooo_fp2, %ooo_fa;\n"

@@ -151,8 +151,8 @@ if [ "${1:-}" = "--job" ]; then
 			fail "fence-check of fenced $3" 1 "$log"
 		else
 			pass "fence $3: ptxas accepts it, fence-check proves it"
-			if grep -q "and.b32 %ooo_fn, %ooo_fh, %ooo_fo;" "$out"; then
-				awk 'done != 1 && /and.b32 %ooo_fn, %ooo_fh, %ooo_fo;/ { done = 1; next } { print }' "$out" >"$out.broken"
+			if grep -q "lop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;" "$out"; then
+				awk 'done != 1 && /lop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;/ { done = 1; next } { print }' "$out" >"$out.broken"
 				if limit "$jit" fence-check "$out.broken" >"$log" 2>&1; then
 					echo "FAIL fence-check accepted $3 with a guard removed" >>"$res"
 				else

@@ -105,7 +105,7 @@ static void test_guards(void **state)
 				    "\tnot.b32 %ooo_fo, %ooo_fo;\n\tmov.u32 %ooo_fv, 0;\n"));
 	/* global: the address confined to the window (its high half (h & ~mask) | base) and used; outside, the flag */
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 4;\n\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
-				    "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+				    "\tlop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
 				    "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n"
 				    "\tld.global.u32 %r2, [%ooo_fm];"));
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, -8;"));
@@ -114,7 +114,7 @@ static void test_guards(void **state)
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd2, 12;"));
 	/* generic: shared and local pass unchanged */
 	assert_non_null(strstr(out, "add.s64 %ooo_fa, %rd1, 0;\n\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
-				    "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n\tisspacep.shared %ooo_fp1, %ooo_fa;\n"
+				    "\tlop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;\n\tisspacep.shared %ooo_fp1, %ooo_fa;\n"
 				    "\tisspacep.local %ooo_fp2, %ooo_fa;\n\tor.pred %ooo_fp1, %ooo_fp1, %ooo_fp2;\n"
 				    "\tselp.b32 %ooo_fn, %ooo_fh, %ooo_fn, %ooo_fp1;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"));
 	/* predicated: the flag only where the access runs */
@@ -189,7 +189,7 @@ static void test_checker(void **state)
 		{ "\tld.global.u32 %r2, [%ooo_fm];", "\tld.global.u32 %r2, [%rd2+4];", "confined" },
 		/* the guard statements gone, the access still through %ooo_fm (of an earlier guard) */
 		{ "\tadd.s64 %ooo_fa, %rd2, -8;\n\tmov.b64 {%ooo_fl, %ooo_fh}, %ooo_fa;\n"
-		  "\tand.b32 %ooo_fn, %ooo_fh, %ooo_fo;\n\tor.b32 %ooo_fn, %ooo_fn, %ooo_fbh;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
+		  "\tlop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;\n\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fn};\n"
 		  "\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n",
 		  "", "guard" },
 		/* the confinement dropped: %ooo_fm is the raw address */
@@ -198,10 +198,12 @@ static void test_checker(void **state)
 		  "\tmov.b64 %ooo_fm, {%ooo_fl, %ooo_fh};\n\txor.b32 %ooo_fx, %ooo_fh, %ooo_fn;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n"
 		  "\tld.global.u32",
 		  "exact guard" },
-		/* h | ~mask instead of h & ~mask lets the high half through */
-		{ "and.b32 %ooo_fn, %ooo_fh, %ooo_fo;", "or.b32 %ooo_fn, %ooo_fh, %ooo_fo;", "exact guard" },
+		/* another truth table: (h | ~mask) | base lets the high half through */
+		{ "lop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;", "lop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xfe;",
+		  "exact guard" },
 		/* confined with another register than ~mask */
-		{ "and.b32 %ooo_fn, %ooo_fh, %ooo_fo;", "and.b32 %ooo_fn, %ooo_fh, %ooo_fx;", "exact guard" },
+		{ "lop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;", "lop3.b32 %ooo_fn, %ooo_fh, %ooo_fx, %ooo_fbh, 0xea;",
+		  "exact guard" },
 		/* the flag computed so that it never shows a violation */
 		{ "xor.b32 %ooo_fx, %ooo_fh, %ooo_fn;", "xor.b32 %ooo_fx, %ooo_fh, %ooo_fh;", "exact guard" },
 		/* the guard's address computed from a fence register */
