@@ -12,7 +12,8 @@
  *       a kernel the JIT rejects prints "rejected: REASON" and passes
  *   jit_check LIBCUDA bench PTX_FILE KERNEL SPEC
  *       32 separate launches vs one fused launch of 32 members, a kernel
- *       alone vs fused with one member, and the JIT's own cost
+ *       alone vs fused with one member, and the JIT's own cost (with
+ *       JIT_CHECK_FENCED=1 the fused launches run the fenced copy)
  *   jit_check LIBCUDA fencecost SPEC_DIR PTX_DIR [--only NAME[,NAME...]]
  *       kernel time of each kernel's fenced copy (jit_fence_all) against
  *       the original, same buffers and launch; a table and a summary
@@ -2004,8 +2005,13 @@ static int cmd_bench(const char *ptx, const char *kernel, const char *spec)
 		if (rc < 0)
 			return printf("FAIL bench: ptx_parse: %s\n", err), 1;
 	}
-	body.mod = pf.mod;
-	body.kernel = k.name;
+	/* JIT_CHECK_FENCED=1: the fused launch runs the fenced copy (window base 0, mask 0: every address) */
+	const struct ptx_kernel *bk = g_fenced ? k.fpk : k.pk;
+	char bname[JIT_NAME_MAX + 16];
+
+	snprintf(bname, sizeof(bname), g_fenced ? "%s_ooo_fenced" : "%s", k.name);
+	body.mod = g_fenced ? pf.fmod : pf.mod;
+	body.kernel = bname;
 	for (int i = 0; i < 21; i++) {
 		double t0;
 		jit_fused_free(f);
@@ -2034,7 +2040,7 @@ static int cmd_bench(const char *ptx, const char *kernel, const char *spec)
 	/* 32 instances, A for separate launches and B for the fused one, identical contents */
 	for (int i = 0; i < N; i++) {
 		uint64_t seed = fnv1a(k.name) ^ ((uint64_t)i * 0xd1b54a32d192ed03ull);
-		pb[i] = xcalloc(1, k.pk->param_bytes);
+		pb[i] = xcalloc(1, bk->param_bytes); /* the window parameters stay 0 */
 		for (size_t j = 0; j < k.nitems; j++) {
 			struct pitem *it = &k.items[j];
 			size_t bytes = item_bytes(it);
@@ -2049,18 +2055,18 @@ static int cmd_bench(const char *ptx, const char *kernel, const char *spec)
 					return printf("FAIL bench: buffers: %s\n", cuerr(r)), 1;
 				free(h);
 				args[i][j] = &a[i][j];
-				memcpy(pb[i] + k.pk->params[j].offset, &b[i][j], 8);
+				memcpy(pb[i] + bk->params[j].offset, &b[i][j], 8);
 			} else {
 				args[i][j] = it->val;
-				memcpy(pb[i] + k.pk->params[j].offset, it->val, it->vsize);
+				memcpy(pb[i] + bk->params[j].offset, it->val, it->vsize);
 			}
 		}
 		dl[i].body = 0;
 		memcpy(dl[i].grid, k.grid, sizeof(dl[i].grid));
 		dl[i].params = pb[i];
-		dl[i].param_size = k.pk->param_bytes;
+		dl[i].param_size = bk->param_bytes;
 	}
-	cap = sizeof(struct ooo_jit_desc_hdr) + N * (sizeof(struct ooo_jit_desc_member) + ((k.pk->param_bytes + 15u) & ~15u)) + 64;
+	cap = sizeof(struct ooo_jit_desc_hdr) + N * (sizeof(struct ooo_jit_desc_member) + ((bk->param_bytes + 15u) & ~15u)) + 64;
 	tab = xcalloc(1, cap);
 	tab1 = xcalloc(1, cap);
 	for (int i = 0; i < REPS; i++) {
@@ -2157,7 +2163,8 @@ static int cmd_bench(const char *ptx, const char *kernel, const char *spec)
 			free(hb);
 		}
 
-	printf("\njit bench: %s, grid %ux%ux%u, block %ux%ux%u, %d members, medians of %d runs\n", k.name, k.grid[0],
+	printf("\njit bench: %s%s, grid %ux%ux%u, block %ux%ux%u, %d members, medians of %d runs\n", k.name,
+	       g_fenced ? " (fused: its fenced copy)" : "", k.grid[0],
 	       k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], N, REPS);
 	printf("  %-44s %10s %10s\n", "", "wall us", "GPU us");
 	printf("  %-44s %10.2f %10.2f\n", "(a) 32 separate launches + sync", ra.wall_us, ra.gpu_us);
