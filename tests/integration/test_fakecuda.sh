@@ -152,7 +152,12 @@ part_bundles() {
 		grep -o "\"class\":\"*$1\"*,\"sms\":[0-9]*,\"max_inflight\":[0-9]*,\"streams\":[0-9]*,\"bundles\":[0-9]*" |
 		sed 's/.*"bundles"://'
 }
-out=$($ctl partition 2>&1) || fail "oooctl partition: $out"
+# (the executor answers the plan a moment after it is ready: "plan 1 sent, not answered yet" until then)
+for i in $(seq 100); do
+	out=$($ctl partition 2>&1) || fail "oooctl partition: $out"
+	echo "$out" | grep -q 'not answered yet' || break
+	sleep 0.1
+done
 echo "$out" | grep -Eq '^ *0 +[^ ]+ +1 +default +33 +40 +policy' || fail "partition = yes, sm_share = 25 did not give 40 SMs: $out"
 echo "$out" | grep -Eq '^ *0 +[^ ]+ +shared .* 92 ' || fail "the shared partition does not have the other 92 SMs: $out"
 "$build/tests/gpu/dp_check" "$sock" launches >"$rundir/parts.out" 2>&1 &
