@@ -12,7 +12,12 @@ name=test_partitions
 . "$(dirname "$0")/lib.sh"
 gpu_require
 gpu_start 'max_sessions = 200\nmax_queues = 2048\npartition = yes\nsm_share = 25\n'
-out=$($ctl partition 2>&1) || fail "oooctl partition: $out"
+# (the executor answers the plan a moment after it is ready: "plan 1 sent, not answered yet" until then)
+for _ in $(seq 100); do
+	out=$($ctl partition 2>&1) || fail "oooctl partition: $out"
+	echo "$out" | grep -q 'not answered yet' || break
+	sleep 0.1
+done
 echo "$out"
 sms=$(echo "$out" | awk '$3 == "1" && $4 == "default" { print $6; exit }')
 [ -n "$sms" ] && [ "$sms" -ge 33 ] && [ "$sms" -lt 132 ] || fail "the class's partition was not made: $out"
