@@ -79,7 +79,7 @@ static enum fkind classify(const char *op, size_t n, const char **why)
 {
 	static const char *const refused[] = { "tex", "tld4", "suld", "sust", "sured", "suq", "txq", "multimem",
 					       "cp.async.bulk", "cp.reduce.async", "st.async", "red.async", "tensormap",
-					       NULL };
+					       "st.bulk", NULL };
 	bool mem;
 
 	*why = NULL;
@@ -89,9 +89,16 @@ static enum fkind classify(const char *op, size_t n, const char **why)
 	}
 	for (int i = 0; refused[i]; i++) {
 		if (starts(op, n, refused[i])) {
-			*why = "a texture, surface, bulk, tensor, multimem or asynchronous store instruction";
+			*why = "a texture, surface, bulk, tensor, multimem or asynchronous store instruction (st.bulk: a size the "
+			       "fence cannot bound)";
 			return FK_REFUSE;
 		}
+	}
+	/* a generic pointer into constant or parameter space lies outside every window: its accesses would fail */
+	if (starts(op, n, "cvta") && !has_part(op, n, ".to") && (has_part(op, n, ".const") || has_part(op, n, ".param"))) {
+		*why = "a generic pointer to constant or parameter space (a __grid_constant__ parameter, a __constant__ "
+		       "array passed by address), which lies outside the tenant's window";
+		return FK_REFUSE;
 	}
 	if (starts(op, n, "cp.async.commit_group") || starts(op, n, "cp.async.wait_group") ||
 	    starts(op, n, "cp.async.wait_all"))
@@ -366,10 +373,8 @@ static bool line_directive_ok(const struct ptx_module *m, uint32_t t)
 static int check_line_directives(const struct ptx_module *m, char *err, size_t errlen)
 {
 	for (uint32_t t = 0; t < m->ntok; t++) {
-		if ((tok_is(m, t, ".loc") || tok_is(m, t, ".file")) && (t == 0 || m->toks[t - 1].line != m->toks[t].line ||
-									tok_punct(m, t - 1, ';') || tok_punct(m, t - 1, '{') ||
-									tok_punct(m, t - 1, '}')) &&
-		    !line_directive_ok(m, t))
+		/* wherever it stands (after a label too: `L: .loc 1 1 0 st.global ...` hid the store) */
+		if ((tok_is(m, t, ".loc") || tok_is(m, t, ".file")) && !line_directive_ok(m, t))
 			return failf(err, errlen, "line %u: a .loc or .file directive with more on its line than it takes",
 				     m->toks[t].line);
 	}
@@ -697,6 +702,21 @@ static void reach(const struct ptx_module *m, const struct func *f, uint32_t *li
  */
 static int fence_module_ok(const struct ptx_module *m, char *err, size_t errlen)
 {
+	/*
+	 * The fence's names nowhere in the input, not even in kernels it cannot
+	 * fence (printed as they are): every *_ooo_fenced function and %ooo_f*
+	 * register of the output is then the rewriter's own, and a tenant
+	 * cannot hand in a "fenced" kernel for the checker alone to judge.
+	 */
+	for (uint32_t t = 0; t < m->ntok; t++) {
+		size_t sl = strlen(FENCE_SUFFIX);
+
+		if ((m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) &&
+		    (reserved_name(m, t) ||
+		     (m->toks[t].len >= sl && !memcmp(tok_s(m, t) + m->toks[t].len - sl, FENCE_SUFFIX, sl))))
+			return failf(err, errlen, "line %u uses the reserved name '%.*s': the module cannot be fenced",
+				     m->toks[t].line, (int)m->toks[t].len, tok_s(m, t));
+	}
 	for (uint32_t i = 0; i < m->nitem; i++) {
 		const struct item *it = &m->items[i];
 

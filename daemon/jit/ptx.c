@@ -842,6 +842,10 @@ static int parse_module(struct parser *p)
 			n = line_stmt(p);
 			if (n < 2)
 				return fail(p->e, k->line, "%.*s without a value", (int)k->len, tok_s(m, t));
+			/* nothing else on the line: the rest of it would be printed back, and compiled, unparsed */
+			if (!tok_is(m, t, ".target") && n != 2)
+				return fail(p->e, k->line, "%.*s takes one value and nothing after it on its line", (int)k->len,
+					    tok_s(m, t));
 			if (tok_is(m, t, ".version")) {
 				if (m->toks[t + 1].len >= sizeof(m->version) || m->version[0])
 					return fail(p->e, k->line, "bad or repeated .version");

@@ -156,6 +156,9 @@ static void test_refused(void **state)
 		{ "\tld.global.u32 %r1, [%rd1+%rd2];\n", "not REG[+IMM]" },
 		{ "\tmov.u64 %ooo_fb, 0;\n", "reserved name" },
 		{ "\tcp.async.ca.shared.shared [%r1], [%r2], 4;\n", "cp.async form" },
+		{ "\tst.bulk.weak [%rd1], %rd2, 0;\n", "st.bulk" },
+		{ "\tcvta.const.u64 %rd1, %rd2;\n", "constant or parameter space" },
+		{ "\tcvta.param.u64 %rd1, %rd2;\n", "constant or parameter space" },
 	};
 	char src[2048], err[256], *out;
 
@@ -177,6 +180,27 @@ static void test_refused(void **state)
 			 -EINVAL);
 	assert_non_null(strstr(err, "address_size 64")); /* the parser already refuses it */
 	assert_int_equal(fence(k_all, "nosuch", &out, err, sizeof(err)), -EINVAL);
+	/* the fence's names anywhere in the module, even in a kernel not being fenced: the whole module is refused */
+	assert_int_equal(fence(HDR ".visible .entry x_ooo_fenced()\n{\n\tret;\n}\n.visible .entry k()\n{\n\tret;\n}\n", "k",
+			       &out, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "reserved name"));
+	assert_int_equal(fence(HDR ".visible .entry x()\n{\n\t.reg .b32 %ooo_fv;\n\tret;\n}\n.visible .entry k()\n{\n\tret;\n}\n",
+			       "k", &out, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "reserved name"));
+	/* anything after .address_size's value (the line is printed back, and compiled, unparsed) */
+	assert_int_equal(fence(".version 8.0\n.target sm_90\n.address_size 64 .visible .entry e() { ret; }\n"
+			       ".visible .entry k()\n{\n\tret;\n}\n",
+			       "k", &out, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "nothing after it"));
+	/* a label, then a .loc that swallows the rest of the line */
+	assert_int_equal(fence(HDR ".file 1 \"x.cu\"\n.visible .entry k(.param .u64 p)\n{\n\t.reg .b64 %rd<2>;\n"
+				   "\tld.param.u64 %rd1, [p];\nL1: .loc 1 1 0 st.global.u32 [%rd1], 1;\n\tret;\n}\n",
+			       "k", &out, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, ".loc"));
 }
 
 /* Every way of breaking a fenced kernel is caught. */
