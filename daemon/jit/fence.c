@@ -700,14 +700,16 @@ static void reach(const struct ptx_module *m, const struct func *f, uint32_t *li
  * Module-wide refusals (32-bit addressing, .loc lines hiding statements)
  * come from fence_module_ok.
  */
-static int fence_module_ok(const struct ptx_module *m, char *err, size_t errlen)
+/*
+ * For jit_fence_all, what a fenced executor loads: the fence's names
+ * nowhere in the input, not even in kernels it cannot fence (printed as
+ * they are), so every *_ooo_fenced function and %ooo_f* register of the
+ * output is the rewriter's own and a tenant cannot hand in a "fenced"
+ * kernel for the checker alone to judge. (jit_fence, one kernel at a time,
+ * is also run on its own output, to fence a module kernel by kernel.)
+ */
+static int fence_names_absent(const struct ptx_module *m, char *err, size_t errlen)
 {
-	/*
-	 * The fence's names nowhere in the input, not even in kernels it cannot
-	 * fence (printed as they are): every *_ooo_fenced function and %ooo_f*
-	 * register of the output is then the rewriter's own, and a tenant
-	 * cannot hand in a "fenced" kernel for the checker alone to judge.
-	 */
 	for (uint32_t t = 0; t < m->ntok; t++) {
 		size_t sl = strlen(FENCE_SUFFIX);
 
@@ -717,6 +719,12 @@ static int fence_module_ok(const struct ptx_module *m, char *err, size_t errlen)
 			return failf(err, errlen, "line %u uses the reserved name '%.*s': the module cannot be fenced",
 				     m->toks[t].line, (int)m->toks[t].len, tok_s(m, t));
 	}
+	return 0;
+}
+
+static int fence_module_ok(const struct ptx_module *m, char *err, size_t errlen)
+{
+
 	for (uint32_t i = 0; i < m->nitem; i++) {
 		const struct item *it = &m->items[i];
 
@@ -868,7 +876,7 @@ int jit_fence_all(const struct ptx_module *m, struct jit_buf *out, unsigned *nfe
 	int rc;
 
 	*nfenced = 0;
-	if ((rc = fence_module_ok(m, err, errlen)) < 0)
+	if ((rc = fence_module_ok(m, err, errlen)) < 0 || (rc = fence_names_absent(m, err, errlen)) < 0)
 		return rc;
 	done = calloc(m->nfunc ? m->nfunc : 1, sizeof(*done));
 	entry = calloc(m->nfunc ? m->nfunc : 1, sizeof(*entry));

@@ -41,6 +41,22 @@ static int fence(const char *src, const char *k, char **out, char *err, size_t c
 	return 0;
 }
 
+/* jit_fence_all of src: 0 or the error (the output is dropped). */
+static int fence_all(const char *src, char *err, size_t cap)
+{
+	struct ptx_module *m = NULL;
+	struct jit_buf b = { 0 };
+	unsigned n = 0;
+	int rc = ptx_parse(src, strlen(src), &m, err, cap);
+
+	if (rc < 0)
+		return rc;
+	rc = jit_fence_all(m, &b, &n, NULL, err, cap);
+	ptx_module_free(m);
+	jit_buf_free(&b);
+	return rc;
+}
+
 static int check(const char *ptx, char *err, size_t cap)
 {
 	unsigned n = 0;
@@ -180,15 +196,17 @@ static void test_refused(void **state)
 			 -EINVAL);
 	assert_non_null(strstr(err, "address_size 64")); /* the parser already refuses it */
 	assert_int_equal(fence(k_all, "nosuch", &out, err, sizeof(err)), -EINVAL);
-	/* the fence's names anywhere in the module, even in a kernel not being fenced: the whole module is refused */
-	assert_int_equal(fence(HDR ".visible .entry x_ooo_fenced()\n{\n\tret;\n}\n.visible .entry k()\n{\n\tret;\n}\n", "k",
-			       &out, err, sizeof(err)),
+	/* jit_fence_all: the fence's names anywhere in the module, even in a kernel it would not fence, refuse it whole */
+	assert_int_equal(fence_all(HDR ".visible .entry x_ooo_fenced()\n{\n\tret;\n}\n.visible .entry k()\n{\n\tret;\n}\n",
+				   err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "reserved name"));
-	assert_int_equal(fence(HDR ".visible .entry x()\n{\n\t.reg .b32 %ooo_fv;\n\tret;\n}\n.visible .entry k()\n{\n\tret;\n}\n",
-			       "k", &out, err, sizeof(err)),
+	assert_int_equal(fence_all(HDR ".visible .entry x()\n{\n\t.reg .b32 %ooo_fv;\n\tret;\n}\n.visible .entry k()\n{\n\tret;\n}\n",
+				   err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "reserved name"));
+	assert_int_equal(fence_all(HDR ".visible .entry x()\n{\n\tret;\n}\n.visible .entry k()\n{\n\tret;\n}\n", err, sizeof(err)),
+			 0);
 	/* anything after .address_size's value (the line is printed back, and compiled, unparsed) */
 	assert_int_equal(fence(".version 8.0\n.target sm_90\n.address_size 64 .visible .entry e() { ret; }\n"
 			       ".visible .entry k()\n{\n\tret;\n}\n",
