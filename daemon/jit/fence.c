@@ -235,6 +235,14 @@ static bool parse_addr(const struct ptx_module *m, uint32_t first, uint32_t n, s
 	return false;
 }
 
+/* Does token t end with the fenced copies' suffix? */
+static bool fenced_name(const struct ptx_module *m, uint32_t t)
+{
+	size_t sl = strlen(FENCE_SUFFIX);
+
+	return m->toks[t].len >= sl && memcmp(tok_s(m, t) + m->toks[t].len - sl, FENCE_SUFFIX, sl) == 0;
+}
+
 static bool reserved_name(const struct ptx_module *m, uint32_t t)
 {
 	const char *s = tok_s(m, t);
@@ -711,11 +719,7 @@ static void reach(const struct ptx_module *m, const struct func *f, uint32_t *li
 static int fence_names_absent(const struct ptx_module *m, char *err, size_t errlen)
 {
 	for (uint32_t t = 0; t < m->ntok; t++) {
-		size_t sl = strlen(FENCE_SUFFIX);
-
-		if ((m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) &&
-		    (reserved_name(m, t) ||
-		     (m->toks[t].len >= sl && !memcmp(tok_s(m, t) + m->toks[t].len - sl, FENCE_SUFFIX, sl))))
+		if ((m->toks[t].kind == T_REG || m->toks[t].kind == T_IDENT) && (reserved_name(m, t) || fenced_name(m, t)))
 			return failf(err, errlen, "line %u uses the reserved name '%.*s': the module cannot be fenced",
 				     m->toks[t].line, (int)m->toks[t].len, tok_s(m, t));
 	}
@@ -1037,7 +1041,7 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 		}
 		if (starts(tok_s(m, op), m->toks[op].len, "call")) {
 			/* a fenced callee, handed the window: the four statements before store it into its last arguments */
-			uint32_t target, lp, rp, sl = (uint32_t)strlen(FENCE_SUFFIX);
+			uint32_t target, lp, rp;
 			const struct func *callee;
 			char expect[4][160];
 			const char *x, *y;
@@ -1046,8 +1050,7 @@ static int check_entry(const struct ptx_module *m, const struct func *f, char *e
 			if (!call_shape(m, s, op, &target, &lp, &rp) || lp == UINT32_MAX || rp < lp + 4 ||
 			    m->toks[rp - 1].kind != T_IDENT || !tok_punct(m, rp - 2, ',') ||
 			    m->toks[rp - 3].kind != T_IDENT || !(callee = func_named(m, target)) ||
-			    m->toks[target].len <= sl ||
-			    memcmp(tok_s(m, target) + m->toks[target].len - sl, FENCE_SUFFIX, sl) != 0 || i < FENCE_PROLOGUE + 4) {
+			    !fenced_name(m, target) || i < FENCE_PROLOGUE + 4) {
 				rc = failf(err, errlen, "%.*s: line %u: a call that is not to a fenced function with the window",
 					   nlen, name, m->toks[op].line);
 				break;
@@ -1218,9 +1221,7 @@ int jit_fence_check(const char *ptx, size_t len, unsigned *nguards_out, char *er
 	rc = check_line_directives(m, err, errlen);
 	for (uint32_t i = 0; !rc && i < m->nfunc; i++) {
 		const struct func *f = &m->funcs[i];
-		size_t n = m->toks[f->name].len, sl = strlen(FENCE_SUFFIX);
-
-		if (!f->has_body || n < sl || memcmp(tok_s(m, f->name) + n - sl, FENCE_SUFFIX, sl) != 0)
+		if (!f->has_body || !fenced_name(m, f->name))
 			continue;
 		rc = check_entry(m, f, err, errlen);
 		fenced += f->entry;
