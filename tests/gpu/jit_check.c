@@ -2248,7 +2248,7 @@ int main(int argc, char **argv)
 		g_resumed = true;
 	if (argc < 3)
 		return usage();
-	if (!strcmp(argv[2], "check")) {
+	if (!strcmp(argv[2], "check") || !strcmp(argv[2], "fencecost")) {
 		const char *only = NULL;
 		if (argc == 7 && !strcmp(argv[5], "--only"))
 			only = argv[6];
@@ -2256,17 +2256,7 @@ int main(int argc, char **argv)
 			return usage();
 		if (cuda_setup(argv[1]) < 0)
 			return 1;
-		return cmd_check(argv[3], argv[4], only);
-	}
-	if (!strcmp(argv[2], "fencecost")) {
-		const char *only = NULL;
-		if (argc == 7 && !strcmp(argv[5], "--only"))
-			only = argv[6];
-		else if (argc != 5)
-			return usage();
-		if (cuda_setup(argv[1]) < 0)
-			return 1;
-		return cmd_fencecost(argv[3], argv[4], only);
+		return (!strcmp(argv[2], "check") ? cmd_check : cmd_fencecost)(argv[3], argv[4], only);
 	}
 	if (!strcmp(argv[2], "triton") && argc == 6) {
 		if (cuda_setup(argv[1]) < 0)
