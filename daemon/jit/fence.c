@@ -976,6 +976,58 @@ static bool report_at(const struct ptx_module *m, const struct func *f, uint32_t
 	return text_is(t, FENCE_REPORT2);
 }
 
+/* ---- the fused form (fuse.c) --------------------------------------------------------------- */
+
+/*
+ * Inside a fused kernel the violation flag is kept in a predicate instead:
+ * `[@p] setp.ne.or.u32 %ooo_fp0, %ooo_fh, %ooo_fn, %ooo_fp0` per access
+ * (true when the confinement changed the high half), %ooo_fp0 false after
+ * the prologue, and the report is the trap alone. Same meaning, other code:
+ * measured on the H200 with ooo-bench's tiled SGEMM (bench/results/
+ * 2026-12-04-fence-flag-forms-h200.txt), the 32-bit flag costs a fused body
+ * 1.37x (ptxas sinks the flag's updates to the end of the tile loop) and
+ * the predicate 1.01-1.07x, while the kernel alone costs 1.02x with the
+ * 32-bit flag and 1.15x with the predicate. So a fenced module keeps the
+ * 32-bit flag (what jit_fence_check proves) and the fuser prints the
+ * predicate form of it, statement for statement.
+ */
+bool jit_fence_fused_func(const struct ptx_module *m, const struct func *f)
+{
+	struct jit_buf t = { 0 };
+	bool ok = f->has_body && fenced_name(m, f->name) && f->body_n >= FENCE_PROLOGUE;
+
+	for (unsigned i = 0; ok && i < FENCE_PROLOGUE; i++) {
+		stmt_text(m, &m->stmts[f->body_first + i], &t);
+		ok = !t.err && text_is(&t, fence_prologue[i]);
+	}
+	jit_buf_free(&t);
+	return ok;
+}
+
+enum jit_fence_fz jit_fence_fused_stmt(const struct ptx_module *m, const struct stmt *s, struct jit_buf *scratch)
+{
+	uint32_t pred, op;
+	bool neg;
+
+	if (s->kind != ST_INSN)
+		return JIT_FZ_KEEP;
+	op = opcode_of(m, s, &pred, &neg);
+	if (op >= stmt_end(s))
+		return JIT_FZ_KEEP;
+	scratch->len = 0;
+	print_toks(m, op, stmt_end(s) - op, NULL, NULL, scratch);
+	buf_put(scratch, "", 0);
+	if (scratch->err)
+		return JIT_FZ_KEEP;
+	if (pred == UINT32_MAX && text_is(scratch, "mov.u32 %ooo_fv, 0"))
+		return JIT_FZ_INIT;
+	if (pred == UINT32_MAX && (text_is(scratch, "xor.b32 %ooo_fx, %ooo_fh, %ooo_fn") || text_is(scratch, FENCE_REPORT1)))
+		return JIT_FZ_DROP;
+	if (text_is(scratch, "or.b32 %ooo_fv, %ooo_fv, %ooo_fx"))
+		return JIT_FZ_FLAG;
+	return JIT_FZ_KEEP;
+}
+
 /* Parse the guard texts our rewriter writes, with the printer's spacing, into a reference to compare. */
 static int check_entry(const struct ptx_module *m, const struct func *f, char *err, size_t errlen)
 {

@@ -41,6 +41,8 @@ struct gen {
 	bool volatile_ld;
 	bool ptab;   /* the entry that takes the table as its parameter: parameters stay in .param space */
 	uint32_t op; /* opcode token of that statement */
+	bool fenced;  /* the function is the fence's: its flag is printed in the fused form (fence.c) */
+	struct jit_buf *out, scratch;
 	struct fscope sc;
 };
 
@@ -237,19 +239,76 @@ static bool is_ldparam(struct gen *g, const struct stmt *s)
 	return false;
 }
 
+/* A fence register of the function being printed, renamed as sub_tok renames it. */
+static void put_freg(struct gen *g, const char *name)
+{
+	if (g->entry)
+		buf_printf(g->out, "%%m%" PRIu32 "_%s", g->k, name);
+	else
+		buf_printf(g->out, "%%%s", name);
+}
+
+/* A fenced function's flag statements, in the fused form; false: the statement is printed here (or dropped). */
+static bool gen_fenced(struct gen *g, const struct ptx_module *m, const struct stmt *s)
+{
+	switch (jit_fence_fused_stmt(m, s, &g->scratch)) {
+	case JIT_FZ_KEEP:
+		return true;
+	case JIT_FZ_DROP:
+		return false;
+	case JIT_FZ_INIT:
+		buf_put(g->out, "\t", 1);
+		print_toks(m, s->first, s->n, sub_tok, g, g->out);
+		buf_puts(g->out, ";\n\tsetp.ne.u32 ");
+		put_freg(g, "ooo_fp0");
+		buf_puts(g->out, ", ");
+		put_freg(g, "ooo_fv");
+		buf_puts(g->out, ", 0;\n");
+		return false;
+	case JIT_FZ_FLAG:
+		buf_put(g->out, "\t", 1);
+		if (tok_punct(m, s->first, '@')) {
+			uint32_t n = tok_punct(m, s->first + 1, '!') ? 3 : 2;
+
+			print_toks(m, s->first, n, sub_tok, g, g->out);
+			buf_put(g->out, " ", 1);
+		}
+		buf_puts(g->out, "setp.ne.or.u32 ");
+		put_freg(g, "ooo_fp0");
+		buf_puts(g->out, ", ");
+		put_freg(g, "ooo_fh");
+		buf_puts(g->out, ", ");
+		put_freg(g, "ooo_fn");
+		buf_puts(g->out, ", ");
+		put_freg(g, "ooo_fp0");
+		buf_puts(g->out, ";\n");
+		return false;
+	}
+	return true;
+}
+
 /* Before each statement of a body: pooled .shared declarations go, ld.param of parameters is marked. */
 static bool gen_stmt(void *ctx, const struct ptx_module *m, const struct stmt *s)
 {
 	struct gen *g = ctx;
 
 	g->ldparam = g->entry && s->kind == ST_INSN && is_ldparam(g, s);
+	if (g->fenced && !gen_fenced(g, m, s))
+		return false;
 	return !(s->kind == ST_DIR && tok_is(m, s->first, ".shared"));
 }
 
 static void emit_stmts(struct gen *g, struct jit_buf *b)
 {
+	g->out = b;
+	g->fenced = jit_fence_fused_func(g->m, g->f);
 	print_body(g->m, g->f, sub_tok, gen_stmt, g, b);
 	g->ldparam = false;
+	g->fenced = false;
+	if (g->scratch.err)
+		b->err = g->scratch.err;
+	jit_buf_free(&g->scratch);
+	g->scratch = (struct jit_buf){ 0 };
 }
 
 /* Header of a .func copy: `.func (rets) m<k>_NAME(params)` without linkage. */

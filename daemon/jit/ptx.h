@@ -141,6 +141,19 @@ typedef bool (*stmt_fn)(void *ctx, const struct ptx_module *m, const struct stmt
 void print_body(const struct ptx_module *m, const struct func *f, tok_sub_fn sub, stmt_fn before, void *ctx,
 		struct jit_buf *b);
 
+/*
+ * fence.c, for fuse.c: the fused form of a fenced function's violation flag
+ * (a predicate, see fence.c). jit_fence_fused_func: f is the rewriter's
+ * (a *_ooo_fenced name and the exact fence prologue). jit_fence_fused_stmt:
+ * what to print for statement s of such a function: as is (KEEP), nothing
+ * (DROP: the flag's xor, the report's test), s then `setp.ne.u32 %ooo_fp0,
+ * %ooo_fv, 0` (INIT: after the flag's zeroing), or s's predicate then
+ * `setp.ne.or.u32 %ooo_fp0, %ooo_fh, %ooo_fn, %ooo_fp0` (FLAG: the flag's or).
+ */
+enum jit_fence_fz { JIT_FZ_KEEP, JIT_FZ_DROP, JIT_FZ_INIT, JIT_FZ_FLAG };
+bool jit_fence_fused_func(const struct ptx_module *m, const struct func *f);
+enum jit_fence_fz jit_fence_fused_stmt(const struct ptx_module *m, const struct stmt *s, struct jit_buf *scratch);
+
 /* Per-function scope of names, for renaming. */
 struct fscope {
 	struct strmap *labels; /* label -> 1 */

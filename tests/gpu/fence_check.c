@@ -3,7 +3,7 @@
  * fence_check: fenced kernels (daemon/jit/fence.c) on a real GPU, without
  * oood, for tests/gpu/test_fence.sh.
  *
- *   fence_check LIBCUDA [generic|func]
+ *   fence_check LIBCUDA [global|generic|func] [fused]
  *
  * The tenant's window is a 4 GiB aligned range reserved with
  * cuMemAddressReserve, 256 MiB of it mapped (cuMemCreate/cuMemMap); the
@@ -23,6 +23,7 @@
  * Exit 0 when none failed, 77 when there is no device.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,11 @@ int main(int argc, char **argv)
 	char *fenced_text = NULL;
 	/* the kernel of the last check */
 	int pk = argc > 2 && !strcmp(argv[2], "generic") ? 1 : argc > 2 && !strcmp(argv[2], "func") ? 5 : 0;
+	bool fused = argc > 3 && !strcmp(argv[3], "fused");
+	struct jit_fused *fz = NULL;
+	CUmodule mod_fused;
+	CUfunction f_fused = NULL;
+	CUdeviceptr tab_dev = 0;
 	CUmodule mod_plain, mod_fenced;
 	CUfunction fp[NK], ff[NK];
 	CUdevice dev;
@@ -267,6 +273,17 @@ int main(int argc, char **argv)
 		if (!fenced_text)
 			return 1;
 	}
+	if (fused) {
+		struct jit_body body = { 0 };
+
+		snprintf(name, sizeof(name), "%s_ooo_fenced", kernels[pk]);
+		body.kernel = name;
+		if (ptx_parse(fenced_text, strlen(fenced_text), &m, why, sizeof(why)) < 0 ||
+		    (body.mod = m, jit_fuse(&body, 1, &fz, why, sizeof(why)) < 0)) {
+			bad("fuse of the fenced poke", why);
+			return 1;
+		}
+	}
 	if (api.p_cuInit(0) != CUDA_SUCCESS) {
 		printf("SKIP: cuInit failed\n");
 		return 77;
@@ -276,6 +293,10 @@ int main(int argc, char **argv)
 	CK(api.p_cuCtxSetCurrent(ctx));
 	CK(api.p_cuModuleLoadDataEx(&mod_plain, ptx, 0, NULL, NULL));
 	CK(api.p_cuModuleLoadDataEx(&mod_fenced, fenced_text, 0, NULL, NULL));
+	if (fz) {
+		CK(api.p_cuModuleLoadDataEx(&mod_fused, fz->ptx, 0, NULL, NULL));
+		CK(api.p_cuModuleGetFunction(&f_fused, mod_fused, fz->entry));
+	}
 	for (int k = 0; k < NK; k++) {
 		snprintf(name, sizeof(name), "%s_ooo_fenced", kernels[k]);
 		CK(api.p_cuModuleGetFunction(&fp[k], mod_plain, kernels[k]));
@@ -389,14 +410,39 @@ int main(int argc, char **argv)
 			ok("%s", "the unfenced poke writes memory outside the window (the control)");
 		else
 			bad("unfenced poke", "did not write");
-		r = api.p_cuLaunchKernel(ff[pk], 1, 1, 1, 1, 1, 1, 0, st, a2, NULL);
+		if (f_fused) {
+			/* two members of the fused kernel: the first pokes its own window, the second outside it */
+			struct {
+				uint64_t a;
+				uint32_t v, pad;
+				uint64_t base, mask;
+			} pin = { out2, 7, 0, base, mask }, pout = { hp, v2, 0, base, mask };
+			struct jit_desc_launch dl[2] = { { 0, { 1, 1, 1 }, &pin, sizeof(pin) },
+							 { 0, { 1, 1, 1 }, &pout, sizeof(pout) } };
+			unsigned char tab[1024];
+			uint32_t total = 0, nm = 2, uni = 1;
+			size_t need = 0;
+			long tsize = jit_desc_build(dl, 2, tab, sizeof(tab), &total, &need);
+			void *fa[] = { &tab_dev, &nm, &uni };
+
+			if (tsize < 0) {
+				bad("jit_desc_build", NULL);
+				goto out;
+			}
+			CK(api.p_cuMemAlloc(&tab_dev, (size_t)tsize));
+			CK(api.p_cuMemcpyHtoD(tab_dev, tab, (size_t)tsize));
+			r = api.p_cuLaunchKernel(f_fused, total, 1, 1, 1, 1, 1, 0, st, fa, NULL);
+		} else {
+			r = api.p_cuLaunchKernel(ff[pk], 1, 1, 1, 1, 1, 1, 0, st, a2, NULL);
+		}
 		if (r == CUDA_SUCCESS)
 			r = api.p_cuStreamSynchronize(st);
 		if (r != CUDA_SUCCESS && host[0] == v1) {
-			char msg[200];
+			char msg[240];
 
-			snprintf(msg, sizeof(msg), "the fenced %s poke outside the window traps (%s) and writes nothing",
-				 pk == 1 ? "generic" : pk == 5 ? "through a .func" : "global", cuerr(r));
+			snprintf(msg, sizeof(msg), "the fenced %s poke outside the window%s traps (%s) and writes nothing",
+				 pk == 1 ? "generic" : pk == 5 ? "through a .func" : "global",
+				 f_fused ? ", the second member of a fused kernel," : "", cuerr(r));
 			ok("%s", msg);
 		} else {
 			bad("fenced poke", r == CUDA_SUCCESS ? "did not trap" : "trapped but the memory changed");
@@ -404,6 +450,8 @@ int main(int argc, char **argv)
 	}
 out:
 	printf("%d passed, %d failed\n", passed, failed);
+	jit_fused_free(fz);
+	ptx_module_free(m);
 	free(fenced_text);
 	free(buf);
 	return failed ? 1 : 0;

@@ -408,6 +408,81 @@ static void test_calls(void **state)
 	free(out);
 }
 
+/* Fuse kernel k of the PTX text src (one body); the fused PTX, malloc'd. */
+static char *fuse1(const char *src, const char *k)
+{
+	struct ptx_module *m = NULL;
+	struct jit_fused *f = NULL;
+	char err[256], *out;
+
+	assert_int_equal(ptx_parse(src, strlen(src), &m, err, sizeof(err)), 0);
+	{
+		struct jit_body b = { m, k };
+
+		if (jit_fuse(&b, 1, &f, err, sizeof(err)) < 0)
+			fail_msg("jit_fuse %s: %s", k, err);
+	}
+	out = strndup(f->ptx, f->ptx_len);
+	jit_fused_free(f);
+	ptx_module_free(m);
+	return out;
+}
+
+static unsigned count(const char *s, const char *what)
+{
+	unsigned n = 0;
+
+	for (const char *q = s; (q = strstr(q, what)); q++)
+		n++;
+	return n;
+}
+
+/* In a fused kernel a fenced function's flag is a predicate (fence.c, "the fused form"); the confinement stays. */
+static void test_fused_form(void **state)
+{
+	char err[256], *fenced, *out;
+	unsigned ors;
+
+	(void)state;
+	assert_int_equal(fence(k_all, "k", &fenced, err, sizeof(err)), 0);
+	ors = count(fenced, "or.b32 %ooo_fv, %ooo_fv, %ooo_fx;");
+	assert_true(ors >= 6);
+	out = fuse1(fenced, "k_ooo_fenced");
+	/* the body is printed twice: the entry reading the table in memory, the one taking it as its parameter */
+	assert_int_equal(count(out, "or.b32 %m0_ooo_fv"), 0);
+	assert_int_equal(count(out, "xor.b32 %m0_ooo_fx"), 0);
+	assert_int_equal(count(out, "setp.ne.u32 %m0_ooo_fp0, %m0_ooo_fv, 0;"), 2); /* once, after the zeroing */
+	assert_non_null(strstr(out, "\tmov.u32 %m0_ooo_fv, 0;\n\tsetp.ne.u32 %m0_ooo_fp0, %m0_ooo_fv, 0;\n"));
+	assert_int_equal(count(out, "setp.ne.or.u32 %m0_ooo_fp0, %m0_ooo_fh, %m0_ooo_fn, %m0_ooo_fp0;"), 2 * ors);
+	/* predicated accesses keep their predicate on the flag */
+	assert_non_null(strstr(out, "\t@%m0_p1 setp.ne.or.u32 %m0_ooo_fp0, %m0_ooo_fh, %m0_ooo_fn, %m0_ooo_fp0;\n"
+				    "\t@%m0_p1 st.u32 [%m0_ooo_fm], %m0_r4;"));
+	assert_non_null(strstr(out, "\t@!%m0_p1 setp.ne.or.u32 %m0_ooo_fp0, %m0_ooo_fh, %m0_ooo_fn, %m0_ooo_fp0;\n"
+				    "\t@!%m0_p1 ld.global.nc.u32 %m0_r5, [%m0_ooo_fm];"));
+	/* the confinement is untouched, and every report is the trap on the predicate */
+	assert_int_equal(count(out, "lop3.b32 %m0_ooo_fn, %m0_ooo_fh, %m0_ooo_fo, %m0_ooo_fbh, 0xea;"),
+			 2 * count(fenced, "lop3.b32 %ooo_fn, %ooo_fh, %ooo_fo, %ooo_fbh, 0xea;"));
+	assert_int_equal(count(out, "@%m0_ooo_fp0 trap;"), 2 * count(fenced, "@%ooo_fp0 trap;"));
+	free(out);
+	free(fenced);
+
+	/* a fenced .func: its own flag, not renamed */
+	assert_int_equal(fence(k_calls, "k", &fenced, err, sizeof(err)), 0);
+	out = fuse1(fenced, "k_ooo_fenced");
+	assert_non_null(strstr(out, "\tsetp.ne.or.u32 %ooo_fp0, %ooo_fh, %ooo_fn, %ooo_fp0;\n\tld.global.u32 %r1, [%ooo_fm];"));
+	assert_int_equal(count(out, "or.b32 %ooo_fv"), 0);
+	free(out);
+	free(fenced);
+
+	/* a kernel that only looks like the fence's statements (no fence prologue) is printed as it is */
+	out = fuse1(HDR ".visible .entry j(.param .u64 p)\n{\n\t.reg .b32 %ooo_fv, %ooo_fx;\n\tmov.u32 %ooo_fv, 0;\n"
+		    "\tmov.u32 %ooo_fx, 1;\n\tor.b32 %ooo_fv, %ooo_fv, %ooo_fx;\n\tret;\n}\n",
+		    "j");
+	assert_non_null(strstr(out, "\tor.b32 %m0_ooo_fv, %m0_ooo_fv, %m0_ooo_fx;\n"));
+	assert_null(strstr(out, "setp.ne"));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_checker),
 		cmocka_unit_test(test_calls),
+		cmocka_unit_test(test_fused_form),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
