@@ -719,6 +719,18 @@ static void wait_issued(const struct dp_bundle *b)
 		cpu_relax();
 }
 
+/*
+ * May work go to q's own stream now? It must wait for q's latest bundle's
+ * end there, an event that exists once the launcher has issued the bundle.
+ * Until then the work stays in q's backlog (advance looks again next
+ * pass): the serving thread never waits for the launcher to work through
+ * its queue (a copy after a bundle used to: mlp's copy of its output).
+ */
+static bool own_stream_ready(const struct dp_queue *q)
+{
+	return !q->last || q->last->done || atomic_load_explicit(&q->last->issued, memory_order_acquire);
+}
+
 CUresult co_before_direct(struct datapath *dp, struct dp_queue *q)
 {
 	CUresult r = CUDA_SUCCESS;
@@ -796,7 +808,7 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 	struct coalescer *co = dp->co;
 	struct dp_cmd *cmd;
 	uint32_t slot, seq = 0, ev = 0;
-	bool force = false;
+	bool force = false, defer;
 	int shape = -1;
 
 	*full = false;
@@ -812,7 +824,11 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 		seq = e->opcode == OOO_OP_EVENT_RECORD ? s->ev_rec[ev] + 1 : s->ev_rec[ev];
 		force = e->opcode == OOO_OP_EVENT_RECORD ? s->ev_iss[ev] != seq - 1 : s->ev_iss[ev] < seq;
 	}
-	if (!q->bl_len && !force && !holdable(dp, s, e, &shape)) {
+	/* work for the own stream behind a bundle the launcher has not issued yet waits in the backlog (not for a
+	 * launch whose parameters the backlog cannot hold: that one waits for the launcher, in co_before_direct) */
+	defer = e->opcode != OOO_OP_NOP && !(e->opcode == OOO_OP_LAUNCH && e->launch.param_len > DP_HOLD_PARAMS) &&
+		!own_stream_ready(q);
+	if (!q->bl_len && !force && !defer && !holdable(dp, s, e, &shape)) {
 		if (e->opcode == OOO_OP_LAUNCH)
 			co->st.direct_launches++;
 		if (e->opcode == OOO_OP_EVENT_RECORD)
@@ -954,6 +970,8 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 			}
 			/* the window is full: this one goes alone, now */
 		}
+		if (cmd->e.opcode != OOO_OP_NOP && !own_stream_ready(q))
+			break; /* after q's latest bundle, which the launcher has not issued yet: next pass */
 		issue_held(dp, q, cmd, q->bl_head);
 		bl_pop(co, q);
 		moved = true;
