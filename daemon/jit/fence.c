@@ -984,10 +984,12 @@ static bool report_at(const struct ptx_module *m, const struct func *f, uint32_t
  * (true when the confinement changed the high half), %ooo_fp0 false after
  * the prologue, and the report is the trap alone. Same meaning, other code:
  * measured on the H200 with ooo-bench's tiled SGEMM (bench/results/
- * 2026-12-04-fence-flag-forms-h200.txt), the 32-bit flag costs a fused body
- * 1.37x (ptxas sinks the flag's updates to the end of the tile loop) and
- * the predicate 1.01-1.07x, while the kernel alone costs 1.02x with the
- * 32-bit flag and 1.15x with the predicate. So a fenced module keeps the
+ * 2026-12-05-fence-fused-h200-92937e7.txt, jit_check bench), 32 fenced
+ * members fused take 1.27x the GPU time of 32 unfenced ones with the 32-bit
+ * flag (in the SASS of a one-off build, ptxas had sunk the flag's updates
+ * to the end of the tile loop) and 1.04-1.05x with the predicate. The kernel alone costs 1.02x with the
+ * 32-bit flag (bench/fencecost.sh) and cost 1.15x with the predicate (a
+ * one-off timing harness, not kept). So a fenced module keeps the
  * 32-bit flag (what jit_fence_check proves) and the fuser prints the
  * predicate form of it, statement for statement.
  */
