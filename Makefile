@@ -60,7 +60,8 @@ JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/wire.c client/ring.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
-DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/ring.o $(OBJ)/gen/default_conf.o \
+               $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
 UNIT_TESTS  := test_wire test_partplan test_ldcache test_mps test_fence test_place test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
@@ -118,7 +119,14 @@ $(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl.o $(OBJ)/tools/oo
 .PHONY: FORCE
 FORCE:
 
-$(OBJ)/gen/default_conf.o: $(BUILD)/gen/default_conf.c
+# The executor's copy kernel (daemon/exec/copy.cu), committed as PTX so that
+# no nvcc is needed to build: see copy.cu for how to regenerate it.
+$(BUILD)/gen/copy_ptx.c: daemon/exec/copy.ptx tools/embed.sh
+	$(call msg,GEN,$@)
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/embed.sh exec_copy_ptx < $< > $@
+
+$(OBJ)/gen/default_conf.o $(OBJ)/gen/copy_ptx.o: $(OBJ)/gen/%.o: $(BUILD)/gen/%.c
 	$(call msg,CC,$<)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<

@@ -109,6 +109,7 @@ struct co_member {
 	uint64_t user_data;
 	uint16_t queue;
 	uint8_t cls;
+	uint8_t op;         /* the tenant's opcode (a copy run by the copy kernel: its copy's) */
 	bool notify;        /* its own completion carries its status */
 };
 
@@ -194,6 +195,10 @@ struct coalescer {
 	struct dp_queue *bl_head;
 	struct co_class *classes;
 	uint32_t nclasses, next_id;
+	/* copies as launches (coalesce.h): the copy kernel's class (referenced; NULL: copies go as they are) */
+	struct co_class *copy;
+	CUmodule copy_mod;
+	CUfunction copy_fn; /* the copy kernel alone */
 	uint64_t mark;
 	/* the compiler */
 	pthread_t thr;
@@ -789,17 +794,61 @@ static void bl_pop(struct coalescer *co, struct dp_queue *q)
 		bl_unlist(co, q);
 }
 
+/* The fusion class of a held launch: the tenant kernel's, or the copy kernel's. */
+static struct co_class *cmd_class(const struct coalescer *co, const struct dp_session *s, const struct ooo_sqe *e)
+{
+	if (e->launch.kernel == CO_COPY_KERNEL)
+		return co->copy;
+	return e->launch.kernel < DP_MAX_KERNELS ? s->kfuse[e->launch.kernel] : NULL;
+}
+
+static CUfunction cmd_fn(const struct coalescer *co, const struct dp_session *s, const struct ooo_sqe *e)
+{
+	return e->launch.kernel == CO_COPY_KERNEL ? co->copy_fn : s->funcs[e->launch.kernel];
+}
+
+CUfunction co_copy_fn(const struct datapath *dp) { return dp->co ? dp->co->copy_fn : NULL; }
+
 static bool holdable(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e, int *shape)
 {
 	struct co_class *c;
 
-	if (e->opcode != OOO_OP_LAUNCH || e->launch.param_len > DP_HOLD_PARAMS || e->launch.kernel >= DP_MAX_KERNELS)
+	if (e->opcode != OOO_OP_LAUNCH || e->launch.param_len > DP_HOLD_PARAMS)
 		return false;
-	c = s->kfuse[e->launch.kernel];
+	c = cmd_class(dp->co, s, e);
 	if (!c || c->state == CLS_FAILED)
 		return false;
 	*shape = shape_of(dp, s, c, e);
 	return *shape >= 0;
+}
+
+/*
+ * A small copy as a launch of the copy kernel (coalesce.h): *ce and its
+ * parameters p (dst, src, bytes: host addresses as the executor maps them,
+ * which the device reaches at the same address). False: it goes as it is.
+ */
+static bool copy_launch(const struct coalescer *co, struct dp_session *s, const struct ooo_sqe *e, struct ooo_sqe *ce,
+			uint64_t p[3])
+{
+	if (!co->copy || co->copy->state != CLS_READY || !co->copy_fn ||
+	    (e->opcode != OOO_OP_HTOD && e->opcode != OOO_OP_DTOH && e->opcode != OOO_OP_DTOD) || !e->copy.len ||
+	    e->copy.len > CO_COPY_MAX)
+		return false;
+	p[0] = e->opcode == OOO_OP_DTOH ? (uint64_t)(uintptr_t)dp_host_ptr(s, e->copy.dst) : e->copy.dst;
+	p[1] = e->opcode == OOO_OP_HTOD ? (uint64_t)(uintptr_t)dp_host_ptr(s, e->copy.src) : e->copy.src;
+	p[2] = e->copy.len;
+	*ce = (struct ooo_sqe){ .opcode = OOO_OP_LAUNCH,
+				.flags = e->flags,
+				.queue = e->queue,
+				.submit_us = e->submit_us,
+				.user_data = e->user_data };
+	ce->launch.kernel = CO_COPY_KERNEL;
+	ce->launch.grid[0] = (uint32_t)((e->copy.len + 4095u) / 4096u);
+	ce->launch.grid[1] = ce->launch.grid[2] = 1;
+	ce->launch.block[0] = 256;
+	ce->launch.block[1] = ce->launch.block[2] = 1;
+	ce->launch.param_len = 3 * sizeof(uint64_t);
+	return true;
 }
 
 bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, const struct ooo_sqe *e, const void *params,
@@ -810,10 +859,17 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 	uint32_t slot, seq = 0, ev = 0;
 	bool force = false, defer;
 	int shape = -1;
+	struct ooo_sqe ce;
+	uint64_t cp[3];
+	uint8_t op = e->opcode;
 
 	*full = false;
 	if (!co)
 		return false;
+	if (copy_launch(co, s, e, &ce, cp)) {
+		e = &ce;
+		params = cp;
+	}
 	/*
 	 * Events keep their program order across queues: a record waits for the
 	 * event's earlier records, a wait for the records taken before it, even
@@ -829,7 +885,7 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 	defer = e->opcode != OOO_OP_NOP && !(e->opcode == OOO_OP_LAUNCH && e->launch.param_len > DP_HOLD_PARAMS) &&
 		!own_stream_ready(q);
 	if (!q->bl_len && !force && !defer && !holdable(dp, s, e, &shape)) {
-		if (e->opcode == OOO_OP_LAUNCH)
+		if (op == OOO_OP_LAUNCH)
 			co->st.direct_launches++;
 		if (e->opcode == OOO_OP_EVENT_RECORD)
 			s->ev_rec[ev] = s->ev_iss[ev] = seq; /* the caller issues it now */
@@ -869,6 +925,7 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 		cmd->deadline_ns = now + (uint64_t)us * 1000u;
 	}
 	cmd->ev_seq = seq;
+	cmd->op = op;
 	if (e->opcode == OOO_OP_LAUNCH && e->launch.param_len)
 		memcpy(bl_params(q, slot),
 		       params ? params : (const unsigned char *)s->base + s->h.staging_off + e->launch.param_off,
@@ -880,7 +937,7 @@ bool co_take(struct datapath *dp, struct dp_session *s, struct dp_queue *q, cons
 
 static void member_error(struct datapath *dp, struct dp_queue *q, const struct dp_cmd *cmd, int status)
 {
-	if (!dp_post(q->s, cmd->e.user_data, q->idx, cmd->e.opcode, status))
+	if (!dp_post(q->s, cmd->e.user_data, q->idx, cmd->op, status))
 		fprintf(stderr, "oood[executor]: session %llu: completion ring full, a launch error was lost\n",
 			(unsigned long long)q->s->id);
 	q->s->cq_dirty = true;
@@ -890,6 +947,9 @@ static void member_error(struct datapath *dp, struct dp_queue *q, const struct d
 static void issue_held(struct datapath *dp, struct dp_queue *q, struct dp_cmd *cmd, uint32_t slot)
 {
 	int r = dp_issue(dp, q->s, &cmd->e, bl_params(q, slot));
+
+	if (r == 1 && cmd->op != cmd->e.opcode) /* a copy held as a launch: its completion says what it was */
+		q->fifo[(q->head + q->len - 1) % DP_QUEUE_DEPTH].opcode = cmd->op;
 
 	if (cmd->e.opcode == OOO_OP_EVENT_RECORD && cmd->ev_seq > q->s->ev_iss[cmd->e.event.event])
 		q->s->ev_iss[cmd->e.event.event] = cmd->ev_seq;
@@ -922,7 +982,7 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 		if (!event_ready(q->s, cmd))
 			break; /* an earlier record of the event is still held in another queue */
 		if (holdable(dp, q->s, &cmd->e, &shape)) {
-			struct co_class *c = q->s->kfuse[cmd->e.launch.kernel];
+			struct co_class *c = cmd_class(co, q->s, &cmd->e);
 			struct sched_launch l;
 
 			if (q->sw_wait) {
@@ -1268,7 +1328,7 @@ static void bundle_looked(struct datapath *dp, struct dp_bundle *b)
 		const struct co_member *m = &b->m[k];
 
 		if (m->status < 0 && !m->notify) {
-			if (!dp_post(m->s, m->user_data, m->queue, OOO_OP_LAUNCH, m->status))
+			if (!dp_post(m->s, m->user_data, m->queue, m->op, m->status))
 				fprintf(stderr,
 					"oood[executor]: session %llu: completion ring full, a launch error was lost\n",
 					(unsigned long long)m->s->id);
@@ -1448,11 +1508,11 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	if (fuse) {
 		/* one scheduler class is one kernel and shape: every member has the leader's class */
 		const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
-		struct co_class *c = qs[0]->s->kfuse[e0->launch.kernel];
+		struct co_class *c = cmd_class(co, qs[0]->s, e0);
 		bool same = c && c->state == CLS_READY;
 
 		for (uint32_t k = 1; same && k < n; k++)
-			same = qs[k]->s->kfuse[qs[k]->bl[qs[k]->bl_head].e.launch.kernel] == c;
+			same = cmd_class(co, qs[k]->s, &qs[k]->bl[qs[k]->bl_head].e) == c;
 		/* a table that does not go as the launch's parameter is copied to a slot of device memory first */
 		if (same && (c->fnp && jit_desc_size(n, need) <= JIT_PTABLE_BYTES ? true : (b->slot = slot_take(co)) >= 0)) {
 			b->fuse = true;
@@ -1470,7 +1530,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 
 		b->m[b->n] = (struct co_member){ .arrival = cmd->arrival_ns,
 						 .deadline = cmd->deadline_ns,
-						 .fn = s->funcs[e->launch.kernel],
+						 .fn = cmd_fn(co, s, e),
 						 .grid = { e->launch.grid[0], e->launch.grid[1], e->launch.grid[2] },
 						 .block = { e->launch.block[0], e->launch.block[1], e->launch.block[2] },
 						 .shmem = e->launch.shmem,
@@ -1480,6 +1540,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 						 .user_data = e->user_data,
 						 .queue = q->idx,
 						 .cls = q->cls,
+						 .op = cmd->op,
 						 .notify = notify };
 		if (e->launch.param_len)
 			memcpy(b->params + off, bl_params(q, q->bl_head), e->launch.param_len);
@@ -1493,7 +1554,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			struct dp_pending *pe = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 
 			*pe = (struct dp_pending){ .b = b, .member = (uint16_t)b->n, .user_data = e->user_data,
-						  .opcode = e->opcode, .notify = true, .taken_ns = cmd->arrival_ns,
+						  .opcode = cmd->op, .notify = true, .taken_ns = cmd->arrival_ns,
 						  .issued_ns = b->dispatch_ns };
 			b->refs++;
 			q->len++;
@@ -1962,6 +2023,84 @@ static int thread_start(struct coalescer *co, const struct cuda_api *api, void *
 	return 0;
 }
 
+extern const char exec_copy_ptx[]; /* copy.ptx, embedded (build/gen/copy_ptx.c) */
+
+/*
+ * Copies as launches (coalesce.h): parse the copy kernel, load it alone and
+ * queue its fused form for the compiler. Anything missing only leaves
+ * copies to the copy engines, as without it; said once on stderr.
+ */
+static void copy_start(struct datapath *dp)
+{
+	struct coalescer *co = dp->co;
+	const struct cuda_api *api = dp->api;
+	const char *name = "oood_copy";
+	const struct ptx_kernel *pk;
+	struct co_pmod *pm = NULL;
+	struct co_class *c = NULL;
+	struct jit_body b;
+	char err[256] = "out of memory";
+	int can = 0;
+
+	if (api->p_cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, co->cudev) !=
+		    CUDA_SUCCESS ||
+	    !can)
+		return; /* the device does not reach host memory at its host address: copies stay copies */
+	if (!(pm = calloc(1, sizeof(*pm))))
+		goto fail;
+	if (ptx_parse(exec_copy_ptx, strlen(exec_copy_ptx), &pm->m, err, sizeof(err)) < 0) {
+		free(pm);
+		pm = NULL;
+		goto fail;
+	}
+	pm->refs = 1;
+	pk = ptx_kernel_find(pm->m, name);
+	if (!pk || !pk->fusible || pk->param_bytes != 3 * sizeof(uint64_t)) {
+		snprintf(err, sizeof(err), "%s is not a fusible kernel of 24 parameter bytes", name);
+		goto fail;
+	}
+	{
+		CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+		void *val[2] = { err, (void *)(uintptr_t)sizeof(err) };
+		CUresult r;
+
+		err[0] = 0;
+		if ((r = api->p_cuModuleLoadDataEx(&co->copy_mod, exec_copy_ptx, 2, opt, val)) != CUDA_SUCCESS ||
+		    (r = api->p_cuModuleGetFunction(&co->copy_fn, co->copy_mod, name)) != CUDA_SUCCESS) {
+			if (!err[0])
+				snprintf(err, sizeof(err), "loading it: CUDA error %d", (int)r);
+			co->copy_fn = NULL;
+			goto fail;
+		}
+	}
+	if (!(c = calloc(1, sizeof(*c))) || !(c->kname = strdup(name))) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	b = (struct jit_body){ .mod = pm->m, .kernel = pk->name };
+	jit_fuse_key(&b, 1, NULL, c->key);
+	c->id = ++co->next_id;
+	c->pm = pm; /* the parse's reference */
+	c->static_smem = pk->static_smem;
+	c->refs = 1; /* the coalescer's, for as long as it runs */
+	c->next = co->classes;
+	co->classes = c;
+	co->nclasses++;
+	co->copy = c;
+	compile_queue(co, c, 0);
+	return;
+fail:
+	fprintf(stderr, "oood[executor]: small copies go to the copy engines, not fused: the copy kernel: %s\n", err);
+	if (c)
+		free(c->kname);
+	free(c);
+	pmod_put(pm);
+	if (co->copy_mod)
+		api->p_cuModuleUnload(co->copy_mod);
+	co->copy_mod = NULL;
+	co->copy_fn = NULL;
+}
+
 int co_start(struct datapath *dp, char *why, size_t cap)
 {
 	const struct cuda_api *api = dp->api;
@@ -2039,6 +2178,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	co->lthr_started = true;
 	co->ncls = 0;
 	co->start_ns = dp_now_ns();
+	copy_start(dp);
 	return 0;
 fail:
 	co_stop(dp);
@@ -2103,6 +2243,9 @@ void co_stop(struct datapath *dp)
 		co->classes = c->next;
 		class_free(co, c, api);
 	}
+	co->copy = NULL;
+	if (co->copy_mod)
+		api->p_cuModuleUnload(co->copy_mod);
 	while (co->spare) {
 		struct dp_bundle *b = co->spare;
 

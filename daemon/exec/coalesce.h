@@ -79,6 +79,20 @@ void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass
 void co_queue_destroy(struct datapath *dp, struct dp_queue *q);
 
 /*
+ * Copies as launches: a small copy (HtoD, DtoH, DtoD of at most
+ * CO_COPY_MAX bytes) is held as a launch of the executor's copy kernel
+ * (copy.cu), whose kernel handle is CO_COPY_KERNEL (never a tenant's), so
+ * that the copies of many tenants fuse into one launch like their kernels
+ * instead of each costing the serving thread a driver call on its queue's
+ * own stream. Only where the device reaches registered host memory at its
+ * host address, and once the copy kernel's fused form is compiled.
+ */
+#define CO_COPY_KERNEL UINT32_MAX
+#define CO_COPY_MAX (64u << 10)
+/* The copy kernel alone (NULL without the coalescer or the copy kernel). */
+CUfunction co_copy_fn(const struct datapath *dp);
+
+/*
  * A validated submission of s for queue q: true if the coalescer took it
  * (held in the backlog); false if the caller issues it now (call
  * co_before_direct first). A launch's parameters are at params, or in the

@@ -687,7 +687,7 @@ void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
 }
 
 /* The host side of a validated copy: staging, or a host region. */
-static void *host_ptr(struct dp_session *s, uint64_t addr)
+void *dp_host_ptr(struct dp_session *s, uint64_t addr)
 {
 	uint64_t tag = addr >> OOO_HOST_TAG_SHIFT, off = addr & ((1ull << OOO_HOST_TAG_SHIFT) - 1);
 
@@ -735,10 +735,10 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 	case OOO_OP_NOP:
 		break;
 	case OOO_OP_HTOD:
-		r = api->p_cuMemcpyHtoDAsync(e->copy.dst, host_ptr(s, e->copy.src), e->copy.len, q->stream);
+		r = api->p_cuMemcpyHtoDAsync(e->copy.dst, dp_host_ptr(s, e->copy.src), e->copy.len, q->stream);
 		break;
 	case OOO_OP_DTOH:
-		r = api->p_cuMemcpyDtoHAsync(host_ptr(s, e->copy.dst), e->copy.src, e->copy.len, q->stream);
+		r = api->p_cuMemcpyDtoHAsync(dp_host_ptr(s, e->copy.dst), e->copy.src, e->copy.len, q->stream);
 		break;
 	case OOO_OP_DTOD:
 		r = api->p_cuMemcpyDtoDAsync(e->copy.dst, e->copy.src, e->copy.len, q->stream);
@@ -758,7 +758,7 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 				  CU_LAUNCH_PARAM_BUFFER_SIZE, &psize, CU_LAUNCH_PARAM_END };
 
 		/* the driver copies the parameter block now: staging may be reused once we move on */
-		r = api->p_cuLaunchKernel(s->funcs[e->launch.kernel], e->launch.grid[0], e->launch.grid[1],
+		r = api->p_cuLaunchKernel(e->launch.kernel == CO_COPY_KERNEL ? co_copy_fn(dp) : s->funcs[e->launch.kernel], e->launch.grid[0], e->launch.grid[1],
 					  e->launch.grid[2], e->launch.block[0], e->launch.block[1], e->launch.block[2],
 					  e->launch.shmem, q->stream, NULL, psize ? extra : NULL);
 		break;

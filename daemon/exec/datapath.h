@@ -46,6 +46,7 @@ struct dp_cmd {
 	uint64_t arrival_ns;
 	uint64_t deadline_ns;
 	uint32_t ev_seq; /* EVENT_RECORD: its number among the event's records; EVENT_WAIT: the records it must follow */
+	uint8_t op;      /* the tenant's opcode: a copy held as a launch of the copy kernel has OOO_OP_LAUNCH in e */
 };
 
 struct dp_pending {
@@ -181,6 +182,8 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 /* For the coalescer: issue a validated command now on its queue's own stream (launch parameters at params). */
 int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e, const void *params);
 bool dp_post(struct dp_session *s, uint64_t user_data, uint16_t queue, uint8_t op, int32_t status);
+/* The executor's address of a validated host address of s (staging offset, or OOO_HOST_ADDR of a region). */
+void *dp_host_ptr(struct dp_session *s, uint64_t addr);
 void dp_set_fatal(struct datapath *dp, CUresult r, const char *what);
 uint64_t dp_now_ns(void); /* CLOCK_MONOTONIC */
 bool dp_sticky(CUresult r); /* the context is lost after this error */

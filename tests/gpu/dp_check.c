@@ -27,6 +27,12 @@
  *                                launch ran on other streams of the coalescer; every word
  *                                must come out as its queue's launches in order make it
  *                                (noresults: tests/fakecuda, which runs no kernel)
+ *   dp_check SOCK copies         8 threads, a session each, 400 rounds at once of small copies
+ *                                (1 byte .. 70 KiB, any alignment: what the executor runs as
+ *                                launches of its copy kernel, fused across sessions): htod from
+ *                                ordinary memory or from ooo_host_alloc memory, dtod within the
+ *                                buffer, dtoh back, each result compared byte for byte with
+ *                                the host's own copy
  *   dp_check SOCK threads        8 threads of one session, each on its own queue, fill,
  *                                sync and read back 2000 times at once: a completion
  *                                one thread reaps for another must still wake it (a
@@ -485,6 +491,143 @@ static int threads(const char *sock)
 	return fails != 0;
 }
 
+#define CP_THREADS 8
+#define CP_ROUNDS 400
+#define CP_BUF (1u << 20)
+#define CP_MAX 70000u
+
+struct cp_arg {
+	const char *sock;
+	unsigned id;
+	bool bad;
+	char why[200];
+};
+
+static uint32_t cp_rand(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+static void *cp_run(void *p)
+{
+	struct cp_arg *a = p;
+	ooo_session *s = ooo_open(a->sock);
+	unsigned char *mirror = malloc(CP_BUF), *src = malloc(CP_MAX + 64), *back = malloc(CP_MAX + 64), *hreg = NULL;
+	uint32_t x = 2463534242u + a->id * 7919u;
+	ooo_buf *b = NULL;
+	ooo_queue *q = NULL;
+	uint64_t base;
+	int r;
+
+	if (!s || !mirror || !src || !back || ooo_buf_alloc(s, CP_BUF, 0, &b) || ooo_queue_create(s, NULL, &q) ||
+	    ooo_host_alloc(s, CP_MAX + 64, (void **)&hreg)) {
+		snprintf(a->why, sizeof(a->why), "set-up: %s", ooo_last_error());
+		a->bad = true;
+		goto out;
+	}
+	base = ooo_buf_addr(b);
+	/* the whole buffer known: random bytes up, mirrored here */
+	for (uint32_t i = 0; i < CP_BUF; i++)
+		mirror[i] = (unsigned char)cp_rand(&x);
+	if ((r = ooo_memcpy_htod(q, base, mirror, CP_BUF)) || (r = ooo_queue_sync(q, 20000))) {
+		snprintf(a->why, sizeof(a->why), "fill: %d %s", r, ooo_last_error());
+		a->bad = true;
+		goto out;
+	}
+	for (unsigned round = 0; round < CP_ROUNDS && !a->bad; round++) {
+		uint32_t n = 1 + cp_rand(&x) % (round % 4 == 0 ? 64u : CP_MAX); /* a quarter of them tiny */
+		/* d1 in the first half, d2 in the second: a copy's ranges never overlap (CUDA leaves that undefined) */
+		uint32_t so = cp_rand(&x) % 64, d1 = cp_rand(&x) % (CP_BUF / 2 - n),
+			 d2 = CP_BUF / 2 + cp_rand(&x) % (CP_BUF / 2 - n);
+		bool zero = round % 3 == 1; /* from ooo_host_alloc memory: the GPU reads it in place */
+		unsigned char *from = zero ? hreg : src;
+
+		if (round % 5 == 0) { /* some 16-byte aligned, the kernel's wide path */
+			n = (n + 15u) & ~15u;
+			if (n > CP_MAX)
+				n = CP_MAX & ~15u;
+			so = 0;
+			d1 &= ~15u;
+			d2 &= ~15u;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			from[so + i] = (unsigned char)cp_rand(&x);
+		r = ooo_memcpy_htod(q, base + d1, from + so, n);
+		memcpy(mirror + d1, from + so, n);
+		if (!r)
+			r = ooo_memcpy_dtod(q, base + d2, base + d1, n);
+		memcpy(mirror + d2, mirror + d1, n);
+		if (r) {
+			snprintf(a->why, sizeof(a->why), "round %u: submit: %d %s", round, r, ooo_last_error());
+			a->bad = true;
+			break;
+		}
+		if ((r = ooo_memcpy_dtoh(q, back + so, base + d2, n)) != 0) {
+			snprintf(a->why, sizeof(a->why), "round %u: dtoh: %d %s", round, r, ooo_last_error());
+			a->bad = true;
+			break;
+		}
+		if (memcmp(back + so, mirror + d2, n)) {
+			uint32_t i = 0;
+
+			while (back[so + i] == mirror[d2 + i])
+				i++;
+			snprintf(a->why, sizeof(a->why),
+				 "round %u: %u bytes htod at +%u (host +%u%s), dtod to +%u, dtoh: byte %u is %#x, not %#x",
+				 round, n, d1, so, zero ? ", host region" : "", d2, i, back[so + i], mirror[d2 + i]);
+			a->bad = true;
+		}
+	}
+	/* and the whole buffer, which every copy above must have left as the mirror says */
+	if (!a->bad) {
+		unsigned char *all = malloc(CP_BUF);
+
+		if (!all || (r = ooo_memcpy_dtoh(q, all, base, CP_BUF)) || memcmp(all, mirror, CP_BUF)) {
+			snprintf(a->why, sizeof(a->why), "the whole buffer differs from the host's mirror at the end");
+			a->bad = true;
+		}
+		free(all);
+	}
+out:
+	if (q)
+		ooo_queue_destroy(q);
+	if (hreg)
+		ooo_host_free(s, hreg);
+	if (b)
+		ooo_buf_free(b);
+	ooo_close(s);
+	free(mirror);
+	free(src);
+	free(back);
+	return NULL;
+}
+
+static int copies(const char *sock)
+{
+	struct cp_arg a[CP_THREADS];
+	pthread_t t[CP_THREADS];
+	double t0 = now_s();
+	int n = 0;
+
+	for (; n < CP_THREADS; n++) {
+		a[n] = (struct cp_arg){ .sock = sock, .id = (unsigned)n };
+		if (pthread_create(&t[n], NULL, cp_run, &a[n]))
+			break;
+	}
+	CHECK(n == CP_THREADS, "only %d threads started", n);
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		CHECK(!a[i].bad, "session %d: %s", i, a[i].why);
+	}
+	if (!fails)
+		printf("ok: %d sessions x %d rounds of small copies (htod, dtod, dtoh) in %.2f s, every byte right\n", n,
+		       CP_ROUNDS, now_s() - t0);
+	return fails != 0;
+}
+
 static int bw(const char *sock, const char *libcuda, size_t mb)
 {
 	size_t size = mb << 20;
@@ -600,10 +743,12 @@ int main(int argc, char **argv)
 		return launch_rounds(argv[1], 100, true);
 	if ((argc == 3 || (argc == 4 && !strcmp(argv[3], "noresults"))) && !strcmp(argv[2], "order"))
 		return order(argv[1], argc == 3);
+	if (argc == 3 && !strcmp(argv[2], "copies"))
+		return copies(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | refused | order [noresults] | shapes | threads | bw LIBCUDA MB\n");
+	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | refused | order [noresults] | shapes | threads | copies | bw LIBCUDA MB\n");
 	return 2;
 }

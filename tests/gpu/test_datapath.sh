@@ -3,7 +3,9 @@
 # a real GPU: fill and read back, refusals, an executor killed under a busy
 # queue (OOO_EDEVRESET, then the queue works again), and the copy bandwidth
 # through staging next to direct pinned cuMemcpy in the same run. Also eight
-# threads of one session syncing at once (no lost wake-up), and launches of two
+# threads of one session syncing at once (no lost wake-up), 8 sessions' small
+# copies at once, every byte checked (they run as fused launches of the
+# executor's copy kernel: counted), and launches of two
 # order-sensitive kernels whose bundles run on different streams of the
 # coalescer (each queue's results as its launches in order make them).
 set -u
@@ -24,6 +26,14 @@ $ctl status | grep -q '^sessions  *0 /' || fail "sessions not reclaimed: $($ctl 
 
 out=$(timeout 120 "$build/tests/gpu/dp_check" "$sock" threads 2>&1) || fail "threads: $out"
 echo "test_datapath: $out"
+
+# small copies run as launches of the executor's copy kernel, fused across sessions (daemon/exec/coalesce.h)
+c0=$(counter fused_launches)
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" copies 2>&1) || fail "copies: $out"
+echo "$out" | grep -q '^ok' || fail "copies: $out"
+d=$(settle 1 fused_launches)
+[ "$d" -gt 0 ] || fail "copies: none ran in a fused launch of the copy kernel ($out)"
+echo "test_datapath: $out; $d copies ran in fused launches"
 
 # a queue's launches in bundles on different streams of the coalescer keep their order
 c0=$(counter stream_waits)

@@ -4,7 +4,10 @@
 # (tests/fakecuda/fakecuda.c: device memory is host memory, copies happen at
 # once, kernels do not run). The tests/gpu programs that need no kernel's
 # result run against it: fill and read back through the rings (memset,
-# HtoD, DtoH, DtoD), refusals of other sessions' memory, 1000 queues over
+# HtoD, DtoH, DtoD), 8 sessions' small copies of any size and alignment
+# (the stand-in driver says the device cannot reach host memory at its host
+# address, so they go to the copy engines here, not to the copy kernel),
+# refusals of other sessions' memory, 1000 queues over
 # 100 sessions, 8 threads of one session syncing at once, launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
 # clean; two kernels whose bundles cross the coalescer's streams: counted
@@ -35,7 +38,7 @@ gpu_start 'mem_limit = 8G\nmax_sessions = 200\nmax_queues = 2048\n'
 [ "$(field name)" = "ooo fake GPU (tests/fakecuda)" ] || fail "the executor did not open the stand-in driver: $(field name)"
 ok "executor ready on the stand-in driver"
 
-for mode in check many threads launches; do
+for mode in check many threads copies launches; do
 	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode: $out"
 	echo "$out" | grep -q '^ok' || fail "dp_check $mode: $out"
 	ok "dp_check $mode ($(echo "$out" | tail -1))"
