@@ -126,7 +126,8 @@ static void spawn(struct server *srv, struct gpu *g)
 
 		snprintf(streams, sizeof(streams), "%u", srv->policy->streams);
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
-		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--streams", streams,
+		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--fuse-copies",
+		      srv->policy->fuse_copies ? "yes" : "no", "--streams", streams,
 		      "--fence", strcmp(g->domain, OOO_DOMAIN_FENCED) ? "no" : "yes", (char *)NULL);
 		_exit(127);
 	}

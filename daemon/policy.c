@@ -57,7 +57,7 @@ enum key_type {
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_STREAMS, F_MAX_DOMAINS, F_DOMAIN_IDLE, F_DOMAIN,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_STREAMS, F_MAX_DOMAINS, F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
 	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_FENCE, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
@@ -84,6 +84,7 @@ static const struct key_def daemon_keys[] = {
 	{ "executor_user", F_EXECUTOR_USER, T_STR, 1, OOO_NAME_MAX - 1 },
 	{ "libcuda", F_LIBCUDA, T_STR, 1, OOO_PATH_MAX - 1 },
 	{ "fuse", F_FUSE, T_BOOL, 0, 0 },
+	{ "fuse_copies", F_FUSE_COPIES, T_BOOL, 0, 0 },
 	{ "streams", F_STREAMS, T_U32, 1, 8 },
 	{ "max_domains", F_MAX_DOMAINS, T_U32, 1, POLICY_MAX_DOMAINS },
 	{ "domain_idle_ms", F_DOMAIN_IDLE, T_U32, 0, 86400000 },
@@ -590,6 +591,8 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			p->executor = b;
 		else if (k->field == F_FUSE)
 			p->fuse = b;
+		else if (k->field == F_FUSE_COPIES)
+			p->fuse_copies = b;
 		else if (k->field == F_TM_ENABLED)
 			p->telemetry.enabled = b;
 		else if (k->field == F_TM_ALL)

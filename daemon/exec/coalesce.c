@@ -2042,6 +2042,8 @@ static void copy_start(struct datapath *dp)
 	char err[256] = "out of memory";
 	int can = 0;
 
+	if (!dp->fuse_copies)
+		return; /* oood.conf fuse_copies = no */
 	if (api->p_cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, co->cudev) !=
 		    CUDA_SUCCESS ||
 	    !can)

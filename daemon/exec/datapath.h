@@ -134,6 +134,7 @@ struct datapath {
 	int cc_major, cc_minor;
 	unsigned blocked; /* sessions blocked after the last pass */
 	bool fuse;         /* coalesce fusible launches (the scheduler and the JIT) */
+	bool fuse_copies;  /* and small copies, as launches of the copy kernel (coalesce.h) */
 	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */
 	struct memory *mem; /* the executor's device memory (windows, when fenced) */
 	uint32_t streams;  /* streams the coalescer runs bundles on (1 .. 8; 0: 1) */

@@ -577,7 +577,8 @@ int executor_main(int argc, char **argv)
 		{ "executor", no_argument, NULL, 'x' },	      { "device", required_argument, NULL, 'd' },
 		{ "user", required_argument, NULL, 'u' },      { "libcuda", required_argument, NULL, 'l' },
 		{ "fuse", required_argument, NULL, 'F' },      { "streams", required_argument, NULL, 'S' },
-		{ "fence", required_argument, NULL, 'f' },     { 0 },
+		{ "fence", required_argument, NULL, 'f' },     { "fuse-copies", required_argument, NULL, 'C' },
+		{ 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
 	struct exec_ready r = { 0 };
@@ -587,7 +588,7 @@ int executor_main(int argc, char **argv)
 	CUcontext ctx = NULL;
 	unsigned long dev = 0, streams = 1;
 	char *end;
-	bool fuse = true, fence = false;
+	bool fuse = true, fence = false, fuse_copies = false;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -610,6 +611,11 @@ int executor_main(int argc, char **argv)
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
 				return EXEC_EXIT_USAGE;
 			fence = !strcmp(optarg, "yes");
+			break;
+		case 'C':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+				return EXEC_EXIT_USAGE;
+			fuse_copies = !strcmp(optarg, "yes");
 			break;
 		case 'S':
 			errno = 0;
@@ -662,6 +668,7 @@ int executor_main(int argc, char **argv)
 	dp.cc_major = (int)r.cc_major;
 	dp.cc_minor = (int)r.cc_minor;
 	dp.fuse = fuse;
+	dp.fuse_copies = fuse_copies;
 	dp.fence = fence;
 	dp.mem = &mem;
 	dp.streams = (uint32_t)streams;

@@ -42,13 +42,14 @@ corpus_ptx() {
 	echo "$name: compiled $(find "$ptxdir" -name '*.ptx' | wc -l) corpus files with nvcc"
 }
 
-# Start a private oood whose class "default" admits everyone, with extra class keys (printf-escaped).
+# gpu_start CLASS_KEYS [DAEMON_KEYS]: start a private oood whose class "default" admits everyone,
+# with extra class keys and [daemon] keys (each printf-escaped).
 # MPS is off unless the caller sets gpu_mps to its own [mps] section (printf-escaped): these tests
 # measure the executor as the GPU's only context; tests/gpu/test_mps.sh runs it as an MPS client.
 gpu_start() {
 	rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 	chmod 755 "$rundir"
-	printf "[daemon]\nlibcuda = %s\n${gpu_mps:-[mps]\nenabled = no\n}[class default]\nmatch_uid = *\n$1" "$libcuda" \
+	printf "[daemon]\nlibcuda = %s\n${2:-}${gpu_mps:-[mps]\nenabled = no\n}[class default]\nmatch_uid = *\n$1" "$libcuda" \
 		>"$rundir/oood.conf"
 	"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 	daemon=$!

@@ -13,7 +13,7 @@ build=${1:-build}
 name=test_datapath
 . "$(dirname "$0")/lib.sh"
 gpu_require
-gpu_start 'mem_limit = 16G\nmax_sessions = 200\nmax_queues = 2048\n'
+gpu_start 'mem_limit = 16G\nmax_sessions = 200\nmax_queues = 2048\n' 'fuse_copies = yes\n'
 
 out=$(timeout 120 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "check: $out"
 echo "$out" | grep -q '^ok' || fail "check: $out"

@@ -78,6 +78,8 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_int_equal(p->shutdown_grace_ms, 2000);
 	assert_int_equal(p->log_level, POLICY_LOG_INFO);
 	assert_int_equal(p->streams, POLICY_STREAMS_DEFAULT);
+	assert_true(p->fuse);
+	assert_false(p->fuse_copies);
 }
 
 static void test_default_text(void **state)
