@@ -12,7 +12,7 @@
  * at once, streams and events that are complete as soon as recorded, PTX
  * modules whose .entry names and .param layouts are read from the text.
  * What it does not: kernels (a launch checks its function and does
- * nothing), timing (an event pair measures 1 us, or FAKECUDA_ELAPSED_US
+ * nothing; the one exception is the executor's copy kernel, below), timing (an event pair measures 1 us, or FAKECUDA_ELAPSED_US
  * from the environment: a fused bundle as slow as a test wants), peer
  * access. Green contexts are bookkeeping only: the 132 SMs split into
  * groups of 8 (2 with CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) and
@@ -29,9 +29,17 @@
  * (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), and a launch whose last parameter
  * is the 32-bit word 0x7e7e7e7e (CUDA_ERROR_INVALID_VALUE): the executor's
  * fallback from a fused launch to its members, one of which is refused.
- * Tests that need a kernel's result run on the GPU machine.
+ * With FAKECUDA_HOSTPTR=1 the device says it reaches registered host
+ * memory at its host address (CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM), and
+ * the executor's copy kernel (daemon/exec/copy.cu: an entry oood_copy, or a
+ * fused module whose only body is oood_copy) does its copies when launched,
+ * read from its parameters or its fused table as the real kernel would, so
+ * that the executor's copies as launches (oood.conf fuse_copies) are
+ * checked byte for byte here too. Tests that need any other kernel's result
+ * run on the GPU machine.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,8 +55,11 @@
 #define FAKE_MAX_ENTRIES 4096
 #define FAKE_MAX_PARAMS 64
 
+static int hostptr(void);
+
 struct fake_func {
 	char name[128];
+	int copyk; /* the executor's copy kernel: 1 alone (oood_copy), 2 fused (every member oood_copy) */
 	uint32_t nparams;
 	size_t off[FAKE_MAX_PARAMS], size[FAKE_MAX_PARAMS];
 };
@@ -157,6 +168,7 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *v = 1; break;
 	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *v = 1; break;
 	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1980000; break;
+	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: *v = hostptr(); break;
 	default: *v = 0; break;
 	}
 	return CUDA_SUCCESS;
@@ -630,6 +642,18 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int nopt,
 		free(m);
 		return CUDA_ERROR_INVALID_PTX;
 	}
+	{
+		/* the executor's copy kernel, alone or fused with itself only (the JIT names each body) */
+		static const char b0[] = "// body 0: oood_copy\n", b1[] = "// body 1:";
+		bool fused_copy = memmem(s, len, b0, sizeof(b0) - 1) && !memmem(s, len, b1, sizeof(b1) - 1);
+
+		for (uint32_t i = 0; i < m->n; i++) {
+			if (!strcmp(m->f[i].name, "oood_copy"))
+				m->f[i].copyk = 1;
+			else if (fused_copy && !strncmp(m->f[i].name, "ooo_fused", 9))
+				m->f[i].copyk = 2;
+		}
+	}
 	*out = m;
 	return CUDA_SUCCESS;
 }
@@ -709,6 +733,63 @@ static const unsigned char *param_bytes(const struct fake_func *f, uint32_t i, v
 	return NULL;
 }
 
+/* FAKECUDA_HOSTPTR=1: the device reaches registered host memory at its host address (see cuDeviceGetAttribute) */
+static int hostptr(void)
+{
+	static _Atomic int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("FAKECUDA_HOSTPTR");
+
+		on = e && !strcmp(e, "1");
+	}
+	return on;
+}
+
+/* One copy of the executor's copy kernel: its parameters dst, src, n (host memory is device memory here). */
+static void copy_params(const unsigned char *p)
+{
+	uint64_t d, s, n;
+
+	memcpy(&d, p, 8);
+	memcpy(&s, p + 8, 8);
+	memcpy(&n, p + 16, 8);
+	if (d >= 4096 && s >= 4096)
+		memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+}
+
+/*
+ * The copy kernel runs, at once like every copy here: alone, or fused (the
+ * table as the parameter, or its address; include/ooo/jit.h's layout).
+ */
+static void copy_kernel(const struct fake_func *f, void **params, void **extra)
+{
+	const unsigned char *p = f->nparams ? param_bytes(f, 0, params, extra) : NULL, *t;
+	uint32_t n;
+
+	if (!p)
+		return;
+	if (f->copyk == 1) {
+		copy_params(p);
+		return;
+	}
+	if (!strncmp(f->name, "ooo_fusedp_", 11)) {
+		t = p;
+	} else {
+		uint64_t a;
+
+		memcpy(&a, p, 8);
+		t = (const unsigned char *)(uintptr_t)a;
+	}
+	memcpy(&n, t, 4);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t off;
+
+		memcpy(&off, t + 16 + 32 * i + 20, 4);
+		copy_params(t + off);
+	}
+}
+
 CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
 			unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params, void **extra)
 {
@@ -732,8 +813,10 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 		if (p && (memcpy(&v, p, sizeof(v)), v == 0x7e7e7e7eu))
 			return CUDA_ERROR_INVALID_VALUE;
 	}
+	if (f->copyk && hostptr())
+		copy_kernel(f, params, extra);
 	/* kernels do not run here; one that would dereference a null-page pointer faults (see the top) */
-	for (uint32_t i = 0; i < f->nparams; i++) {
+	for (uint32_t i = 0; i < f->nparams && f->copyk != 1; i++) { /* (the copy kernel's third is a length) */
 		const unsigned char *p = f->size[i] == 8 ? param_bytes(f, i, params, extra) : NULL;
 		uint64_t v;
 

@@ -204,4 +204,18 @@ out=$($ctl partition 2>&1)
 echo "$out" | grep -q 'applied: no reserved partitions' || fail "the reload did not remove the partition: $out"
 ok "a reload to partition = no removes the class's partition"
 fake_stop
+
+# small copies as launches of the executor's copy kernel (fuse_copies = yes), with FAKECUDA_HOSTPTR=1:
+# the stand-in driver reaches host memory at its host address and runs the copy kernel, alone or fused
+# (from the fused table), so every byte is checked as on the GPU; and the copies did run fused
+FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'fuse_copies = yes\n'
+c0=$(counter fused_launches)
+for mode in copies check threads; do
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (copies as launches): $out"
+	echo "$out" | grep -q '^ok' || fail "dp_check $mode (copies as launches): $out"
+done
+d=$(settle 1 fused_launches)
+[ "$d" -gt 0 ] || fail "fuse_copies = yes: no copy ran in a fused launch: $($ctl sched 2>&1 | head -24)"
+ok "copies as launches of the copy kernel: dp_check copies, check and threads right, $d copies in fused launches"
+fake_stop
 echo "$passed passed, 0 failed"
