@@ -2046,8 +2046,11 @@ static void copy_start(struct datapath *dp)
 		return; /* oood.conf fuse_copies = no */
 	if (api->p_cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, co->cudev) !=
 		    CUDA_SUCCESS ||
-	    !can)
-		return; /* the device does not reach host memory at its host address: copies stay copies */
+	    !can) {
+		fprintf(stderr, "oood[executor]: fuse_copies = yes, but the device does not reach registered host memory "
+				"at its host address: small copies go to the copy engines\n");
+		return;
+	}
 	if (!(pm = calloc(1, sizeof(*pm))))
 		goto fail;
 	if (ptx_parse(exec_copy_ptx, strlen(exec_copy_ptx), &pm->m, err, sizeof(err)) < 0) {
