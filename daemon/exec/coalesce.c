@@ -802,12 +802,12 @@ static struct co_class *cmd_class(const struct coalescer *co, const struct dp_se
 	return e->launch.kernel < DP_MAX_KERNELS ? s->kfuse[e->launch.kernel] : NULL;
 }
 
-static CUfunction cmd_fn(const struct coalescer *co, const struct dp_session *s, const struct ooo_sqe *e)
+CUfunction co_kernel_fn(const struct datapath *dp, const struct dp_session *s, uint32_t kernel)
 {
-	return e->launch.kernel == CO_COPY_KERNEL ? co->copy_fn : s->funcs[e->launch.kernel];
+	if (kernel == CO_COPY_KERNEL)
+		return dp->co ? dp->co->copy_fn : NULL;
+	return s->funcs[kernel];
 }
-
-CUfunction co_copy_fn(const struct datapath *dp) { return dp->co ? dp->co->copy_fn : NULL; }
 
 static bool holdable(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e, int *shape)
 {
@@ -1530,7 +1530,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 
 		b->m[b->n] = (struct co_member){ .arrival = cmd->arrival_ns,
 						 .deadline = cmd->deadline_ns,
-						 .fn = cmd_fn(co, s, e),
+						 .fn = co_kernel_fn(dp, s, e->launch.kernel),
 						 .grid = { e->launch.grid[0], e->launch.grid[1], e->launch.grid[2] },
 						 .block = { e->launch.block[0], e->launch.block[1], e->launch.block[2] },
 						 .shmem = e->launch.shmem,

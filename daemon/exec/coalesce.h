@@ -90,8 +90,8 @@ void co_queue_destroy(struct datapath *dp, struct dp_queue *q);
  */
 #define CO_COPY_KERNEL UINT32_MAX
 #define CO_COPY_MAX (64u << 10)
-/* The copy kernel alone (NULL without the coalescer or the copy kernel). */
-CUfunction co_copy_fn(const struct datapath *dp);
+/* The function a launch of s runs alone: s's kernel, or for CO_COPY_KERNEL the copy kernel (NULL without it). */
+CUfunction co_kernel_fn(const struct datapath *dp, const struct dp_session *s, uint32_t kernel);
 
 /*
  * A validated submission of s for queue q: true if the coalescer took it

@@ -758,7 +758,7 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 				  CU_LAUNCH_PARAM_BUFFER_SIZE, &psize, CU_LAUNCH_PARAM_END };
 
 		/* the driver copies the parameter block now: staging may be reused once we move on */
-		r = api->p_cuLaunchKernel(e->launch.kernel == CO_COPY_KERNEL ? co_copy_fn(dp) : s->funcs[e->launch.kernel], e->launch.grid[0], e->launch.grid[1],
+		r = api->p_cuLaunchKernel(co_kernel_fn(dp, s, e->launch.kernel), e->launch.grid[0], e->launch.grid[1],
 					  e->launch.grid[2], e->launch.block[0], e->launch.block[1], e->launch.block[2],
 					  e->launch.shmem, q->stream, NULL, psize ? extra : NULL);
 		break;

@@ -12,8 +12,9 @@
  * at once, streams and events that are complete as soon as recorded, PTX
  * modules whose .entry names and .param layouts are read from the text.
  * What it does not: kernels (a launch checks its function and does
- * nothing; the one exception is the executor's copy kernel, below), timing (an event pair measures 1 us, or FAKECUDA_ELAPSED_US
- * from the environment: a fused bundle as slow as a test wants), peer
+ * nothing; the one exception is the executor's copy kernel, below),
+ * timing (an event pair measures 1 us, or FAKECUDA_ELAPSED_US from the
+ * environment: a fused bundle as slow as a test wants), peer
  * access. Green contexts are bookkeeping only: the 132 SMs split into
  * groups of 8 (2 with CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) and
  * a remainder, and a green context knows its SM count and makes streams,
@@ -709,17 +710,23 @@ CUresult cuFuncGetParamInfo(CUfunction fn, size_t index, size_t *off, size_t *si
 	return CUDA_SUCCESS;
 }
 
+/* Whether the environment has NAME=1, read once into *cache (-1: not read yet). */
+static int env_flag(const char *name, _Atomic int *cache)
+{
+	if (*cache < 0) {
+		const char *e = getenv(name);
+
+		*cache = e && !strcmp(e, "1");
+	}
+	return *cache;
+}
+
 /* FAKECUDA_REFUSE=1: refuse fused launches and launches marked 0x7e7e7e7e (see the top) */
 static int refusing(void)
 {
 	static _Atomic int on = -1;
 
-	if (on < 0) {
-		const char *e = getenv("FAKECUDA_REFUSE");
-
-		on = e && !strcmp(e, "1");
-	}
-	return on;
+	return env_flag("FAKECUDA_REFUSE", &on);
 }
 
 /* The bytes of parameter i of a launch, from kernelParams or the extra buffer; NULL if not given. */
@@ -738,12 +745,7 @@ static int hostptr(void)
 {
 	static _Atomic int on = -1;
 
-	if (on < 0) {
-		const char *e = getenv("FAKECUDA_HOSTPTR");
-
-		on = e && !strcmp(e, "1");
-	}
-	return on;
+	return env_flag("FAKECUDA_HOSTPTR", &on);
 }
 
 /* One copy of the executor's copy kernel: its parameters dst, src, n (host memory is device memory here). */

@@ -749,6 +749,7 @@ int main(int argc, char **argv)
 		return threads(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | refused | order [noresults] | shapes | threads | copies | bw LIBCUDA MB\n");
+	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | refused | order [noresults] | shapes |"
+			" threads | copies | bw LIBCUDA MB\n");
 	return 2;
 }

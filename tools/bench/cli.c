@@ -412,7 +412,8 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_FUSE_COPIES, O_MPS, O_OOO_RUN, O_LEASE_SM,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
+	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_DOMAINS, O_FENCE,
 };
 
@@ -720,7 +721,8 @@ int bench_gpu_main(int argc, char **argv)
 		goto out;
 	}
 	if (o->socket[0] && o->fuse_copies) {
-		rc = bench_usage_error("--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
+		rc = bench_usage_error(
+			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
 	if (o->socket[0] && o->streams) {
