@@ -7,8 +7,16 @@ set -u
 build=${1:-build}
 export OOO_BUILD="$build"
 passed=0 failed=0 skipped=0
+bad= # the programs that failed, named again at the end (CI shows only the tail)
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+why=$(mktemp) # a few telling lines of each failed program, shown again at the end
+trap 'rm -f "$tmp" "$why"' EXIT
+# note NAME: remember that NAME failed and the first lines of its output that say so
+note() {
+	bad="$bad $1"
+	grep -iE 'fail|error|abort|not ok|sanitizer|timed out|assert' "$tmp" | grep -vE '^[0-9]+ passed, 0 failed|^\[  PASSED|^\[       OK|^ok|: ok$' |
+		head -4 | sed "s|^|  $1: |" >>"$why"
+}
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
@@ -26,6 +34,7 @@ for t in "$build"/tests/test_*; do
 	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$tmp" | awk '{s+=$1} END {if (NR) print s}')
 	passed=$((passed + ${p:-0}))
 	skipped=$((skipped + ${s:-0}))
+	before=$failed
 	if [ -z "$p" ] && [ -z "$f" ]; then
 		echo "$name: exited $rc without a test summary"
 		failed=$((failed + 1))
@@ -35,6 +44,7 @@ for t in "$build"/tests/test_*; do
 	else
 		failed=$((failed + ${f:-0}))
 	fi
+	[ "$failed" -ne "$before" ] && note "$name"
 done
 # shell tests: exit 0 passes, 77 skips, anything else fails; a script that
 # ends with its own "N passed, N failed" line counts those checks instead
@@ -45,6 +55,7 @@ for t in tests/integration/test_*.sh tests/jit/test_*.sh; do
 	rc=$?
 	cat "$tmp"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp" | tail -1)
+	before=$failed
 	if [ $rc -eq 77 ]; then
 		skipped=$((skipped + 1))
 	elif [ -n "$line" ]; then
@@ -59,6 +70,11 @@ for t in tests/integration/test_*.sh tests/jit/test_*.sh; do
 	else
 		failed=$((failed + 1))
 	fi
+	[ "$failed" -ne "$before" ] && note "$(basename "$t") (exit $rc)"
 done
+if [ -n "$bad" ]; then
+	echo "failed:$bad"
+	cat "$why"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
