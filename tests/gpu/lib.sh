@@ -43,13 +43,14 @@ corpus_ptx() {
 }
 
 # gpu_start CLASS_KEYS [DAEMON_KEYS]: start a private oood whose class "default" admits everyone,
-# with extra class keys and [daemon] keys (each printf-escaped).
+# with extra class keys and [daemon] keys (each printf-escaped). OOO_GPU_DAEMON_KEYS (printf-escaped,
+# e.g. 'fuse_copies = yes\n') adds [daemon] keys to every test's daemon, to run the suite in another mode.
 # MPS is off unless the caller sets gpu_mps to its own [mps] section (printf-escaped): these tests
 # measure the executor as the GPU's only context; tests/gpu/test_mps.sh runs it as an MPS client.
 gpu_start() {
 	rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 	chmod 755 "$rundir"
-	printf "[daemon]\nlibcuda = %s\n${2:-}${gpu_mps:-[mps]\nenabled = no\n}[class default]\nmatch_uid = *\n$1" "$libcuda" \
+	printf "[daemon]\nlibcuda = %s\n${OOO_GPU_DAEMON_KEYS:-}${2:-}${gpu_mps:-[mps]\nenabled = no\n}[class default]\nmatch_uid = *\n$1" "$libcuda" \
 		>"$rundir/oood.conf"
 	"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 	daemon=$!

@@ -62,7 +62,7 @@ done
 bundle_start() {
 	rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 	chmod 755 "$rundir"
-	printf "[daemon]\nlibcuda = %s\nfuse = %s\n[class default]\nmatch_uid = *\nmax_sessions = 200\nmax_queues = 1024\n" \
+	printf "[daemon]\nlibcuda = %s\nfuse = %s\n${OOO_GPU_DAEMON_KEYS:-}[class default]\nmatch_uid = *\nmax_sessions = 200\nmax_queues = 1024\n" \
 		"$libcuda" "$1" >"$rundir/oood.conf"
 	"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 	daemon=$!
