@@ -1119,6 +1119,7 @@ static void policy_defaults(struct policy *p)
 	p->log_level = POLICY_LOG_INFO;
 	p->executor = true;
 	p->fuse = true;
+	p->fuse_copies = true;
 	p->streams = POLICY_STREAMS_DEFAULT;
 	p->max_domains = 16;
 	p->domain_idle_ms = 60000;

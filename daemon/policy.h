@@ -100,7 +100,7 @@ struct policy {
 	int log_level;               /* enum policy_log_level */
 	bool executor;               /* run GPU executors (default yes) */
 	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
-	bool fuse_copies;            /* and small copies, as launches of their copy kernel (default no) */
+	bool fuse_copies;            /* and small copies, as launches of their copy kernel (default yes) */
 	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */
 	uint32_t max_domains;        /* executors (trust domains) per GPU, besides the spare (1 .. POLICY_MAX_DOMAINS) */
 	uint32_t domain_idle_ms;     /* a domain's executor without sessions this long is stopped (0: never) */

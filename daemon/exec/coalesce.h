@@ -84,7 +84,7 @@ void co_queue_destroy(struct datapath *dp, struct dp_queue *q);
  * (copy.cu), whose kernel handle is CO_COPY_KERNEL (never a tenant's), so
  * that the copies of many tenants fuse into one launch like their kernels
  * instead of each costing the serving thread a driver call on its queue's
- * own stream. Only with oood.conf's fuse_copies = yes (--fuse-copies yes),
+ * own stream. Only with oood.conf's fuse_copies = yes (the default; --fuse-copies yes),
  * where the device reaches registered host memory at its host address, and
  * once the copy kernel's fused form is compiled.
  */

@@ -588,7 +588,7 @@ int executor_main(int argc, char **argv)
 	CUcontext ctx = NULL;
 	unsigned long dev = 0, streams = 1;
 	char *end;
-	bool fuse = true, fence = false, fuse_copies = false;
+	bool fuse = true, fence = false, fuse_copies = true;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

@@ -5,7 +5,8 @@
 # through staging next to direct pinned cuMemcpy in the same run. Also eight
 # threads of one session syncing at once (no lost wake-up), 8 sessions' small
 # copies at once, every byte checked (they run as fused launches of the
-# executor's copy kernel: counted), and launches of two
+# executor's copy kernel: counted; and again with fuse_copies = no: none
+# fused), and launches of two
 # order-sensitive kernels whose bundles run on different streams of the
 # coalescer (each queue's results as its launches in order make them).
 set -u
@@ -59,5 +60,15 @@ grep -q '^ok' "$rundir/reset.out" || fail "reset: $(cat "$rundir/reset.out")"
 echo "test_datapath: executor killed under a busy queue: $(grep '^sync after' "$rundir/reset.out"); queue works again: ok"
 
 timeout 120 "$build/tests/gpu/dp_check" "$sock" bw "$libcuda" 64 || fail "bandwidth"
+gpu_stop
+
+# with fuse_copies = no every small copy is a driver call on its queue's own stream: the same bytes, none fused
+gpu_start 'mem_limit = 16G\nmax_sessions = 200\nmax_queues = 2048\n' 'fuse_copies = no\n'
+c0=$(counter fused_launches)
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" copies 2>&1) || fail "copies, fuse_copies = no: $out"
+echo "$out" | grep -q '^ok' || fail "copies, fuse_copies = no: $out"
+d=$(($(steady fused_launches) - c0))
+[ "$d" -eq 0 ] || fail "fuse_copies = no: $d launches ran fused ($out)"
+echo "test_datapath: fuse_copies = no: $out; none fused"
 gpu_stop
 echo "test_datapath: OK"

@@ -79,7 +79,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_int_equal(p->log_level, POLICY_LOG_INFO);
 	assert_int_equal(p->streams, POLICY_STREAMS_DEFAULT);
 	assert_true(p->fuse);
-	assert_false(p->fuse_copies);
+	assert_true(p->fuse_copies);
 }
 
 static void test_default_text(void **state)
