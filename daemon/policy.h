@@ -102,6 +102,7 @@ struct policy {
 	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
 	bool fuse_copies;            /* and small copies, as launches of their copy kernel (default yes) */
 	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */
+	uint32_t serving_threads;    /* threads an executor serves its sessions with, each a shard of them (1 .. 8) */
 	uint32_t max_domains;        /* executors (trust domains) per GPU, besides the spare (1 .. POLICY_MAX_DOMAINS) */
 	uint32_t domain_idle_ms;     /* a domain's executor without sessions this long is stopped (0: never) */
 	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */

@@ -684,6 +684,20 @@ void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
 		return;
 	dp->fatal = true;
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why), "%s: %s", what, cuda_strerror(dp->api, r, e, sizeof(e)));
+	if (dp->fatal_all)
+		atomic_store_explicit(dp->fatal_all, true, memory_order_release); /* the other shards stop issuing */
+}
+
+/* Has this shard, or another serving thread of the executor, found the context gone? */
+static bool dp_dead(struct datapath *dp)
+{
+	if (dp->fatal)
+		return true;
+	if (!dp->fatal_all || !atomic_load_explicit(dp->fatal_all, memory_order_acquire))
+		return false;
+	dp->fatal = true;
+	snprintf(dp->fatal_why, sizeof(dp->fatal_why), "another serving thread found the context lost");
+	return true;
 }
 
 /* The host side of a validated copy: staging, or a host region. */
@@ -909,7 +923,7 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			break;
 		moved = true;
 		dp->commands++;
-		if (dp->fatal) {
+		if (dp_dead(dp)) {
 			/*
 			 * The context is gone: nothing more is issued. But a sync that
 			 * came behind a bundle that faulted learns that fault, so the
@@ -1023,6 +1037,7 @@ bool dp_progress(struct datapath *dp)
 	}
 	now = dp_now_ns();
 	dp->now_ns = now;
+	(void)dp_dead(dp); /* another serving thread's sticky error: nothing more is issued here either */
 	moved = co_reap(dp, now);
 	/* one clock read for the sessions' pass: completions seen now, and the pass's length (vDSO reads add up) */
 	seen = dp_now_ns();

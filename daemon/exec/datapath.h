@@ -15,6 +15,7 @@
 #define OOO_EXEC_DATAPATH_H
 
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -142,6 +143,7 @@ struct datapath {
 	bool co_failed;
 	bool fatal;        /* a sticky CUDA error: the context is gone */
 	char fatal_why[160];
+	atomic_bool *fatal_all; /* with several serving threads (executor.c): set by the first that finds it gone */
 	/* the serving loop's own cost (executor.c counts the passes, take_submissions the commands) */
 	uint64_t loops, work_ns, commands, take_ns, dispatch_ns;
 	uint64_t pass_take_ns, pass_dispatch_ns; /* of the last dp_progress */

@@ -12,12 +12,16 @@
 #include <poll.h>
 #include <time.h>
 #include <pwd.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -256,10 +260,98 @@ static int open_device(struct cuda_api *api, const char *libcuda, unsigned dev, 
 	return 0;
 }
 
-static int handle_mem(int fd, struct memory *mem, struct datapath *dp, uint16_t type, const struct exec_mem_req *q,
+/*
+ * The serving threads (oood.conf serving_threads, executor --threads): the
+ * sessions are split into shards, each a struct datapath with its own
+ * coalescer (scheduler, launcher and compile threads) served by its own
+ * thread, all in the one CUDA context. Launches coalesce within a shard.
+ * With one shard the main thread serves it and oood's socket (serve());
+ * with more, the main thread only answers oood (serve_threaded()) and takes
+ * a shard's lock for each message about one of its sessions: a shard thread
+ * holds its lock during a pass and steps aside between passes when the
+ * main thread wants it. A session stays in the shard that first saw it
+ * (the one with the fewest sessions then).
+ */
+#define EXEC_THREADS_MAX 8
+
+struct shards;
+
+struct shard {
+	struct datapath dp;
+	pthread_mutex_t mu;
+	atomic_bool want;     /* the main thread is waiting for mu */
+	int wake;             /* eventfd: the main thread rings it after it changed the shard */
+	pthread_t th;
+	bool started;
+	struct pollfd *pfd;   /* the doorbells it sleeps on */
+	struct shards *all;
+};
+
+struct shards {
+	struct shard sh[EXEC_THREADS_MAX];
+	unsigned n;
+	bool threaded;        /* n > 1 */
+	CUcontext ctx;
+	atomic_bool stop;     /* oood is gone: the shard threads end */
+	atomic_bool fatal_all; /* a shard found the context gone: every shard stops issuing (datapath.c dp_dead) */
+	int fatal_efd;        /* eventfd: a shard's context error (the context is gone for all) */
+};
+
+static struct datapath *shard_lock(struct shards *S, struct shard *h)
+{
+	if (S->threaded) {
+		atomic_store(&h->want, true);
+		pthread_mutex_lock(&h->mu);
+	}
+	return &h->dp;
+}
+
+static void shard_unlock(struct shards *S, struct shard *h)
+{
+	uint64_t one = 1;
+
+	if (!S->threaded)
+		return;
+	pthread_mutex_unlock(&h->mu);
+	atomic_store(&h->want, false);
+	(void)!write(h->wake, &one, sizeof(one)); /* it may sleep on doorbells that changed */
+}
+
+/* The shard that has session id, else the one with the fewest sessions (which may take it); returned locked. */
+static struct shard *shard_of(struct shards *S, uint64_t id)
+{
+	struct shard *best = &S->sh[0];
+	unsigned best_n = UINT32_MAX;
+
+	if (S->n == 1) {
+		shard_lock(S, best);
+		return best;
+	}
+	for (unsigned i = 0; i < S->n; i++) {
+		struct shard *h = &S->sh[i];
+		struct datapath *dp = shard_lock(S, h);
+		unsigned k = 0;
+
+		if (dp_session_get(dp, id, false))
+			return h;
+		for (struct dp_session *s = dp->sessions; s; s = s->next)
+			k++;
+		shard_unlock(S, h);
+		if (k < best_n) {
+			best_n = k;
+			best = h;
+		}
+	}
+	shard_lock(S, best);
+	return best;
+}
+
+static int handle_mem(int fd, struct memory *mem, struct shards *S, uint16_t type, const struct exec_mem_req *q,
 		      int in_fd)
 {
 	struct exec_mem_reply rep = { .req = q->req, .addr = q->addr, .size = q->size };
+	struct shard *h = shard_of(S, q->session);
+	struct datapath *dp = &h->dp;
 	struct dp_session *s = dp_session_get(dp, q->session, type != EXEC_MSG_FREE);
 	int out_fd = -1, r;
 
@@ -301,15 +393,18 @@ static int handle_mem(int fd, struct memory *mem, struct datapath *dp, uint16_t 
 		}
 		break;
 	}
+	shard_unlock(S, h);
 	r = send_msg_fd(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep), out_fd);
 	if (out_fd >= 0)
 		close(out_fd); /* oood has its own reference now (or the send failed) */
 	return r;
 }
 
-static int handle_attach(int fd, struct datapath *dp, uint16_t type, const void *payload, int *fds, int nfd)
+static int handle_attach(int fd, struct shards *S, uint16_t type, const void *payload, int *fds, int nfd)
 {
 	struct exec_mem_reply rep = { 0 };
+	struct shard *h;
+	struct datapath *dp;
 
 	if (type == EXEC_MSG_QUEUE) {
 		struct exec_queue q;
@@ -317,13 +412,16 @@ static int handle_attach(int fd, struct datapath *dp, uint16_t type, const void 
 		memcpy(&q, payload, sizeof(q));
 		rep.req = q.req;
 		q.klass[sizeof(q.klass) - 1] = '\0';
-		rep.status = dp_queue(dp, q.session, q.queue, q.create != 0, q.priority, q.slo_us, q.klass, rep.reason,
-				      sizeof(rep.reason));
+		h = shard_of(S, q.session);
+		rep.status = dp_queue(&h->dp, q.session, q.queue, q.create != 0, q.priority, q.slo_us, q.klass,
+				      rep.reason, sizeof(rep.reason));
 	} else {
 		struct exec_attach a;
 
 		memcpy(&a, payload, sizeof(a));
 		rep.req = a.req;
+		h = shard_of(S, a.session);
+		dp = &h->dp;
 		if (type == EXEC_MSG_DETACH) {
 			rep.status = dp_detach(dp, a.session);
 		} else if (nfd != 3) {
@@ -335,11 +433,17 @@ static int handle_attach(int fd, struct datapath *dp, uint16_t type, const void 
 			fds[0] = fds[1] = fds[2] = -1; /* dp_attach took them */
 		}
 	}
+	shard_unlock(S, h);
 	return send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
 }
 
-/* A partition plan from oood (checked by exec_msg_check): apply it, answer what each partition got. */
-static int handle_partitions(int fd, struct datapath *dp, const void *payload)
+/*
+ * A partition plan from oood (checked by exec_msg_check): apply it, answer
+ * what each partition got. Every shard's coalescer gets the plan (their
+ * partitions of a class are green contexts on the same SMs); the answer is
+ * the first refusal, else the first shard's.
+ */
+static int handle_partitions(int fd, struct shards *S, const void *payload)
 {
 	struct exec_partitions q;
 	struct exec_partitions_reply rep = { 0 };
@@ -353,8 +457,16 @@ static int handle_partitions(int fd, struct datapath *dp, const void *payload)
 		snprintf(plan[i].klass, sizeof(plan[i].klass), "%s", q.p[i].klass);
 		plan[i].sms = q.p[i].sms;
 	}
-	dp_co_ensure(dp);
-	rep.status = co_partitions(dp, plan, q.n, rep.sms, &rep.granule, rep.reason, sizeof(rep.reason));
+	for (unsigned i = 0; i < S->n; i++) {
+		struct datapath *dp = shard_lock(S, &S->sh[i]);
+		struct exec_partitions_reply r = rep;
+
+		dp_co_ensure(dp);
+		r.status = co_partitions(dp, plan, q.n, r.sms, &r.granule, r.reason, sizeof(r.reason));
+		shard_unlock(S, &S->sh[i]);
+		if (i == 0 || (r.status < 0 && rep.status >= 0))
+			rep = r;
+	}
 	if (rep.status < 0)
 		fprintf(stderr, "oood[executor]: partition plan %llu refused: %s\n", (unsigned long long)q.generation,
 			rep.reason);
@@ -362,7 +474,7 @@ static int handle_partitions(int fd, struct datapath *dp, const void *payload)
 }
 
 /* One message from oood, if one is waiting. Returns 1 handled, 0 none, -1 to exit (oood gone or bad). */
-static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
+static int ctl_message(int fd, struct memory *mem, struct shards *S)
 {
 	unsigned char buf[512];
 	struct iovec iov = { buf, sizeof(buf) };
@@ -401,50 +513,60 @@ static int ctl_message(int fd, struct memory *mem, struct datapath *dp)
 	} else if (type == EXEC_MSG_ALLOC || type == EXEC_MSG_FREE || type == EXEC_MSG_IMPORT) {
 		struct exec_mem_req q;
 		memcpy(&q, payload, sizeof(q));
-		rc = handle_mem(fd, mem, dp, type, &q, fds[0]);
+		rc = handle_mem(fd, mem, S, type, &q, fds[0]);
 	} else if (type == EXEC_MSG_ATTACH || type == EXEC_MSG_DETACH || type == EXEC_MSG_QUEUE) {
-		rc = handle_attach(fd, dp, type, payload, fds, nfd);
+		rc = handle_attach(fd, S, type, payload, fds, nfd);
 	} else if (type == EXEC_MSG_MODULE_LOAD || type == EXEC_MSG_MODULE_UNLOAD) {
 		struct exec_module m;
 		struct exec_mem_reply rep = { 0 };
+		struct shard *h;
 
 		memcpy(&m, payload, sizeof(m));
 		rep.req = m.req;
+		h = shard_of(S, m.session);
 		if (type == EXEC_MSG_MODULE_UNLOAD) {
-			rep.status = dp_module_unload(dp, m.session, m.module);
+			rep.status = dp_module_unload(&h->dp, m.session, m.module);
 		} else if (nfd < 1) {
 			rep.status = -EBADF;
 			snprintf(rep.reason, sizeof(rep.reason), "module load without its image");
 		} else {
 			uint32_t mod = 0;
-			rep.status = dp_module_load(dp, m.session, m.kind, fds[0], m.len, &mod, rep.reason,
+			rep.status = dp_module_load(&h->dp, m.session, m.kind, fds[0], m.len, &mod, rep.reason,
 						    sizeof(rep.reason));
 			rep.addr = mod;
 		}
+		shard_unlock(S, h);
 		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
 	} else if (type == EXEC_MSG_HOST_MAP || type == EXEC_MSG_HOST_UNMAP) {
 		struct exec_host h;
 		struct exec_mem_reply rep = { 0 };
+		struct shard *sh;
 
 		memcpy(&h, payload, sizeof(h));
 		rep.req = h.req;
 		rep.addr = h.region;
+		sh = shard_of(S, h.session);
 		if (type == EXEC_MSG_HOST_UNMAP)
-			rep.status = dp_host_unmap(dp, h.session, h.region);
+			rep.status = dp_host_unmap(&sh->dp, h.session, h.region);
 		else if (nfd < 1)
 			rep.status = -EBADF;
 		else
-			rep.status = dp_host_map(dp, h.session, h.region, fds[0], h.size, rep.reason, sizeof(rep.reason));
+			rep.status = dp_host_map(&sh->dp, h.session, h.region, fds[0], h.size, rep.reason,
+						 sizeof(rep.reason));
+		shard_unlock(S, sh);
 		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
 	} else if (type == EXEC_MSG_PARTITIONS) {
-		rc = handle_partitions(fd, dp, payload);
+		rc = handle_partitions(fd, S, payload);
 	} else if (type == EXEC_MSG_KERNEL_GET) {
 		struct exec_kernel_get k;
 		struct exec_kernel_reply rep = { 0 };
+		struct shard *h;
 
 		memcpy(&k, payload, sizeof(k));
 		rep.req = k.req;
-		rep.status = dp_kernel_get(dp, k.session, k.module, k.name, &rep.k, rep.reason, sizeof(rep.reason));
+		h = shard_of(S, k.session);
+		rep.status = dp_kernel_get(&h->dp, k.session, k.module, k.name, &rep.k, rep.reason, sizeof(rep.reason));
+		shard_unlock(S, h);
 		rc = send_msg(fd, EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY, &rep, sizeof(rep));
 	}
 	for (int i = 0; i < nfd; i++) {
@@ -477,9 +599,10 @@ static uint64_t mono_ns(void)
  * (completion latency is what tenants feel), then naps in short sleeps that
  * a doorbell or oood ends early; with nothing in flight it sleeps until one.
  */
-static int serve(int fd, struct memory *mem, struct datapath *dp)
+static int serve(int fd, struct memory *mem, struct shards *S)
 {
 	static struct pollfd pfd[MAX_WAIT_FDS + 1];
+	struct datapath *dp = &S->sh[0].dp;
 	uint64_t last = 0, stats_at = 0;
 	unsigned ctl_skip = 0;
 
@@ -494,7 +617,7 @@ static int serve(int fd, struct memory *mem, struct datapath *dp)
 		 * ~0.3 us on the GPU machine, against ~35 us passes at full load).
 		 */
 		if (!moved || !ctl_skip) {
-			r = ctl_message(fd, mem, dp);
+			r = ctl_message(fd, mem, S);
 			ctl_skip = r > 0 ? 0 : CTL_EVERY - 1;
 		} else {
 			ctl_skip--;
@@ -571,6 +694,283 @@ static int serve(int fd, struct memory *mem, struct datapath *dp)
 	}
 }
 
+/* Add the counters of another shard's coalescer (b) to a: counts summed, classes matched by name. */
+static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_counters *b)
+{
+	uint64_t *const sum[] = { &a->bundles,	    &a->fused_bundles,	 &a->launches,	       &a->fused_launches,
+				  &a->direct_launches, &a->dispatch_full, &a->dispatch_slack, &a->dispatch_idle,
+				  &a->dispatch_alone,  &a->retried,	 &a->jit_hits,	       &a->jit_misses,
+				  &a->jit_compiles,    &a->jit_failures,	 &a->jit_compile_ns,   &a->loops,
+				  &a->work_ns,	       &a->commands,	 &a->param_bundles,    &a->take_ns,
+				  &a->dispatch_ns,     &a->submit_stamp_bad, &a->unfused_nopay,    &a->stream_waits,
+				  &a->launch_ns };
+	const uint64_t *const add[] = { &b->bundles,	     &b->fused_bundles,	  &b->launches,
+					&b->fused_launches,   &b->direct_launches,   &b->dispatch_full,
+					&b->dispatch_slack,   &b->dispatch_idle,	  &b->dispatch_alone,
+					&b->retried,	     &b->jit_hits,	  &b->jit_misses,
+					&b->jit_compiles,     &b->jit_failures,	  &b->jit_compile_ns,
+					&b->loops,	     &b->work_ns,	  &b->commands,
+					&b->param_bundles,    &b->take_ns,	  &b->dispatch_ns,
+					&b->submit_stamp_bad, &b->unfused_nopay,	  &b->stream_waits,
+					&b->launch_ns };
+
+	_Static_assert(sizeof(sum) / sizeof(sum[0]) == sizeof(add) / sizeof(add[0]), "counters_add: one list");
+	for (size_t i = 0; i < sizeof(sum) / sizeof(sum[0]); i++)
+		*sum[i] += *add[i];
+	if (b->jit_compile_max_ns > a->jit_compile_max_ns)
+		a->jit_compile_max_ns = b->jit_compile_max_ns;
+	if (b->max_members > a->max_members)
+		a->max_members = b->max_members;
+	if (b->up_ns > a->up_ns)
+		a->up_ns = b->up_ns;
+	for (unsigned i = 0; i < OOO_TM_BUCKETS; i++) {
+		a->hold_hist[i] += b->hold_hist[i];
+		a->lat_hist[i] += b->lat_hist[i];
+		a->cmd_submit_hist[i] += b->cmd_submit_hist[i];
+		a->cmd_queue_hist[i] += b->cmd_queue_hist[i];
+		a->cmd_run_hist[i] += b->cmd_run_hist[i];
+		a->cmd_notify_hist[i] += b->cmd_notify_hist[i];
+		a->bundle_gpu_hist[i] += b->bundle_gpu_hist[i];
+	}
+	/* partitions: every shard has the same plan, by index */
+	if (b->npartitions > a->npartitions) {
+		for (uint32_t i = a->npartitions; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++)
+			a->parts[i] = (struct ooo_sched_part_stats){ .sms = b->parts[i].sms,
+								     .max_inflight = b->parts[i].max_inflight };
+		for (uint32_t i = a->npartitions; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++)
+			memcpy(a->parts[i].name, b->parts[i].name, sizeof(a->parts[i].name));
+		a->npartitions = b->npartitions;
+	}
+	for (uint32_t i = 0; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++) {
+		a->parts[i].bundles += b->parts[i].bundles;
+		a->parts[i].busy_ns += b->parts[i].busy_ns;
+	}
+	if (b->streams > a->streams)
+		a->streams = b->streams;
+	/* classes: by name; the last row ("") takes what does not fit, as in one coalescer */
+	for (uint32_t j = 0; j < b->nclasses && j < OOO_SCHED_CLASSES; j++) {
+		const struct ooo_sched_class_stats *c = &b->classes[j];
+		bool over = j == OOO_SCHED_CLASSES - 1;
+		uint32_t i = 0;
+
+		if (!over)
+			for (i = 0; i < a->nclasses && i < OOO_SCHED_CLASSES - 1; i++)
+				if (!strncmp(a->classes[i].name, c->name, sizeof(c->name)))
+					break;
+		if (over || i == OOO_SCHED_CLASSES - 1) {
+			i = OOO_SCHED_CLASSES - 1;
+			a->nclasses = OOO_SCHED_CLASSES;
+		} else if (i == a->nclasses) {
+			a->classes[i] = (struct ooo_sched_class_stats){ 0 };
+			memcpy(a->classes[i].name, c->name, sizeof(c->name));
+			a->nclasses++;
+		}
+		if (c->slo_us > a->classes[i].slo_us)
+			a->classes[i].slo_us = c->slo_us;
+		a->classes[i].launches += c->launches;
+		a->classes[i].deadline_misses += c->deadline_misses;
+		a->classes[i].lat_sum_ns += c->lat_sum_ns;
+		if (c->lat_max_ns > a->classes[i].lat_max_ns)
+			a->classes[i].lat_max_ns = c->lat_max_ns;
+	}
+}
+
+/* Leave the shard's lock to the main thread while it wants it. */
+static void step_aside(struct shard *h)
+{
+	for (unsigned i = 0; atomic_load_explicit(&h->want, memory_order_acquire); i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		if (i < 256) {
+			__builtin_ia32_pause();
+			continue;
+		}
+#endif
+		sched_yield();
+	}
+}
+
+/* The context is gone (a shard saw a sticky error): every shard stops issuing, posts what it can, and ends. */
+static void shard_grace(struct shard *h)
+{
+	uint64_t until = mono_ns() + FATAL_GRACE_NS;
+
+	do {
+		bool moved;
+
+		pthread_mutex_lock(&h->mu);
+		moved = dp_progress(&h->dp);
+		pthread_mutex_unlock(&h->mu);
+		step_aside(h);
+		if (!moved)
+			usleep(200);
+	} while (mono_ns() < until);
+}
+
+/* A shard's serving thread: serve()'s loop without oood's socket. */
+static void *shard_main(void *arg)
+{
+	struct shard *h = arg;
+	struct shards *S = h->all;
+	struct datapath *dp = &h->dp;
+	uint64_t last = 0;
+	char name[16];
+
+	snprintf(name, sizeof(name), "ooo-serve%u", (unsigned)(h - S->sh));
+	prctl(PR_SET_NAME, name); /* ps -L, /proc/PID/task/TID/comm */
+	dp->api->p_cuCtxSetCurrent(S->ctx);
+	while (!atomic_load(&S->stop)) {
+		uint64_t t0 = mono_ns(), v;
+		bool moved, busy, blocked, fatal;
+		int n;
+
+		pthread_mutex_lock(&h->mu);
+		moved = dp_progress(dp);
+		busy = dp->inflight || co_busy(dp);
+		blocked = dp->blocked != 0;
+		fatal = dp->fatal;
+		dp->loops++;
+		if (moved) {
+			dp->work_ns += mono_ns() - t0;
+			dp->take_ns += dp->pass_take_ns;
+			dp->dispatch_ns += dp->pass_dispatch_ns;
+		}
+		pthread_mutex_unlock(&h->mu);
+		if (fatal) {
+			uint64_t one = 1;
+
+			(void)!write(S->fatal_efd, &one, sizeof(one));
+			shard_grace(h);
+			return NULL;
+		}
+		step_aside(h);
+		if (moved) {
+			last = mono_ns();
+			continue;
+		}
+		if (mono_ns() - last < (busy ? SPIN_BUSY_NS : SPIN_IDLE_NS))
+			continue;
+		pthread_mutex_lock(&h->mu);
+		n = dp_prepare_sleep(dp, h->pfd + 1, MAX_WAIT_FDS);
+		pthread_mutex_unlock(&h->mu);
+		if (n < 0)
+			continue;
+		h->pfd[0] = (struct pollfd){ .fd = h->wake, .events = POLLIN };
+		if (busy || blocked) {
+			struct timespec ts = { 0, NAP_NS };
+			(void)ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
+		} else {
+			(void)ppoll(h->pfd, (nfds_t)n + 1, NULL, NULL);
+		}
+		(void)!read(h->wake, &v, sizeof(v)); /* nonblocking: drain */
+		pthread_mutex_lock(&h->mu);
+		dp_awake(dp);
+		pthread_mutex_unlock(&h->mu);
+	}
+	return NULL;
+}
+
+/*
+ * With several shards: start their threads, then answer oood until it
+ * closes the socket (0) or a shard finds the context gone (1), and send
+ * the shards' summed counters about once a second.
+ */
+static int serve_threaded(int fd, struct memory *mem, struct shards *S)
+{
+	uint64_t stats_at = 0;
+	int rc = 0, err;
+
+	for (unsigned i = 0; i < S->n; i++) {
+		struct shard *h = &S->sh[i];
+
+		h->all = S;
+		if ((err = pthread_create(&h->th, NULL, shard_main, h)) != 0) {
+			fprintf(stderr, "oood[executor]: cannot start serving thread %u: %s\n", i, strerror(err));
+			rc = 1;
+			break;
+		}
+		h->started = true;
+	}
+	while (rc == 0) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = S->fatal_efd, .events = POLLIN } };
+		uint64_t now = mono_ns();
+		int r;
+
+		if (now - stats_at >= STATS_NS) {
+			struct ooo_sched_counters c, x;
+			bool any = false;
+
+			for (unsigned i = 0; i < S->n; i++) {
+				struct datapath *dp = shard_lock(S, &S->sh[i]);
+
+				if (dp->co) {
+					co_counters(dp, now, any ? &x : &c);
+					if (any)
+						counters_add(&c, &x);
+					any = true;
+				}
+				pthread_mutex_unlock(&S->sh[i].mu); /* no wake-up: nothing changed */
+				atomic_store(&S->sh[i].want, false);
+			}
+			if (any)
+				send_msg(fd, EXEC_MSG_STATS, &c, sizeof(c));
+			stats_at = now;
+		}
+		r = poll(p, 2, (int)((STATS_NS - (mono_ns() - stats_at)) / 1000000u) + 1);
+		if (r < 0 && errno != EINTR) {
+			rc = 1;
+			break;
+		}
+		if (p[1].revents) {
+			rc = 1; /* a shard saw the context go: the others stop issuing and post what they can */
+			break;
+		}
+		if (p[0].revents) {
+			/* every waiting message: each is handled in full before the next */
+			while ((r = ctl_message(fd, mem, S)) > 0)
+				;
+			if (r < 0)
+				break; /* oood closed the socket: done */
+		}
+	}
+	if (rc == 1) {
+		char why[sizeof(S->sh[0].dp.fatal_why)] = "";
+
+		for (unsigned i = 0; i < S->n; i++) {
+			struct datapath *dp = shard_lock(S, &S->sh[i]);
+
+			/* the reason of the shard that met the error, not of those that learnt it from dp_dead */
+			if (dp->fatal && (!why[0] || !strncmp(why, "another serving thread", 22)))
+				snprintf(why, sizeof(why), "%s", dp->fatal_why);
+			shard_unlock(S, &S->sh[i]);
+		}
+		for (unsigned i = 0; i < S->n; i++) {
+			struct datapath *dp = shard_lock(S, &S->sh[i]);
+
+			if (!dp->fatal) {
+				dp->fatal = true;
+				snprintf(dp->fatal_why, sizeof(dp->fatal_why), "%s", why[0] ? why : "a serving thread failed");
+			}
+			shard_unlock(S, &S->sh[i]);
+		}
+		/* each shard sees its fatal mark on its next pass (the unlock rang it), posts for a while and ends */
+		for (unsigned i = 0; i < S->n; i++)
+			if (S->sh[i].started)
+				pthread_join(S->sh[i].th, NULL);
+		fprintf(stderr, "oood[executor]: %s; the context is lost, exiting\n", why[0] ? why : "a serving thread failed");
+		return 1;
+	}
+	atomic_store(&S->stop, true);
+	for (unsigned i = 0; i < S->n; i++) {
+		uint64_t one = 1;
+
+		(void)!write(S->sh[i].wake, &one, sizeof(one));
+	}
+	for (unsigned i = 0; i < S->n; i++)
+		if (S->sh[i].started)
+			pthread_join(S->sh[i].th, NULL);
+	return rc;
+}
+
 int executor_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -578,15 +978,15 @@ int executor_main(int argc, char **argv)
 		{ "user", required_argument, NULL, 'u' },      { "libcuda", required_argument, NULL, 'l' },
 		{ "fuse", required_argument, NULL, 'F' },      { "streams", required_argument, NULL, 'S' },
 		{ "fence", required_argument, NULL, 'f' },     { "fuse-copies", required_argument, NULL, 'C' },
-		{ 0 },
+		{ "threads", required_argument, NULL, 'T' },   { 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
 	struct exec_ready r = { 0 };
 	struct cuda_api api = { 0 };
 	struct memory mem = { 0 };
-	struct datapath dp;
+	static struct shards S; /* large: the shards' datapaths */
 	CUcontext ctx = NULL;
-	unsigned long dev = 0, streams = 1;
+	unsigned long dev = 0, streams = 1, threads = 1;
 	char *end;
 	bool fuse = true, fence = false, fuse_copies = true;
 	int c, rc;
@@ -621,6 +1021,12 @@ int executor_main(int argc, char **argv)
 			errno = 0;
 			streams = strtoul(optarg, &end, 10);
 			if (errno || *end || streams < 1 || streams > 8)
+				return EXEC_EXIT_USAGE;
+			break;
+		case 'T':
+			errno = 0;
+			threads = strtoul(optarg, &end, 10);
+			if (errno || *end || threads < 1 || threads > EXEC_THREADS_MAX)
 				return EXEC_EXIT_USAGE;
 			break;
 		default: return EXEC_EXIT_USAGE;
@@ -664,17 +1070,58 @@ int executor_main(int argc, char **argv)
 		exec_log((unsigned)dev, "%s", r.reason);
 	if (send_msg(EXEC_CTL_FD, EXEC_MSG_READY, &r, sizeof(r)) < 0)
 		rc = rc ? rc : 1;
-	dp_init(&dp, &api);
-	dp.cc_major = (int)r.cc_major;
-	dp.cc_minor = (int)r.cc_minor;
-	dp.fuse = fuse;
-	dp.fuse_copies = fuse_copies;
-	dp.fence = fence;
-	dp.mem = &mem;
-	dp.streams = (uint32_t)streams;
+	/*
+	 * A fenced executor keeps one serving thread: its sessions' windows are
+	 * handed out from the shared memory state as launches come.
+	 */
+	if (fence && threads > 1) {
+		exec_log((unsigned)dev, "serving_threads = %lu: a fenced executor serves with one thread", threads);
+		threads = 1;
+	}
+	S.n = (unsigned)threads;
+	S.threaded = S.n > 1;
+	S.ctx = ctx;
+	S.fatal_efd = -1;
+	if (S.threaded && (S.fatal_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 && rc == 0) {
+		exec_log((unsigned)dev, "eventfd: %s", strerror(errno));
+		rc = 1;
+	}
+	for (unsigned i = 0; i < S.n; i++) {
+		struct shard *h = &S.sh[i];
+
+		dp_init(&h->dp, &api);
+		h->dp.cc_major = (int)r.cc_major;
+		h->dp.cc_minor = (int)r.cc_minor;
+		h->dp.fuse = fuse;
+		h->dp.fuse_copies = fuse_copies;
+		h->dp.fence = fence;
+		h->dp.mem = &mem;
+		h->dp.streams = (uint32_t)streams;
+		h->dp.fatal_all = S.threaded ? &S.fatal_all : NULL;
+		pthread_mutex_init(&h->mu, NULL);
+		h->wake = -1;
+		if (!S.threaded)
+			continue;
+		if ((h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+		    !(h->pfd = calloc(MAX_WAIT_FDS + 1, sizeof(*h->pfd)))) {
+			if (rc == 0)
+				exec_log((unsigned)dev, "serving thread %u: %s", i, strerror(errno ? errno : ENOMEM));
+			rc = rc ? rc : 1;
+		}
+	}
 	if (rc == 0)
-		rc = serve(EXEC_CTL_FD, &mem, &dp);
-	dp_fini(&dp);
+		rc = S.threaded ? serve_threaded(EXEC_CTL_FD, &mem, &S) : serve(EXEC_CTL_FD, &mem, &S);
+	for (unsigned i = 0; i < S.n; i++) {
+		struct shard *h = &S.sh[i];
+
+		dp_fini(&h->dp);
+		pthread_mutex_destroy(&h->mu);
+		if (h->wake >= 0)
+			close(h->wake);
+		free(h->pfd);
+	}
+	if (S.fatal_efd >= 0)
+		close(S.fatal_efd);
 	memory_fini(&mem);
 	if (ctx) {
 		CUdevice d;

@@ -79,10 +79,13 @@ ok "one session's 9th shape of a class runs unfused, another session's new shape
 
 # a kernel that faults (its pointer is in the null page: the stand-in's one modelled fault): its
 # tenant gets OOO_EFAULT, the executor is replaced, another tenant's buffer is intact
-printf '%s\n' '.version 7.8' '.target sm_90' '.address_size 64' '.visible .entry poke(.param .u64 p)' '{' \
-	' .reg .b64 a;' ' .reg .b32 v;' ' ld.param.u64 a, [p];' ' cvta.to.global.u64 a, a;' ' mov.u32 v, 1;' \
-	' st.global.u32 [a], v;' ' ret;' '}' >"$rundir/poke.ptx"
-chmod 644 "$rundir/poke.ptx"
+poke_ptx() {
+	printf '%s\n' '.version 7.8' '.target sm_90' '.address_size 64' '.visible .entry poke(.param .u64 p)' '{' \
+		' .reg .b64 a;' ' .reg .b32 v;' ' ld.param.u64 a, [p];' ' cvta.to.global.u64 a, a;' ' mov.u32 v, 1;' \
+		' st.global.u32 [a], v;' ' ret;' '}' >"$rundir/poke.ptx"
+	chmod 644 "$rundir/poke.ptx"
+}
+poke_ptx
 r0=$(field restarts)
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" 2>&1) || fail "launch_check fault: $out"
 echo "$out" | grep -q '^ok' || fail "launch_check fault: $out"
@@ -217,5 +220,29 @@ done
 d=$(settle 1 fused_launches)
 [ "$d" -gt 0 ] || fail "fuse_copies = yes: no copy ran in a fused launch: $($ctl sched 2>&1 | head -24)"
 ok "copies as launches of the copy kernel: dp_check copies, check and threads right, $d copies in fused launches"
+fake_stop
+
+# serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
+# sessions with its own coalescer); the data path, fused launches and copies, the summed counters,
+# and a faulting kernel (every shard stops, the executor is replaced) as with one
+FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'serving_threads = 3\n'
+epid=$(field executor_pid)
+n=$(cat /proc/"$epid"/task/*/comm 2>/dev/null | grep -c '^ooo-serve')
+[ "$n" -eq 3 ] || fail "serving_threads = 3: the executor runs $n serving threads"
+c0=$(counter fused_launches)
+for mode in check many threads copies launches; do
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (3 threads): $out"
+	echo "$out" | grep -q '^ok' || fail "dp_check $mode (3 threads): $out"
+done
+d=$(settle 1 fused_launches)
+[ "$d" -gt 0 ] || fail "serving_threads = 3: no fused launch counted: $($ctl sched 2>&1 | head -24)"
+poke_ptx
+r0=$(field restarts)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" 2>&1) || fail "launch_check fault (3 threads): $out"
+echo "$out" | grep -q '^ok' || fail "launch_check fault (3 threads): $out"
+wait_ready || fail "executor not back after the fault (3 threads)"
+[ "$(field restarts)" -gt "$r0" ] || fail "the faulting executor was not replaced (3 threads)"
+out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after the restart (3 threads): $out"
+ok "3 serving threads: dp_check check, many, threads, copies, launches right, $d launches fused; a fault replaces the executor"
 fake_stop
 echo "$passed passed, 0 failed"

@@ -78,6 +78,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_int_equal(p->shutdown_grace_ms, 2000);
 	assert_int_equal(p->log_level, POLICY_LOG_INFO);
 	assert_int_equal(p->streams, POLICY_STREAMS_DEFAULT);
+	assert_int_equal(p->serving_threads, 1);
 	assert_true(p->fuse);
 	assert_true(p->fuse_copies);
 }
@@ -236,6 +237,7 @@ static const struct range_case daemon_ranges[] = {
 	{ "hello_timeout_ms", 100, 600000 },
 	{ "shutdown_grace_ms", 0, 600000 },
 	{ "streams", 1, 8 },
+	{ "serving_threads", 1, 8 },
 };
 
 static uint64_t daemon_field(const struct policy *p, const char *key)
@@ -248,6 +250,8 @@ static uint64_t daemon_field(const struct policy *p, const char *key)
 		return p->hello_timeout_ms;
 	if (!strcmp(key, "streams"))
 		return p->streams;
+	if (!strcmp(key, "serving_threads"))
+		return p->serving_threads;
 	return p->shutdown_grace_ms;
 }
 

@@ -116,6 +116,8 @@ void bench_gpu_usage(FILE *f)
 		"  --oood PATH          ooo: the oood to start (default: next to this binary, else PATH)\n"
 		"  --streams N          ooo: the private oood's executor runs bundles on N streams\n"
 		"                       (oood.conf streams, 1..8; default oood's)\n"
+		"  --threads N          ooo: the private oood's executor serves with N threads\n"
+		"                       (oood.conf serving_threads, 1..8; default oood's)\n"
 		"  --fuse-copies yes|no ooo: the private oood's executor runs small copies as fused\n"
 		"                       launches of its copy kernel (oood.conf fuse_copies;\n"
 		"                       default oood's)\n"
@@ -412,7 +414,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_DOMAINS, O_FENCE,
 };
@@ -438,6 +440,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "socket", required_argument, NULL, O_SOCKET },     { "rundir", required_argument, NULL, O_RUNDIR },
 		{ "oood", required_argument, NULL, O_OOOD },	     { "mps-control", required_argument, NULL, O_MPS },
 		{ "streams", required_argument, NULL, O_STREAMS },
+		{ "threads", required_argument, NULL, O_THREADS },
 		{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
@@ -623,6 +626,12 @@ int bench_gpu_main(int argc, char **argv)
 			else
 				o->streams = (unsigned)v;
 			break;
+		case O_THREADS:
+			if (!bench_parse_u64(optarg, 1, 8, &v))
+				rc = bench_usage_error("--threads wants 1..8, not '%s'", optarg);
+			else
+				o->threads = (unsigned)v;
+			break;
 		case O_FUSE_COPIES:
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
 				rc = bench_usage_error("--fuse-copies wants yes or no, not '%s'", optarg);
@@ -723,6 +732,10 @@ int bench_gpu_main(int argc, char **argv)
 	if (o->socket[0] && o->fuse_copies) {
 		rc = bench_usage_error(
 			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
+		goto out;
+	}
+	if (o->socket[0] && o->threads) {
+		rc = bench_usage_error("--threads sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
 	if (o->socket[0] && o->streams) {

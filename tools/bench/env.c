@@ -610,9 +610,11 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"libcuda = %s\n"
 		"executor = %s\n"
 		"%s%.0u%s"
+		"%s%.0u%s"
 		"%s"
 		"max_domains = %u\n",
 		o->libcuda, lease ? "no" : "yes", o->streams ? "streams = " : "", o->streams, o->streams ? "\n" : "",
+		o->threads ? "serving_threads = " : "", o->threads, o->threads ? "\n" : "",
 		o->fuse_copies == 2 ? "fuse_copies = yes\n" : o->fuse_copies == 1 ? "fuse_copies = no\n" : "",
 		o->domains > 16 ? o->domains : 16);
 	if (o->critical_share)
