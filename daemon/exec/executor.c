@@ -733,6 +733,8 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 		a->bundle_gpu_hist[i] += b->bundle_gpu_hist[i];
 	}
 	/* partitions: every shard has the same plan, by index */
+	uint32_t npa = a->npartitions;
+
 	if (b->npartitions > a->npartitions) {
 		for (uint32_t i = a->npartitions; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++)
 			a->parts[i] = (struct ooo_sched_part_stats){ .sms = b->parts[i].sms,
@@ -742,6 +744,8 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 		a->npartitions = b->npartitions;
 	}
 	for (uint32_t i = 0; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++) {
+		if (i < npa) /* each shard has its own bundles in flight on the partition */
+			a->parts[i].max_inflight += b->parts[i].max_inflight;
 		a->parts[i].bundles += b->parts[i].bundles;
 		a->parts[i].busy_ns += b->parts[i].busy_ns;
 	}
@@ -753,6 +757,8 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 		bool over = j == OOO_SCHED_CLASSES - 1;
 		uint32_t i = 0;
 
+		if (!over && !c->name[0] && !c->launches)
+			continue; /* an unused row (co_counters lists all 16 once its overflow row counts) */
 		if (!over)
 			for (i = 0; i < a->nclasses && i < OOO_SCHED_CLASSES - 1; i++)
 				if (!strncmp(a->classes[i].name, c->name, sizeof(c->name)))
@@ -885,7 +891,7 @@ static int serve_threaded(int fd, struct memory *mem, struct shards *S)
 		h->all = S;
 		if ((err = pthread_create(&h->th, NULL, shard_main, h)) != 0) {
 			fprintf(stderr, "oood[executor]: cannot start serving thread %u: %s\n", i, strerror(err));
-			rc = 1;
+			rc = 2;
 			break;
 		}
 		h->started = true;
@@ -915,9 +921,14 @@ static int serve_threaded(int fd, struct memory *mem, struct shards *S)
 				send_msg(fd, EXEC_MSG_STATS, &c, sizeof(c));
 			stats_at = now;
 		}
-		r = poll(p, 2, (int)((STATS_NS - (mono_ns() - stats_at)) / 1000000u) + 1);
+		{
+			uint64_t el = mono_ns() - stats_at; /* the next report is due STATS_NS after the last */
+
+			r = poll(p, 2, el >= STATS_NS ? 0 : (int)((STATS_NS - el) / 1000000u) + 1);
+		}
 		if (r < 0 && errno != EINTR) {
-			rc = 1;
+			fprintf(stderr, "oood[executor]: poll: %s\n", strerror(errno));
+			rc = 2;
 			break;
 		}
 		if (p[1].revents) {
@@ -931,6 +942,12 @@ static int serve_threaded(int fd, struct memory *mem, struct shards *S)
 			if (r < 0)
 				break; /* oood closed the socket: done */
 		}
+	}
+	bool lost = rc == 1; /* else (2) a thread or poll failed: not the context, but the shards stop alike */
+
+	if (rc == 2) {
+		atomic_store(&S->fatal_all, true);
+		rc = 1;
 	}
 	if (rc == 1) {
 		char why[sizeof(S->sh[0].dp.fatal_why)] = "";
@@ -956,7 +973,11 @@ static int serve_threaded(int fd, struct memory *mem, struct shards *S)
 		for (unsigned i = 0; i < S->n; i++)
 			if (S->sh[i].started)
 				pthread_join(S->sh[i].th, NULL);
-		fprintf(stderr, "oood[executor]: %s; the context is lost, exiting\n", why[0] ? why : "a serving thread failed");
+		if (lost)
+			fprintf(stderr, "oood[executor]: %s; the context is lost, exiting\n",
+				why[0] ? why : "a serving thread failed");
+		else
+			fprintf(stderr, "oood[executor]: the serving threads cannot run; exiting\n");
 		return 1;
 	}
 	atomic_store(&S->stop, true);

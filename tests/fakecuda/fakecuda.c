@@ -443,17 +443,12 @@ CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
 /* FAKECUDA_ELAPSED_US (environment): what every event pair measures, in us (default 1) */
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
-	static float elapsed_ms = -1;
+	const char *e = getenv("FAKECUDA_ELAPSED_US"); /* each call: the executor's threads call it at once */
+	double us = e && *e ? strtod(e, NULL) : 1;
 
 	if (!a || !b)
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (elapsed_ms < 0) {
-		const char *e = getenv("FAKECUDA_ELAPSED_US");
-		double us = e && *e ? strtod(e, NULL) : 1;
-
-		elapsed_ms = (float)((us > 0 && us < 1e9 ? us : 1) / 1000.0);
-	}
-	*ms = elapsed_ms;
+	*ms = (float)((us > 0 && us < 1e9 ? us : 1) / 1000.0);
 	return CUDA_SUCCESS;
 }
 

@@ -227,7 +227,11 @@ fake_stop
 # and a faulting kernel (every shard stops, the executor is replaced) as with one
 FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'serving_threads = 3\n'
 epid=$(field executor_pid)
-n=$(cat /proc/"$epid"/task/*/comm 2>/dev/null | grep -c '^ooo-serve')
+for _ in $(seq 50); do # the executor says it is ready before it starts them
+	n=$(cat /proc/"$epid"/task/*/comm 2>/dev/null | grep -c '^ooo-serve')
+	[ "$n" -ge 3 ] && break
+	sleep 0.1
+done
 [ "$n" -eq 3 ] || fail "serving_threads = 3: the executor runs $n serving threads"
 c0=$(counter fused_launches)
 for mode in check many threads copies launches; do
