@@ -17,3 +17,16 @@ int place_pick(const struct place_gpu *g, uint32_t n, int affinity)
 	}
 	return best;
 }
+
+uint32_t place_shard(const uint32_t *sessions, uint32_t n, uint32_t fill)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (sessions[i] < fill)
+			return i;
+		if (sessions[i] < sessions[best])
+			best = i;
+	}
+	return best;
+}

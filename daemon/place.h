@@ -4,7 +4,8 @@
  * tenant asks for none (OOO_DEVICE_ANY). A session keeps to one GPU: where
  * it is attached, else where its buffers are; a session with neither goes
  * to the ready GPU with the fewest attached sessions, then the least device
- * memory handed out, then the lowest index.
+ * memory handed out, then the lowest index. Also which of an executor's
+ * serving threads a new session joins.
  */
 #ifndef OOO_PLACE_H
 #define OOO_PLACE_H
@@ -24,5 +25,13 @@ struct place_gpu {
  * not: its buffers and queues must stay together).
  */
 int place_pick(const struct place_gpu *g, uint32_t n, int affinity);
+
+/*
+ * The shard (serving thread) of an executor a new session goes to, from
+ * the sessions each of the n (>= 1) shards holds: the first holding fewer
+ * than fill, else the one with the fewest (the lowest index on a tie).
+ * fill 0 spreads sessions evenly from the first.
+ */
+uint32_t place_shard(const uint32_t *sessions, uint32_t n, uint32_t fill);
 
 #endif

@@ -57,7 +57,7 @@ enum key_type {
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_STREAMS, F_SERVING_THREADS, F_MAX_DOMAINS,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
 	F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
@@ -88,6 +88,7 @@ static const struct key_def daemon_keys[] = {
 	{ "fuse_copies", F_FUSE_COPIES, T_BOOL, 0, 0 },
 	{ "streams", F_STREAMS, T_U32, 1, 8 },
 	{ "serving_threads", F_SERVING_THREADS, T_U32, 1, 8 },
+	{ "shard_sessions", F_SHARD_SESSIONS, T_U32, 0, 4096 },
 	{ "max_domains", F_MAX_DOMAINS, T_U32, 1, POLICY_MAX_DOMAINS },
 	{ "domain_idle_ms", F_DOMAIN_IDLE, T_U32, 0, 86400000 },
 };
@@ -726,6 +727,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	case F_MAX_SESSIONS: p->max_sessions = (uint32_t)n; break;
 	case F_STREAMS: p->streams = (uint32_t)n; break;
 	case F_SERVING_THREADS: p->serving_threads = (uint32_t)n; break;
+	case F_SHARD_SESSIONS: p->shard_sessions = (uint32_t)n; break;
 	case F_MAX_DOMAINS: p->max_domains = (uint32_t)n; break;
 	case F_DOMAIN_IDLE: p->domain_idle_ms = (uint32_t)n; break;
 	case F_MAX_ADMIN_SESSIONS: p->max_admin_sessions = (uint32_t)n; break;
@@ -1123,7 +1125,8 @@ static void policy_defaults(struct policy *p)
 	p->fuse = true;
 	p->fuse_copies = true;
 	p->streams = POLICY_STREAMS_DEFAULT;
-	p->serving_threads = 1;
+	p->serving_threads = POLICY_SERVING_THREADS_DEFAULT;
+	p->shard_sessions = POLICY_SHARD_SESSIONS_DEFAULT;
 	p->max_domains = 16;
 	p->domain_idle_ms = 60000;
 	p->telemetry.enabled = true;

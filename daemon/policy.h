@@ -22,6 +22,8 @@
 #define POLICY_MAX_FILE (1u << 20)
 #define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
 #define POLICY_STREAMS_DEFAULT 4 /* [daemon] streams: an executor's bundles run on that many streams */
+#define POLICY_SERVING_THREADS_DEFAULT 2 /* [daemon] serving_threads (measured on the H200: bench/results/2026-12-05-serving-threads-*) */
+#define POLICY_SHARD_SESSIONS_DEFAULT 16 /* [daemon] shard_sessions: a serving thread takes that many before the next one takes any */
 /* classes with partition = yes: the executor's reserved partitions (the shared one besides) */
 #define POLICY_MAX_PARTITIONS 7
 #define POLICY_MAX_DOMAINS 64 /* [daemon] max_domains: executors per GPU besides the spare */
@@ -103,6 +105,7 @@ struct policy {
 	bool fuse_copies;            /* and small copies, as launches of their copy kernel (default yes) */
 	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */
 	uint32_t serving_threads;    /* threads an executor serves its sessions with, each a shard of them (1 .. 8) */
+	uint32_t shard_sessions;     /* a new session joins the first shard with fewer sessions (0: the fewest) */
 	uint32_t max_domains;        /* executors (trust domains) per GPU, besides the spare (1 .. POLICY_MAX_DOMAINS) */
 	uint32_t domain_idle_ms;     /* a domain's executor without sessions this long is stopped (0: never) */
 	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */

@@ -225,7 +225,7 @@ fake_stop
 # serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
 # sessions with its own coalescer); the data path, fused launches and copies, the summed counters,
 # and a faulting kernel (every shard stops, the executor is replaced) as with one
-FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'serving_threads = 3\n'
+FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'serving_threads = 3\nshard_sessions = 0\n'
 epid=$(field executor_pid)
 for _ in $(seq 50); do # the executor says it is ready before it starts them
 	n=$(cat /proc/"$epid"/task/*/comm 2>/dev/null | grep -c '^ooo-serve')

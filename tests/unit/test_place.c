@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Placement of sessions and buffers on GPUs (daemon/place.c), with a model of two and more devices. */
+/* Placement of sessions and buffers on GPUs, and of sessions on an executor's serving threads (daemon/place.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -35,6 +36,45 @@ static void test_balance(void **state)
 	g[0].sessions = 40;
 	g[1].mem_bytes = 1ull << 40;
 	assert_int_equal(place_pick(g, 2, -1), 1);
+}
+
+static void test_shard(void **state)
+{
+	uint32_t sh[4] = { 0 };
+
+	(void)state;
+	/* fill 16, 2 shards: the first 16 sessions stay in shard 0, the next 16 go to shard 1, then they alternate */
+	for (int i = 0; i < 48; i++) {
+		uint32_t p = place_shard(sh, 2, 16);
+
+		assert_int_equal(p, i < 16 ? 0 : i < 32 ? 1 : (uint32_t)(i % 2));
+		sh[p]++;
+	}
+	assert_int_equal(sh[0], 24);
+	assert_int_equal(sh[1], 24);
+	/* a session gone from a full shard: that shard takes the next, though a later shard has fewer */
+	memset(sh, 0, sizeof(sh));
+	sh[0] = 16;
+	sh[1] = 16;
+	sh[2] = 3;
+	sh[0] = 15;
+	assert_int_equal(place_shard(sh, 3, 16), 0);
+	sh[0] = 16;
+	assert_int_equal(place_shard(sh, 3, 16), 2);
+	/* fill 0 spreads from the first: fewest, lowest index on a tie */
+	memset(sh, 0, sizeof(sh));
+	for (int i = 0; i < 12; i++) {
+		uint32_t p = place_shard(sh, 4, 0);
+
+		assert_int_equal(p, (uint32_t)(i % 4));
+		sh[p]++;
+	}
+	sh[2] = 1;
+	assert_int_equal(place_shard(sh, 4, 0), 2);
+	/* one shard: always 0 */
+	sh[0] = 1000;
+	assert_int_equal(place_shard(sh, 1, 16), 0);
+	assert_int_equal(place_shard(sh, 1, 0), 0);
 }
 
 static void test_ready(void **state)
@@ -71,6 +111,7 @@ int main(void)
 		cmocka_unit_test(test_balance),
 		cmocka_unit_test(test_ready),
 		cmocka_unit_test(test_affinity),
+		cmocka_unit_test(test_shard),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

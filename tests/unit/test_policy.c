@@ -78,7 +78,9 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_int_equal(p->shutdown_grace_ms, 2000);
 	assert_int_equal(p->log_level, POLICY_LOG_INFO);
 	assert_int_equal(p->streams, POLICY_STREAMS_DEFAULT);
-	assert_int_equal(p->serving_threads, 1);
+	assert_int_equal(p->serving_threads, POLICY_SERVING_THREADS_DEFAULT);
+	assert_int_equal(p->serving_threads, 2);
+	assert_int_equal(p->shard_sessions, 16);
 	assert_true(p->fuse);
 	assert_true(p->fuse_copies);
 }
@@ -238,6 +240,7 @@ static const struct range_case daemon_ranges[] = {
 	{ "shutdown_grace_ms", 0, 600000 },
 	{ "streams", 1, 8 },
 	{ "serving_threads", 1, 8 },
+	{ "shard_sessions", 0, 4096 },
 };
 
 static uint64_t daemon_field(const struct policy *p, const char *key)
@@ -252,6 +255,8 @@ static uint64_t daemon_field(const struct policy *p, const char *key)
 		return p->streams;
 	if (!strcmp(key, "serving_threads"))
 		return p->serving_threads;
+	if (!strcmp(key, "shard_sessions"))
+		return p->shard_sessions;
 	return p->shutdown_grace_ms;
 }
 

@@ -89,8 +89,9 @@ struct bench_opts {
 	char socket[BENCH_SOCK_MAX]; /* ooo: an oood already running; "" to start one */
 	char rundir[PATH_MAX];       /* ooo: the private oood's run directory; "": a new one */
 	char oood[PATH_MAX];
-	unsigned streams;           /* ooo: the private oood's [daemon] streams; 0: its default */
-	unsigned threads;           /* ooo: the private oood's [daemon] serving_threads; 0: its default */
+	unsigned streams;           /* ooo: the private oood's [daemon] streams + 1; 0: its default */
+	unsigned threads;           /* ooo: the private oood's [daemon] serving_threads + 1; 0: its default */
+	unsigned shard_sessions;    /* ooo: the private oood's [daemon] shard_sessions + 1; 0: its default */
 	unsigned fuse_copies;       /* ooo: the private oood's [daemon] fuse_copies: 0 its default, 1 no, 2 yes */
 	char mps_control[PATH_MAX];
 	char ooo_run[PATH_MAX];     /* lease: the ooo-run to exec tenants through */

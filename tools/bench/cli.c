@@ -118,6 +118,8 @@ void bench_gpu_usage(FILE *f)
 		"                       (oood.conf streams, 1..8; default oood's)\n"
 		"  --threads N          ooo: the private oood's executor serves with N threads\n"
 		"                       (oood.conf serving_threads, 1..8; default oood's)\n"
+		"  --shard-sessions N   ooo: a serving thread takes N sessions before the next\n"
+		"                       takes any (oood.conf shard_sessions, 0..4096; 0: spread)\n"
 		"  --fuse-copies yes|no ooo: the private oood's executor runs small copies as fused\n"
 		"                       launches of its copy kernel (oood.conf fuse_copies;\n"
 		"                       default oood's)\n"
@@ -403,6 +405,18 @@ static int parse_wl_name(const char *opt, const char *arg, enum bench_wl *out)
 	return bench_usage_error("%s wants spin, mlp, gemm or custom, not '%s'", opt, arg);
 }
 
+/* An oood.conf value for the private oood, lo..hi: *out = the value + 1 (0 stays "oood's default"). */
+static int parse_key_value(const char *opt, const char *arg, uint64_t lo, uint64_t hi, unsigned *out)
+{
+	uint64_t v;
+
+	if (!bench_parse_u64(arg, lo, hi, &v))
+		return bench_usage_error("%s wants %llu..%llu, not '%s'", opt, (unsigned long long)lo,
+					 (unsigned long long)hi, arg);
+	*out = (unsigned)v + 1;
+	return 0;
+}
+
 static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 {
 	if (!arg[0] || strlen(arg) >= cap)
@@ -414,7 +428,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_DOMAINS, O_FENCE,
 };
@@ -441,6 +455,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "oood", required_argument, NULL, O_OOOD },	     { "mps-control", required_argument, NULL, O_MPS },
 		{ "streams", required_argument, NULL, O_STREAMS },
 		{ "threads", required_argument, NULL, O_THREADS },
+		{ "shard-sessions", required_argument, NULL, O_SHARD_SESSIONS },
 		{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
@@ -621,16 +636,13 @@ int bench_gpu_main(int argc, char **argv)
 			rc = copy_path("--oood", optarg, o->oood, sizeof(o->oood));
 			break;
 		case O_STREAMS:
-			if (!bench_parse_u64(optarg, 1, 8, &v))
-				rc = bench_usage_error("--streams wants 1..8, not '%s'", optarg);
-			else
-				o->streams = (unsigned)v;
+			rc = parse_key_value("--streams", optarg, 1, 8, &o->streams);
 			break;
 		case O_THREADS:
-			if (!bench_parse_u64(optarg, 1, 8, &v))
-				rc = bench_usage_error("--threads wants 1..8, not '%s'", optarg);
-			else
-				o->threads = (unsigned)v;
+			rc = parse_key_value("--threads", optarg, 1, 8, &o->threads);
+			break;
+		case O_SHARD_SESSIONS:
+			rc = parse_key_value("--shard-sessions", optarg, 0, 4096, &o->shard_sessions);
 			break;
 		case O_FUSE_COPIES:
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
@@ -734,12 +746,9 @@ int bench_gpu_main(int argc, char **argv)
 			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
-	if (o->socket[0] && o->threads) {
-		rc = bench_usage_error("--threads sets the private oood's executor: a running oood (--socket) has its own");
-		goto out;
-	}
-	if (o->socket[0] && o->streams) {
-		rc = bench_usage_error("--streams sets the private oood's executor: a running oood (--socket) has its own");
+	if (o->socket[0] && (o->threads || o->streams || o->shard_sessions)) {
+		rc = bench_usage_error("%s sets the private oood's executor: a running oood (--socket) has its own",
+				       o->threads ? "--threads" : o->streams ? "--streams" : "--shard-sessions");
 		goto out;
 	}
 	if (o->socket[0] && o->rundir[0]) {

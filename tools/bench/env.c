@@ -609,14 +609,18 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_sessions = 8192\n"
 		"libcuda = %s\n"
 		"executor = %s\n"
-		"%s%.0u%s"
-		"%s%.0u%s"
 		"%s"
 		"max_domains = %u\n",
-		o->libcuda, lease ? "no" : "yes", o->streams ? "streams = " : "", o->streams, o->streams ? "\n" : "",
-		o->threads ? "serving_threads = " : "", o->threads, o->threads ? "\n" : "",
+		o->libcuda, lease ? "no" : "yes",
 		o->fuse_copies == 2 ? "fuse_copies = yes\n" : o->fuse_copies == 1 ? "fuse_copies = no\n" : "",
 		o->domains > 16 ? o->domains : 16);
+	/* the executor's keys the command line set (stored as value + 1) */
+	if (o->streams)
+		fprintf(f, "streams = %u\n", o->streams - 1);
+	if (o->threads)
+		fprintf(f, "serving_threads = %u\n", o->threads - 1);
+	if (o->shard_sessions)
+		fprintf(f, "shard_sessions = %u\n", o->shard_sessions - 1);
 	if (o->critical_share)
 		/* mix: the critical tenant (group BENCH_CRITICAL_GID) is a class of its own, with SMs reserved
 		 * (first: classes are tried in order) */
