@@ -872,6 +872,14 @@ static void *shard_main(void *arg)
 		if (busy || blocked) {
 			struct timespec ts = { 0, NAP_NS };
 			(void)ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
+		} else if (dp->co) {
+			/*
+			 * Wake about once a second, as serve() does: compiles that
+			 * finished meanwhile are taken in (drain_compiles) and counted
+			 * in the next report instead of when work next comes.
+			 */
+			struct timespec ts = { STATS_NS / 1000000000ull, 0 };
+			(void)ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
 		} else {
 			(void)ppoll(h->pfd, (nfds_t)n + 1, NULL, NULL);
 		}
