@@ -31,6 +31,12 @@
 
 #define CO_MAX_QUEUES 65536u   /* scheduler queue ids: queues of all sessions together */
 #define CO_MAX_CLASSES 1024u   /* fusion classes kept (compiled or not) */
+/*
+ * A launch of a class that no other queue launched within this long is not
+ * held back for company (sched_cfg.share_window_ns): a latency-critical
+ * tenant's own kernels go at once instead of waiting out their slack.
+ */
+#define CO_SHARE_WINDOW_NS 2000000ull
 #define CO_SESSION_CLASSES 128u /* distinct classes one session's kernels may hold (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SESSION_SHAPES 8u   /* of a class's shapes, those one session may add (one tenant cannot take them all) */
@@ -2115,6 +2121,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		.partitions = CO_MAX_PARTS,
 		.slack_margin_ns = 200000,
 		.idle_margin_ns = 20000,
+		.share_window_ns = CO_SHARE_WINDOW_NS,
 		.default_cost_ns = 20000,
 		.ewma_shift = 3,
 	};

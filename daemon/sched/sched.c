@@ -56,6 +56,10 @@ struct klass {
 	uint32_t last;  /* last candidate of its chain */
 	uint64_t stamp;
 	uint32_t nopay; /* bundles of it sent unfused because fusing did not pay (every SCHED_NOPAY_PROBE'th is fused) */
+	/* who launches it (cfg.share_window_ns): the queue of its last bundle, and when launches of two queues were seen */
+	bool dispatched, shared;
+	uint32_t last_queue;
+	uint64_t last_at, shared_at;
 };
 
 struct flight {
@@ -560,6 +564,24 @@ static void chain_classes(struct sched *s, uint32_t lo, uint32_t hi)
 	}
 }
 
+/* Launches of class k came from two or more queues within cfg.share_window_ns before now (or the test is off). */
+static bool class_shared(const struct sched *s, const struct klass *k, uint64_t now)
+{
+	return !s->cfg.share_window_ns || (k->shared && now - k->shared_at <= s->cfg.share_window_ns);
+}
+
+/* A bundle of class k went at now with nt members, the first of queue q: learn who launches the class. */
+static void class_dispatched(struct sched *s, struct klass *k, uint32_t q, uint32_t nt, uint64_t now)
+{
+	if (nt > 1 || (k->dispatched && k->last_queue != q && now - k->last_at <= s->cfg.share_window_ns)) {
+		k->shared = true;
+		k->shared_at = now;
+	}
+	k->dispatched = true;
+	k->last_queue = q;
+	k->last_at = now;
+}
+
 size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_t max, uint64_t *wake_ns)
 {
 	uint32_t seg[SCHED_MAX_PARTITIONS + 1];
@@ -630,7 +652,9 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				}
 				if (sum >= e->capacity || nt == SCHED_MAX_BUNDLE)
 					full = true;
-				if (!full) {
+				if (!full && nt == 1 && !class_shared(s, &s->classes[ks], now)) {
+					s->st.dispatch_alone++; /* no other queue launches the class: waiting cannot fill it */
+				} else if (!full) {
 					uint64_t pm = sat_add(pred, s->cfg.slack_margin_ns), bu = s->busy_until[p];
 					bool slack = e->deadline_ns > now && e->deadline_ns - now > pm;
 					bool busy = s->inflight[p] > 0 && bu > now && bu - now > s->cfg.idle_margin_ns;
@@ -639,6 +663,13 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 						/* hold: more members may come before the slack runs out or the partition idles */
 						if (e->deadline_ns - pm < held_wake)
 							held_wake = e->deadline_ns - pm;
+						if (nt == 1 && s->cfg.share_window_ns) {
+							/* alone, it goes once the class is no longer shared */
+							uint64_t t = sat_add(s->classes[ks].shared_at, s->cfg.share_window_ns + 1);
+
+							if (t < held_wake)
+								held_wake = t;
+						}
 						s->classes[ks].held = held = true;
 						continue;
 					}
@@ -655,6 +686,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			f = flight_take(s, p);
 			if (!f)
 				break; /* cannot happen: inflight < max_inflight */
+			if (ks != NIL)
+				class_dispatched(s, &s->classes[ks], e->queue, nt, now);
 			b->partition = p;
 			b->n = nt;
 			b->fused = nt > 1;

@@ -39,7 +39,7 @@
  * completion), the next poll returns the same answer at once. Nothing
  * allocates after sched_new.
  *
- * Not built into oood yet: the executor will feed it (issue 7).
+ * The executor's coalescer (daemon/exec/coalesce.c) feeds it.
  */
 #ifndef OOO_SCHED_SCHED_H
 #define OOO_SCHED_SCHED_H
@@ -62,6 +62,13 @@ struct sched_cfg {
 	uint32_t ewma_shift;       /* cost model: new = old + (sample - old) >> shift */
 	uint64_t idle_margin_ns;   /* a partial bundle goes once its partition is predicted idle within this (0 allowed) */
 	uint32_t streams;          /* streams the caller runs a partition's bundles on (0 or 1: one, in order) */
+	/*
+	 * A bundle of one launch is held (see sched_poll) only if launches of its
+	 * class came from two or more queues within this long before now: a
+	 * class that one queue alone uses gains nothing by waiting. 0: any
+	 * partial bundle may be held (no such test).
+	 */
+	uint64_t share_window_ns;
 };
 
 struct sched_launch {
@@ -90,7 +97,9 @@ struct sched_stats {
 	 * Why a bundle of a compiled class went: full; idle (nothing in flight, or
 	 * the partition is predicted idle within idle_margin_ns while the leader
 	 * still had slack); slack (the leader's slack ran out while the partition
-	 * was busy). Alone: a launch not fusible or of a class not compiled.
+	 * was busy). Alone: a launch not fusible, of a class not compiled, or of
+	 * a class that no other queue launched within share_window_ns (waiting
+	 * could not fill its bundle).
 	 */
 	uint64_t dispatch_full, dispatch_slack, dispatch_idle, dispatch_alone;
 	/*
@@ -161,7 +170,11 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * A non-full bundle of a compiled class is held only if its partition has
  * a bundle in flight, and now + idle_margin_ns < busy_until, and now +
  * predicted + slack_margin_ns < the leader's deadline, where predicted is
- * the bundle's predicted_ns (its longest member's prediction). Dispatching
+ * the bundle's predicted_ns (its longest member's prediction), and (with
+ * share_window_ns) the class is shared: the bundle has members of two
+ * queues, or bundles of the class from two different queues were
+ * dispatched within share_window_ns before now (a launch of a class only
+ * its own queue uses goes at once, counted alone). Dispatching
  * a bundle sets its partition's busy_until = max(busy_until, now) +
  * predicted_ns. With streams > 1 (the caller runs a partition's bundles on
  * that many streams, concurrently), a bundle that fills only part of its

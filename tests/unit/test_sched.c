@@ -135,6 +135,79 @@ static void test_edf(void **state)
 }
 
 /*
+ * share_window_ns: a launch of a class that only its own queue launches is
+ * not held for company (it goes at once, counted alone, even while the
+ * partition is busy and it has slack); once two queues launched the class
+ * within the window, a lone launch of it is held as before, and goes alone
+ * again when the window since the last sign of sharing has passed (the wake
+ * time says when). Without the window (0), the same launch is held.
+ */
+static void test_share_window(void **state)
+{
+	struct sched_cfg c = cfg_of(16, 8, 1);
+	struct sched_stats st;
+	struct sched *s;
+	uint64_t wake = 0, far = 1000000 * US;
+
+	c.default_cost_ns = 100 * US;
+	c.share_window_ns = 50 * US;
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	/* queue 9's unfusible launch keeps the partition busy until 100 us */
+	sub(s, 1, 9, 0, 1, far);
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
+	/* queue 0 alone uses K: each of its launches goes at once */
+	sub(s, 10, 0, K, 1, far);
+	assert_int_equal(sched_poll(s, 1 * US, out, 16, &wake), 1);
+	assert_int_equal(out[0].n, 1);
+	assert_false(out[0].fused);
+	assert_int_equal(out[0].ids[0], 10);
+	sub(s, 11, 0, K, 1, far);
+	assert_int_equal(sched_poll(s, 2 * US, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 11);
+	sched_get_stats(s, &st);
+	assert_int_equal(st.dispatch_alone, 3);
+	assert_int_equal(st.dispatch_idle + st.dispatch_slack + st.dispatch_full, 0);
+	/* queue 1 launches K too (not held yet: nobody else had within the window); now the class is shared */
+	sub(s, 20, 1, K, 1, far);
+	assert_int_equal(sched_poll(s, 3 * US, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 20);
+	/* a lone launch of the shared class waits for company while the partition is busy */
+	sub(s, 12, 0, K, 1, far);
+	assert_int_equal(sched_poll(s, 4 * US, out, 16, &wake), 0);
+	assert_int_equal(wake, 3 * US + 50 * US + 1); /* the window since queue 1's launch */
+	/* company comes: one bundle of two, fused (idle margin 0: the partition is busy, so held still) */
+	sub(s, 21, 1, K, 1, far);
+	assert_int_equal(sched_poll(s, 5 * US, out, 16, &wake), 0);
+	/* the partition's predicted end: the pair goes, and refreshes the sharing */
+	assert_int_equal(sched_poll(s, wake, out, 16, NULL), 1);
+	assert_int_equal(out[0].n, 2);
+	assert_true(out[0].fused);
+	{
+		uint64_t t = wake;
+
+		sub(s, 13, 0, K, 1, far);
+		assert_int_equal(sched_poll(s, t + 1 * US, out, 16, &wake), 0); /* shared at t: held */
+		assert_true(wake <= t + 50 * US + 1);
+		/* queue 1 stops: past the window, queue 0's launch goes alone, busy partition or not */
+		assert_int_equal(sched_poll(s, t + 50 * US + 1, out, 16, NULL), 1);
+		assert_int_equal(out[0].ids[0], 13);
+	}
+	sched_free(s);
+
+	/* the same start without the window: queue 0's launch is held while the partition is busy */
+	c.share_window_ns = 0;
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sub(s, 1, 9, 0, 1, far);
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 1);
+	sub(s, 10, 0, K, 1, far);
+	assert_int_equal(sched_poll(s, 1 * US, out, 16, NULL), 0);
+	sched_free(s);
+	(void)state;
+}
+
+/*
  * Bundles pack one class in deadline order up to the capacity; a partial
  * bundle is held while the partition is predicted busy, and goes when the
  * partition is predicted idle, before the bundle in flight has completed.
@@ -1385,6 +1458,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),		  cmocka_unit_test(test_queue_order),
 		cmocka_unit_test(test_edf),		  cmocka_unit_test(test_capacity_and_slack),
+		cmocka_unit_test(test_share_window),
 		cmocka_unit_test(test_work_conserving),   cmocka_unit_test(test_compile_fallback),
 		cmocka_unit_test(test_cost_model),	  cmocka_unit_test(test_blocked_queue),
 		cmocka_unit_test(test_partitions),	  cmocka_unit_test(test_oversize_and_classes),
