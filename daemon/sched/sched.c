@@ -22,6 +22,7 @@
 #define NIL UINT32_MAX
 #define COST_SLOTS 4096u  /* cost model entries (open addressing, replaced when full) */
 #define CLASS_SLOTS 4096u /* fusion classes known to be compiled */
+#define SHARE_SLOTS 4u    /* launchers of a class remembered for share_window_ns */
 #define SORT_RUN 16u      /* merge sort: runs this long are insertion-sorted first */
 
 struct item {
@@ -56,10 +57,15 @@ struct klass {
 	uint32_t last;  /* last candidate of its chain */
 	uint64_t stamp;
 	uint32_t nopay; /* bundles of it sent unfused because fusing did not pay (every SCHED_NOPAY_PROBE'th is fused) */
-	/* who launches it (cfg.share_window_ns): the queue of its last bundle, and when launches of two queues were seen */
-	bool dispatched, shared;
-	uint32_t last_queue;
-	uint64_t last_at, shared_at;
+	/*
+	 * Who launched it lately (cfg.share_window_ns): the latest dispatch of
+	 * each of the last SHARE_SLOTS (queue, partition) pairs to launch it;
+	 * queue NIL: a bundle with members of several queues.
+	 */
+	struct {
+		uint32_t queue, partition; /* partition NIL: an unused slot */
+		uint64_t at;
+	} seen[SHARE_SLOTS];
 };
 
 struct flight {
@@ -327,6 +333,8 @@ static struct klass *class_slot(struct sched *s, uint64_t key, bool create)
 				return NULL;
 			k->used = true;
 			k->key = key;
+			for (uint32_t i = 0; i < SHARE_SLOTS; i++)
+				k->seen[i].partition = NIL;
 			return k;
 		}
 	}
@@ -564,22 +572,56 @@ static void chain_classes(struct sched *s, uint32_t lo, uint32_t hi)
 	}
 }
 
-/* Launches of class k came from two or more queues within cfg.share_window_ns before now (or the test is off). */
-static bool class_shared(const struct sched *s, const struct klass *k, uint64_t now)
+/*
+ * May a lone launch of queue q, of class k on partition p, find company by
+ * waiting? Yes when a queue other than q launched the class on the same
+ * partition (bundles pack one partition's candidates only) within
+ * cfg.share_window_ns before now, or the test is off; then *until (if not
+ * NULL) is when that stops being so, unless another launch comes first.
+ */
+static bool class_shared(const struct sched *s, const struct klass *k, uint32_t p, uint32_t q, uint64_t now,
+			 uint64_t *until)
 {
-	return !s->cfg.share_window_ns || (k->shared && now - k->shared_at <= s->cfg.share_window_ns);
+	uint64_t w = s->cfg.share_window_ns, at = 0;
+	bool any = false;
+
+	if (!w) {
+		if (until)
+			*until = UINT64_MAX;
+		return true;
+	}
+	for (uint32_t i = 0; i < SHARE_SLOTS; i++)
+		if (k->seen[i].partition == p && (k->seen[i].queue != q || k->seen[i].queue == NIL) &&
+		    (!any || k->seen[i].at > at)) {
+			at = k->seen[i].at;
+			any = true;
+		}
+	/* a clock that went back (now < at) errs towards sending at once */
+	if (!any || now < at || now - at > w)
+		return false;
+	if (until)
+		*until = sat_add(sat_add(at, w), 1);
+	return true;
 }
 
-/* A bundle of class k went at now with nt members, the first of queue q: learn who launches the class. */
-static void class_dispatched(struct sched *s, struct klass *k, uint32_t q, uint32_t nt, uint64_t now)
+/* A bundle of class k went on partition p at now with nt members, the first of queue q: who launches it. */
+static void class_dispatched(struct klass *k, uint32_t p, uint32_t q, uint32_t nt, uint64_t now)
 {
-	if (nt > 1 || (k->dispatched && k->last_queue != q && now - k->last_at <= s->cfg.share_window_ns)) {
-		k->shared = true;
-		k->shared_at = now;
+	uint32_t who = nt > 1 ? NIL : q, slot = 0;
+
+	for (uint32_t i = 0; i < SHARE_SLOTS; i++) {
+		if (k->seen[i].partition == p && k->seen[i].queue == who) {
+			slot = i;
+			break;
+		}
+		/* else the unused slot, or the one launched longest ago */
+		if (k->seen[slot].partition != NIL &&
+		    (k->seen[i].partition == NIL || k->seen[i].at < k->seen[slot].at))
+			slot = i;
 	}
-	k->dispatched = true;
-	k->last_queue = q;
-	k->last_at = now;
+	k->seen[slot].queue = who;
+	k->seen[slot].partition = p;
+	k->seen[slot].at = now;
 }
 
 size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_t max, uint64_t *wake_ns)
@@ -610,7 +652,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			const struct sched_launch *e;
 			struct sched_bundle *b;
 			uint32_t take[SCHED_MAX_BUNDLE], nt = 1, ks = s->cand[c].ks;
-			uint64_t sum, pred;
+			uint64_t sum, pred, share_until = UINT64_MAX;
 			bool full = false;
 			struct flight *f;
 
@@ -652,7 +694,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				}
 				if (sum >= e->capacity || nt == SCHED_MAX_BUNDLE)
 					full = true;
-				if (!full && nt == 1 && !class_shared(s, &s->classes[ks], now)) {
+				if (!full && nt == 1 && !class_shared(s, &s->classes[ks], p, e->queue, now, &share_until)) {
 					s->st.dispatch_alone++; /* no other queue launches the class: waiting cannot fill it */
 				} else if (!full) {
 					uint64_t pm = sat_add(pred, s->cfg.slack_margin_ns), bu = s->busy_until[p];
@@ -663,13 +705,9 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 						/* hold: more members may come before the slack runs out or the partition idles */
 						if (e->deadline_ns - pm < held_wake)
 							held_wake = e->deadline_ns - pm;
-						if (nt == 1 && s->cfg.share_window_ns) {
-							/* alone, it goes once the class is no longer shared */
-							uint64_t t = sat_add(s->classes[ks].shared_at, s->cfg.share_window_ns + 1);
-
-							if (t < held_wake)
-								held_wake = t;
-						}
+						/* alone, it goes once the class is no longer shared */
+						if (nt == 1 && share_until < held_wake)
+							held_wake = share_until;
 						s->classes[ks].held = held = true;
 						continue;
 					}
@@ -687,7 +725,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			if (!f)
 				break; /* cannot happen: inflight < max_inflight */
 			if (ks != NIL)
-				class_dispatched(s, &s->classes[ks], e->queue, nt, now);
+				class_dispatched(&s->classes[ks], p, e->queue, nt, now);
 			b->partition = p;
 			b->n = nt;
 			b->fused = nt > 1;

@@ -98,8 +98,8 @@ struct sched_stats {
 	 * the partition is predicted idle within idle_margin_ns while the leader
 	 * still had slack); slack (the leader's slack ran out while the partition
 	 * was busy). Alone: a launch not fusible, of a class not compiled, or of
-	 * a class that no other queue launched within share_window_ns (waiting
-	 * could not fill its bundle).
+	 * a class that no other queue launched on its partition within
+	 * share_window_ns (waiting could not fill its bundle).
 	 */
 	uint64_t dispatch_full, dispatch_slack, dispatch_idle, dispatch_alone;
 	/*
@@ -172,9 +172,13 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * predicted + slack_margin_ns < the leader's deadline, where predicted is
  * the bundle's predicted_ns (its longest member's prediction), and (with
  * share_window_ns) the class is shared: the bundle has members of two
- * queues, or bundles of the class from two different queues were
- * dispatched within share_window_ns before now (a launch of a class only
- * its own queue uses goes at once, counted alone). Dispatching
+ * queues, or a queue other than the leader's (or a bundle of several
+ * queues) dispatched the class on the same partition within
+ * share_window_ns before now; the class remembers its last 4 launchers
+ * (queue, partition), so one of many may be forgotten, which errs towards
+ * going at once. A launch of a class no other queue uses on its partition
+ * goes at once, counted alone, and a held lone launch goes when the window
+ * since that other launch has passed. Dispatching
  * a bundle sets its partition's busy_until = max(busy_until, now) +
  * predicted_ns. With streams > 1 (the caller runs a partition's bundles on
  * that many streams, concurrently), a bundle that fills only part of its

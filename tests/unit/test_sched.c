@@ -144,7 +144,7 @@ static void test_edf(void **state)
  */
 static void test_share_window(void **state)
 {
-	struct sched_cfg c = cfg_of(16, 8, 1);
+	struct sched_cfg c = cfg_of(16, 8, 2);
 	struct sched_stats st;
 	struct sched *s;
 	uint64_t wake = 0, far = 1000000 * US;
@@ -168,30 +168,53 @@ static void test_share_window(void **state)
 	sched_get_stats(s, &st);
 	assert_int_equal(st.dispatch_alone, 3);
 	assert_int_equal(st.dispatch_idle + st.dispatch_slack + st.dispatch_full, 0);
-	/* queue 1 launches K too (not held yet: nobody else had within the window); now the class is shared */
+	/*
+	 * queue 1 launches K: queue 0 did 1 us ago, so company may come: held
+	 * while the partition is busy, until the window since queue 0's launch
+	 * (not its own) has passed
+	 */
 	sub(s, 20, 1, K, 1, far);
-	assert_int_equal(sched_poll(s, 3 * US, out, 16, NULL), 1);
-	assert_int_equal(out[0].ids[0], 20);
-	/* a lone launch of the shared class waits for company while the partition is busy */
+	assert_int_equal(sched_poll(s, 3 * US, out, 16, &wake), 0);
+	assert_int_equal(wake, 2 * US + 50 * US + 1);
+	/* company comes: one bundle of two, held while the partition is predicted busy (idle margin 0) */
 	sub(s, 12, 0, K, 1, far);
 	assert_int_equal(sched_poll(s, 4 * US, out, 16, &wake), 0);
-	assert_int_equal(wake, 3 * US + 50 * US + 1); /* the window since queue 1's launch */
-	/* company comes: one bundle of two, fused (idle margin 0: the partition is busy, so held still) */
-	sub(s, 21, 1, K, 1, far);
-	assert_int_equal(sched_poll(s, 5 * US, out, 16, &wake), 0);
-	/* the partition's predicted end: the pair goes, and refreshes the sharing */
+	/* the partition's predicted end: the pair goes, fused */
 	assert_int_equal(sched_poll(s, wake, out, 16, NULL), 1);
 	assert_int_equal(out[0].n, 2);
 	assert_true(out[0].fused);
 	{
 		uint64_t t = wake;
 
+		/* a bundle of several queues counts as another queue for everyone */
 		sub(s, 13, 0, K, 1, far);
-		assert_int_equal(sched_poll(s, t + 1 * US, out, 16, &wake), 0); /* shared at t: held */
+		assert_int_equal(sched_poll(s, t + 1 * US, out, 16, &wake), 0);
 		assert_true(wake <= t + 50 * US + 1);
-		/* queue 1 stops: past the window, queue 0's launch goes alone, busy partition or not */
+		/* nobody else launches: past the window, queue 0's launch goes alone, busy partition or not */
 		assert_int_equal(sched_poll(s, t + 50 * US + 1, out, 16, NULL), 1);
 		assert_int_equal(out[0].ids[0], 13);
+		/* queue 0's own launches never make the class shared for queue 0 */
+		sub(s, 14, 0, K, 1, far);
+		assert_int_equal(sched_poll(s, t + 50 * US + 2, out, 16, NULL), 1);
+		assert_int_equal(out[0].ids[0], 14);
+
+		/*
+		 * Partition 1 (busy with queue 8's unfusible launch): queue 5's K
+		 * finds no company there, whatever partition 0 does (bundles pack
+		 * one partition's launches), so it goes at once; queue 6's K on
+		 * partition 1 then waits for company (queue 5 launched it there).
+		 */
+		t += 60 * US;
+		sub_full(s, 2, 8, 1, 0, 1, 99, far);
+		assert_int_equal(sched_poll(s, t, out, 16, NULL), 1);
+		sub(s, 15, 1, K, 1, far); /* partition 0: held, queue 0 launched K there 8 us ago */
+		sub_full(s, 50, 5, 1, K, 1, K, far);
+		assert_int_equal(sched_poll(s, t + 1 * US, out, 16, NULL), 1);
+		assert_int_equal(out[0].partition, 1);
+		assert_int_equal(out[0].ids[0], 50);
+		sub_full(s, 60, 6, 1, K, 1, K, far);
+		assert_int_equal(sched_poll(s, t + 2 * US, out, 16, &wake), 0);
+		assert_true(wake <= t + 1 * US + 50 * US + 1);
 	}
 	sched_free(s);
 
