@@ -77,7 +77,7 @@ struct gpu {
 	struct ooo_sched_counters stats;
 	struct gpu_parts parts; /* the SM partition plan sent to the running executor, and its answer */
 	char reason[OOO_ERRMSG_MAX];
-	unsigned char rbuf[4096];
+	unsigned char rbuf[EXEC_MSG_MAX];
 	struct msghdr rmsg;
 	struct iovec riov;
 	union {

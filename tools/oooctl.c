@@ -1093,6 +1093,18 @@ static const char *const stage_help[STAGES] = {
 	"Bundles timed with events: GPU time from their start to their end event",
 };
 
+/* A class's own histogram of stage h (0..CLASS_STAGES - 1: the command stages, not the bundles' GPU time). */
+#define CLASS_STAGES 4
+static const uint64_t *class_stage_hist(const struct ooo_sched_class_stats *k, int h)
+{
+	switch (h) {
+	case 0: return k->cmd_submit_hist;
+	case 1: return k->cmd_queue_hist;
+	case 2: return k->cmd_run_hist;
+	default: return k->cmd_notify_hist;
+	}
+}
+
 static const uint64_t *stage_hist(const struct ooo_sched_counters *c, int h)
 {
 	switch (h) {
@@ -1234,6 +1246,13 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 		cd->deadline_misses = sched_sub(cb->deadline_misses, ca ? ca->deadline_misses : 0);
 		cd->lat_sum_ns = sched_sub(cb->lat_sum_ns, ca ? ca->lat_sum_ns : 0);
 		cd->lat_max_ns = cb->lat_max_ns;
+		for (int h = 0; h < CLASS_STAGES; h++) {
+			const uint64_t *hb = class_stage_hist(cb, h), *ha = ca ? class_stage_hist(ca, h) : NULL;
+			uint64_t *hd = (uint64_t *)class_stage_hist(cd, h);
+
+			for (int k = 0; k < OOO_TM_BUCKETS; k++)
+				hd[k] = sched_sub(hb[k], ha ? ha[k] : 0);
+		}
 	}
 	for (uint32_t i = 0; i < d->npartitions; i++) {
 		const struct ooo_sched_part_stats *pb = &b->parts[i];
@@ -1495,6 +1514,14 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 		j_num("miss_share", f->classes[i].miss_share, 4);
 		j_num("lat_mean_us", f->classes[i].lat_mean_us, 3);
 		j_num("lat_max_us", f->classes[i].lat_max_us, 3);
+		for (int h = 0; h < CLASS_STAGES; h++) {
+			char sk[48];
+
+			snprintf(sk, sizeof(sk), "%s_p50_ns", stage_keys[h]);
+			j_num(sk, hist_quantile(class_stage_hist(k, h), 0.5), 0);
+			snprintf(sk, sizeof(sk), "%s_p99_ns", stage_keys[h]);
+			j_num(sk, hist_quantile(class_stage_hist(k, h), 0.99), 0);
+		}
 		j_obj_end();
 	}
 	j_arr_end();
@@ -1545,6 +1572,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	static const char *const cols2[] = { "METRIC", ">CUMULATIVE" };
 	static const char *const ccols[] = { "CLASS", ">SLO_US", ">LAUNCHES/S", ">LAUNCHES", ">MISSES", ">MISS%",
 					     ">MEAN_US", ">MAX_US" };
+	static const char *const stcols[] = { "CLASS", ">SUBMIT", ">QUEUE", ">RUN", ">NOTIFY" };
 	static const char *const pcols[] = { ">PART", "CLASS", ">SMS", ">STREAMS", ">INFLIGHT", ">BUNDLES/S", ">BUNDLES",
 					     ">UTIL" };
 	const uint64_t wc[4] = { c->dispatch_full, c->dispatch_slack, c->dispatch_idle, c->dispatch_alone };
@@ -1652,6 +1680,23 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 			table_cell(&t, "%s", fmt_share(a, sizeof(a), f->miss_share));
 			table_cell(&t, "%s", fmt_fig(a, sizeof(a), f->lat_mean_us, 1));
 			table_cell(&t, "%s", fmt_fig(a, sizeof(a), f->lat_max_us, 1));
+		}
+		table_print(&t);
+		printf("\nper class, the command stages as above, p50 / p99, %s:\n",
+		       iv ? "over the interval" : "since the executor started");
+		table_init(&t, 1 + CLASS_STAGES, stcols);
+		for (uint32_t i = 0; i < fk->nclasses; i++) {
+			const struct ooo_sched_class_stats *cl = &k->classes[i];
+
+			table_cell(&t, "%s", class_label(cl->name));
+			for (int h = 0; h < CLASS_STAGES; h++) {
+				double p50 = hist_quantile(class_stage_hist(cl, h), 0.5);
+				double p99 = hist_quantile(class_stage_hist(cl, h), 0.99);
+				char x[32], y[32];
+
+				table_cell(&t, "%s / %s", isnan(p50) ? "-" : fmt_dur(x, sizeof(x), (uint64_t)p50),
+					   isnan(p99) ? "-" : fmt_dur(y, sizeof(y), (uint64_t)p99));
+			}
 		}
 		table_print(&t);
 	}
@@ -3370,6 +3415,27 @@ static int do_metrics(int argc, char **argv)
 				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\"", sr[i].device, sr[i].domain);
 				if (sr[i].have)
 					prom_hist(stage_prom[h], lab, stage_hist(&sr[i].c, h), false, 0);
+			}
+		}
+		for (int h = 0; h < CLASS_STAGES; h++) {
+			char name[80], help[192];
+
+			/* ooo_exec_command_X_seconds -> ooo_exec_class_command_X_seconds */
+			snprintf(name, sizeof(name), "ooo_exec_class_%s", stage_prom[h] + strlen("ooo_exec_"));
+			snprintf(help, sizeof(help), "%s; per tenant class (the rows of oooctl sched)", stage_help[h]);
+			prom_family(name, "histogram", help);
+			for (size_t i = 0; i < nsr; i++) {
+				if (!sr[i].have)
+					continue;
+				for (uint32_t k = 0; k < sched_nclasses(&sr[i].c); k++) {
+					const struct ooo_sched_class_stats *cl = &sr[i].c.classes[k];
+					char cls[2 * sizeof(cl->name)], lab[192];
+
+					prom_escape(cls, sizeof(cls), class_label(cl->name));
+					snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\",class=\"%s\"", sr[i].device,
+						 sr[i].domain, cls);
+					prom_hist(name, lab, class_stage_hist(cl, h), false, 0);
+				}
 			}
 		}
 		prom_family("ooo_exec_submit_stamps_bad_total", "counter",

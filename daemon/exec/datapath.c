@@ -239,6 +239,8 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 	q->idx = (uint16_t)queue;
 	q->slo_us = slo_us;
 	co_queue_created(dp, q, klass);
+	s->cls = q->cls;
+	s->has_cls = true;
 	s->queues[queue] = q;
 	s->queue_live[queue] = 1;
 	s->qlist[s->nq++] = (uint16_t)queue;
@@ -735,6 +737,7 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 						     .opcode = e->opcode, .notify = true, .taken_ns = dp->now_ns,
 						     .issued_ns = dp->now_ns };
 			dp_hist(dp->queue_hist, 0);
+			co_class_stage(dp, q->cls, CO_STAGE_QUEUE, 0, 1);
 			q->len++;
 			s->inflight++;
 			dp->inflight++;
@@ -804,8 +807,12 @@ failed:
 		return -EIO;
 	}
 	if (!(e->flags & OOO_SQE_NOTIFY)) {
-		if (dp->now_ns)
-			dp_hist(dp->queue_hist, dp_now_ns() - dp->now_ns);
+		if (dp->now_ns) {
+			uint64_t waited = dp_now_ns() - dp->now_ns;
+
+			dp_hist(dp->queue_hist, waited);
+			co_class_stage(dp, q->cls, CO_STAGE_QUEUE, waited, 1);
+		}
 		return 0;
 	}
 	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
@@ -813,6 +820,7 @@ failed:
 	p->taken_ns = dp->now_ns;
 	p->issued_ns = dp_now_ns();
 	dp_hist(dp->queue_hist, p->issued_ns - p->taken_ns);
+	co_class_stage(dp, q->cls, CO_STAGE_QUEUE, p->issued_ns - p->taken_ns, 1);
 	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
 		return -EIO;
 	if (ev_get(dp, &p->ev) < 0)
@@ -943,9 +951,11 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			/* modulo 2^32 us: a stamp within 10 s of our clock counts, anything else is noise */
 			uint32_t d = (uint32_t)(now / 1000u) - e.submit_us;
 
-			if (d <= 10000000u)
+			if (d <= 10000000u) {
 				dp_hist(dp->submit_hist, (uint64_t)d * 1000u);
-			else
+				if (s->has_cls)
+					co_class_stage(dp, s->cls, CO_STAGE_SUBMIT, (uint64_t)d * 1000u, 1);
+			} else
 				dp->submit_bad++;
 		}
 		r = validate_sqe(&e, &vs, &why);
@@ -1006,6 +1016,7 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 				uint64_t issued = p->b ? co_bundle_dispatched(p->b) : p->issued_ns;
 
 				dp_hist(dp->run_hist, seen > issued ? seen - issued : 0);
+				co_class_stage(dp, q->cls, CO_STAGE_RUN, seen > issued ? seen - issued : 0, 1);
 				if (!s->posted++)
 					s->seen_ns = seen;
 			}
@@ -1057,6 +1068,8 @@ bool dp_progress(struct datapath *dp)
 				uint64_t t = dp_now_ns();
 
 				dp->notify_hist[ooo_tm_bucket(t - s->seen_ns)] += s->posted;
+				if (s->has_cls)
+					co_class_stage(dp, s->cls, CO_STAGE_NOTIFY, t - s->seen_ns, s->posted);
 				s->posted = 0;
 			}
 		}

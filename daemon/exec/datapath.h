@@ -98,6 +98,8 @@ struct dp_session {
 	bool cq_dirty; /* completions posted outside this session's own pass (bundles): publish */
 	uint32_t posted;  /* completions of pending commands posted since the last publish */
 	uint64_t seen_ns; /* when the first of them was seen */
+	uint8_t cls;      /* the row of its class in the coalescer's per-class counters (has_cls: set) */
+	bool has_cls;     /* it has made a queue (a session's queues are all of its tenant's class) */
 	struct ooo_shm_hdr h;
 	struct ring sq, cq;
 	struct vbufs bufs;

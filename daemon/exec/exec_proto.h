@@ -35,6 +35,15 @@ enum exec_msg_type {
 	EXEC_MSG_PARTITIONS = 0x10e,    /* oood -> executor: exec_partitions; reply exec_partitions_reply */
 };
 
+/*
+ * The largest message either side sends or receives, header included: the
+ * scheduler's counters (EXEC_MSG_STATS) are the largest by far. A message
+ * longer than the receiver's buffer would arrive cut short (SEQPACKET).
+ */
+#define EXEC_MSG_MAX 24576u
+_Static_assert(sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_sched_counters) <= EXEC_MSG_MAX,
+	       "EXEC_MSG_STATS must fit EXEC_MSG_MAX");
+
 #define EXEC_PART_MAX 7u /* reserved partitions of a plan (the shared one besides: OOO_SCHED_PARTITIONS) */
 
 /* The SM partitions of the executor's coalescer (docs/architecture.md, "Partitions"). */

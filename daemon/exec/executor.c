@@ -145,7 +145,7 @@ static void exec_log(unsigned dev, const char *fmt, ...)
 /* Send one message, with a descriptor if pass_fd >= 0. */
 static int send_msg_fd(int fd, uint16_t type, const void *p, size_t n, int pass_fd)
 {
-	unsigned char buf[sizeof(struct ooo_msg_hdr) + 4096];
+	unsigned char buf[EXEC_MSG_MAX];
 	ssize_t len = wire_encode(buf, sizeof(buf), type, 0, 0, p, n);
 	struct iovec iov = { buf, 0 };
 	union {
@@ -786,6 +786,12 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 		a->classes[i].lat_sum_ns += c->lat_sum_ns;
 		if (c->lat_max_ns > a->classes[i].lat_max_ns)
 			a->classes[i].lat_max_ns = c->lat_max_ns;
+		for (unsigned k = 0; k < OOO_TM_BUCKETS; k++) {
+			a->classes[i].cmd_submit_hist[k] += c->cmd_submit_hist[k];
+			a->classes[i].cmd_queue_hist[k] += c->cmd_queue_hist[k];
+			a->classes[i].cmd_run_hist[k] += c->cmd_run_hist[k];
+			a->classes[i].cmd_notify_hist[k] += c->cmd_notify_hist[k];
+		}
 	}
 }
 
@@ -1070,7 +1076,7 @@ int executor_main(int argc, char **argv)
 		case 'P':
 			errno = 0;
 			fill = strtoul(optarg, &end, 10);
-			if (errno || *end || fill > 4096)
+			if (errno || end == optarg || *end || fill > 4096)
 				return EXEC_EXIT_USAGE;
 			break;
 		default: return EXEC_EXIT_USAGE;

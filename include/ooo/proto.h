@@ -341,6 +341,16 @@ struct ooo_sched_class_stats {
 	uint64_t deadline_misses; /* completed after their deadline (as the executor saw the completion) */
 	uint64_t lat_sum_ns;     /* submission taken -> completion seen, summed */
 	uint64_t lat_max_ns;
+	/*
+	 * The per-command stages of struct ooo_sched_counters (cmd_*_hist), for
+	 * the commands of this class's queues only: where one class's time goes
+	 * when the executor-wide figures are another class's (a latency-critical
+	 * tenant among many best-effort ones).
+	 */
+	uint64_t cmd_submit_hist[OOO_TM_BUCKETS];
+	uint64_t cmd_queue_hist[OOO_TM_BUCKETS];
+	uint64_t cmd_run_hist[OOO_TM_BUCKETS];
+	uint64_t cmd_notify_hist[OOO_TM_BUCKETS];
 };
 
 struct ooo_sched_part_stats {

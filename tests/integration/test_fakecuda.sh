@@ -180,6 +180,22 @@ sleep 1.5
 b=$(part_bundles default)
 [ "${b:-0}" -gt 0 ] || fail "no bundle ran on the class's partition: $($ctl sched 2>&1 | tail -5)"
 ok "a class's partition resized 6 times while 24000 launches ran, every sync clean; then $b bundles on it"
+# the class's own command stages (oooctl sched: per class, p50 / p99): its commands were stamped,
+# queued and run, and their completions published
+class_stage() {
+	$ctl --json sched --interval 0 | tr -d ' \n' | grep -o '"classes":\[[^]]*\]' | head -1 |
+		grep -o "\"name\":\"$1\"[^}]*" | grep -o "\"$2\":[0-9a-z.]*" | sed 's/.*://'
+}
+for st in command_submit command_queue command_run command_notify; do
+	v=$(class_stage default ${st}_p99_ns)
+	case $v in
+	[1-9]*) ;;
+	*) fail "class default: no $st p99 in oooctl sched --json (got '$v'): $($ctl --json sched --interval 0 | tr -d ' \n' | grep -o '"classes":\[[^]]*\]')" ;;
+	esac
+done
+$ctl sched --interval 0 | grep -A3 'per class, the command stages' | grep -Eq '^ *default +[0-9]+[mu]?s / [0-9]+[mu]?s +' ||
+	fail "oooctl sched prints no command stages for class default: $($ctl sched --interval 0 | tail -12)"
+ok "class default's own command stages: submit, queue, run and notify p99 $(class_stage default command_submit_p99_ns)/$(class_stage default command_queue_p99_ns)/$(class_stage default command_run_p99_ns)/$(class_stage default command_notify_p99_ns) ns"
 out=$($ctl partition set default 200 2>&1) && fail "a partition of 200 SMs was accepted: $out"
 echo "$out" | grep -q 'other classes need some' || fail "partition of 200 SMs: unexpected refusal: $out"
 $ctl partition | grep -Eq '^ *0 +[^ ]+ +1 +default +40 +40 +oooctl' || fail "a refused plan changed the partitions: $($ctl partition)"

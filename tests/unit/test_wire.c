@@ -292,7 +292,7 @@ static void test_payload_checks(void **state)
 
 static void test_list_reply_checks(void **state)
 {
-	unsigned char p[4096];
+	static unsigned char p[sizeof(struct ooo_msg_list) + sizeof(struct ooo_sched_rec)];
 	struct ooo_msg_list l;
 	struct wire_msg m;
 	size_t n = build_list(p, true, 2);

@@ -98,6 +98,7 @@ struct bench_opts {
 	unsigned lease_sm;          /* lease: each tenant's --sm; 0: 100/T (at least 1) */
 	unsigned lease_critical_sm; /* lease, mix: the critical tenant's --sm; 0: 50 */
 	unsigned critical_share;    /* ooo, mix: the critical tenant's class gets a partition of this percent; 0: none */
+	bool critical_class;        /* ooo, mix: the critical tenant is a class of its own (--critical-class, --critical-share) */
 	unsigned domains;           /* ooo: tenants spread over this many uids, so trust domains (executors); 0: one */
 	bool fence;                 /* ooo: the bench class has fence = yes (the GPU's fenced executor, windows) */
 	bool quiet;

@@ -133,6 +133,9 @@ void bench_gpu_usage(FILE *f)
 		"                       an SM partition of PCT percent (partition = yes, sm_share =\n"
 		"                       PCT in the private oood); the best-effort tenants share the\n"
 		"                       rest. Default: one class, no partition\n"
+		"  --critical-class     ooo, mix: the critical tenant is its own class (as above, root\n"
+		"                       only) without a partition: its commands get their own rows in\n"
+		"                       oooctl sched (per-class stages), nothing else changes\n"
 		"  --domains N          ooo: tenant i runs as uid %u + i %% N (root only), so the\n"
 		"                       tenants form N trust domains, each with its own executor;\n"
 		"                       the private oood then runs MPS (where it finds\n"
@@ -430,7 +433,7 @@ enum {
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
 	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
-	O_LEASE_CRIT, O_CRIT_SHARE, O_DOMAINS, O_FENCE,
+	O_LEASE_CRIT, O_CRIT_SHARE, O_CRIT_CLASS, O_DOMAINS, O_FENCE,
 };
 
 int bench_gpu_main(int argc, char **argv)
@@ -460,6 +463,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
 		{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
+		{ "critical-class", no_argument, NULL, O_CRIT_CLASS },
 		{ "domains", required_argument, NULL, O_DOMAINS },
 		{ "fence", no_argument, NULL, O_FENCE },
 		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
@@ -680,6 +684,10 @@ int bench_gpu_main(int argc, char **argv)
 				rc = bench_usage_error("--critical-share wants a percentage 1..99, not '%s'", optarg);
 			else
 				o->critical_share = (unsigned)v;
+			o->critical_class = true;
+			break;
+		case O_CRIT_CLASS:
+			o->critical_class = true;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -721,14 +729,15 @@ int bench_gpu_main(int argc, char **argv)
 		rc = bench_usage_error("--be-rate is for mix's best-effort tenants");
 		goto out;
 	}
-	if (o->critical_share && (!have_mix || o->socket[0])) {
-		rc = bench_usage_error("--critical-share is for mix, with the private oood (not --socket)");
+	if (o->critical_class && (!have_mix || o->socket[0])) {
+		rc = bench_usage_error("--critical-%s is for mix, with the private oood (not --socket)",
+				       o->critical_share ? "share" : "class");
 		goto out;
 	}
-	if (o->critical_share && geteuid() != 0) {
-		rc = bench_usage_error("--critical-share needs root: the critical tenant runs with group %u to be "
+	if (o->critical_class && geteuid() != 0) {
+		rc = bench_usage_error("--critical-%s needs root: the critical tenant runs with group %u to be "
 				       "its own class",
-				       BENCH_CRITICAL_GID);
+				       o->critical_share ? "share" : "class", BENCH_CRITICAL_GID);
 		goto out;
 	}
 	if (o->domains > 1 && (o->socket[0] || geteuid() != 0)) {

@@ -607,7 +607,7 @@ static void run_point(struct ctx *x, enum bench_mode m, enum bench_wl wl, unsign
 		make_cfg(x, m, wl, tenants, i, cfg);
 		r = spawn(&s[i], cfg, m == BM_LEASE ? x->ooo_run : NULL,
 			  m == BM_LEASE ? lease_share(o, wl, tenants, i) : 0, s[i].klass == TC_BEST_EFFORT,
-			  m == BM_OOO && o->critical_share && s[i].klass == TC_CRITICAL ? BENCH_CRITICAL_GID : 0,
+			  m == BM_OOO && o->critical_class && s[i].klass == TC_CRITICAL ? BENCH_CRITICAL_GID : 0,
 			  m == BM_OOO && o->domains > 1 ? BENCH_DOMAIN_UID + i % o->domains : 0);
 		if (r < 0) {
 			snprintf(why, sizeof(why), "cannot start the tenant process: %s", strerror(-r));

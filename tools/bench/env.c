@@ -621,21 +621,22 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		fprintf(f, "serving_threads = %u\n", o->threads - 1);
 	if (o->shard_sessions)
 		fprintf(f, "shard_sessions = %u\n", o->shard_sessions - 1);
-	if (o->critical_share)
+	if (o->critical_class) {
 		/* mix: the critical tenant (group BENCH_CRITICAL_GID) is a class of its own, with SMs reserved
-		 * (first: classes are tried in order) */
+		 * if --critical-share (first: classes are tried in order) */
 		fprintf(f,
 			"[class critical]\n"
 			"match_gid = %u\n"
 			"priority = 99\n"
 			"slo_us = 1\n"
-			"sm_share = %u\n"
-			"partition = yes\n"
 			"mem_limit = 1T\n"
 			"max_queues = 65536\n"
 			"max_buffers = 1048576\n"
 			"max_modules = 65536\n",
-			BENCH_CRITICAL_GID, o->critical_share);
+			BENCH_CRITICAL_GID);
+		if (o->critical_share)
+			fprintf(f, "sm_share = %u\npartition = yes\n", o->critical_share);
+	}
 	fprintf(f,
 		"[class bench]\n"
 		"match_uid = *\n"
