@@ -32,8 +32,8 @@
 #define CO_MAX_QUEUES 65536u   /* scheduler queue ids: queues of all sessions together */
 #define CO_MAX_CLASSES 1024u   /* fusion classes kept (compiled or not) */
 /*
- * A launch of a class that no other queue launched within this long is not
- * held back for company (sched_cfg.share_window_ns): a latency-critical
+ * A launch of a class that no other queue launched on its partition within
+ * this long is not held back for company (sched_cfg.share_window_ns): a latency-critical
  * tenant's own kernels go at once instead of waiting out their slack.
  */
 #define CO_SHARE_WINDOW_NS 2000000ull
@@ -218,6 +218,7 @@ struct coalescer {
 	uint32_t nspare;
 	uint32_t nflight; /* bundles in flight on all streams */
 	bool draining;    /* co_partitions waits for every bundle: reap without the predicted-end gate */
+	bool cls_over;    /* a queue's class went to the overflow row: co_counters reports every row */
 	unsigned char *host;
 	CUdeviceptr dev;
 	bool slot_busy[CO_SLOTS];
@@ -1908,6 +1909,7 @@ void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass
 		co->ncls++;
 	} else if (i == co->ncls) {
 		i = OOO_SCHED_CLASSES - 1; /* the overflow row */
+		co->cls_over = true;
 	}
 	q->cls = (uint8_t)i;
 	if (q->slo_us > co->st.classes[i].slo_us)
@@ -2346,8 +2348,8 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	out->dispatch_alone = ss.dispatch_alone;
 	out->unfused_nopay = ss.dispatch_nopay;
 	out->nclasses = co->ncls;
-	if (co->st.classes[OOO_SCHED_CLASSES - 1].launches)
-		out->nclasses = OOO_SCHED_CLASSES;
+	if (co->cls_over || co->st.classes[OOO_SCHED_CLASSES - 1].launches)
+		out->nclasses = OOO_SCHED_CLASSES; /* its commands count there even when none is a coalesced launch */
 	for (uint32_t i = 0; i < out->nclasses; i++)
 		memcpy(out->classes[i].name, co->cname[i], sizeof(out->classes[i].name));
 }

@@ -143,7 +143,7 @@ static void exec_log(unsigned dev, const char *fmt, ...)
 }
 
 /* Send one message, with a descriptor if pass_fd >= 0. */
-static int send_msg_fd(int fd, uint16_t type, const void *p, size_t n, int pass_fd)
+static int send_msg_flags(int fd, uint16_t type, const void *p, size_t n, int pass_fd, int flags)
 {
 	unsigned char buf[EXEC_MSG_MAX];
 	ssize_t len = wire_encode(buf, sizeof(buf), type, 0, 0, p, n);
@@ -169,12 +169,27 @@ static int send_msg_fd(int fd, uint16_t type, const void *p, size_t n, int pass_
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
 	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == len ? 0 : -errno;
+	return sendmsg(fd, &mh, MSG_NOSIGNAL | flags) == len ? 0 : -errno;
+}
+
+static int send_msg_fd(int fd, uint16_t type, const void *p, size_t n, int pass_fd)
+{
+	return send_msg_flags(fd, type, p, n, pass_fd, 0);
 }
 
 static int send_msg(int fd, uint16_t type, const void *p, size_t n)
 {
 	return send_msg_fd(fd, type, p, n, -1);
+}
+
+/*
+ * The counters (about 20 KiB, once a second) never block the serving loop:
+ * while oood does not read, the socket fills, and a snapshot that does not
+ * fit is dropped (the next one is whole again).
+ */
+static void send_stats(int fd, const struct ooo_sched_counters *c)
+{
+	(void)send_msg_flags(fd, EXEC_MSG_STATS, c, sizeof(*c), -1, MSG_DONTWAIT);
 }
 
 static int drop_root(const char *user, char *why, size_t cap)
@@ -646,7 +661,7 @@ static int serve(int fd, struct memory *mem, struct shards *S)
 				struct ooo_sched_counters c;
 
 				co_counters(dp, now, &c);
-				send_msg(fd, EXEC_MSG_STATS, &c, sizeof(c));
+				send_stats(fd, &c);
 				stats_at = now;
 			}
 		}
@@ -940,7 +955,7 @@ static int serve_threaded(int fd, struct memory *mem, struct shards *S)
 				atomic_store(&S->sh[i].want, false);
 			}
 			if (any)
-				send_msg(fd, EXEC_MSG_STATS, &c, sizeof(c));
+				send_stats(fd, &c);
 			stats_at = now;
 		}
 		{
