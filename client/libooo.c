@@ -42,6 +42,7 @@ struct ooo_session {
 	int pass_fd; /* passed with the next request, -1 if none */
 	int nrfds;
 	struct dpath *dp;   /* the data path, once a queue exists */
+	int64_t wait_spin_ns; /* a wait spins this long before it sleeps (the class's wait_spin_us, OOO_WAIT_SPIN_US) */
 	pthread_mutex_t lock;
 	unsigned char rbuf[OOO_MSG_MAX];
 	unsigned char sbuf[OOO_MSG_MAX];
@@ -85,6 +86,39 @@ const char *ooo_strerror(int err)
 		return ooo_errors[err - OOO_EPROTO];
 	s = strerrordesc_np(err);
 	return s ? s : "Unknown error";
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * How long a wait spins: the class's wait_spin_us when the daemon says it
+ * (hello), else 1 ms; OOO_WAIT_SPIN_US (decimal microseconds) may lower it,
+ * never raise it. A value that does not parse is ignored.
+ */
+#define WAIT_SPIN_US_DEFAULT 1000u
+static int64_t wait_spin_ns(uint32_t from_daemon)
+{
+	uint64_t us = from_daemon & OOO_HELLO_SPIN_SET ? from_daemon & ~OOO_HELLO_SPIN_SET : WAIT_SPIN_US_DEFAULT;
+	const char *env = getenv("OOO_WAIT_SPIN_US");
+
+	if (us > 1000000)
+		us = 1000000;
+	if (env && *env) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(env, &end, 10);
+		if (!errno && !*end && *env >= '0' && *env <= '9' && v < us)
+			us = v;
+	}
+	return (int64_t)us * 1000;
 }
 
 static int64_t now_ms(void)
@@ -357,6 +391,7 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 		const struct ooo_msg_hello_reply *hr = rp;
 		s->id = hr->session_id;
 		wire_strcpy(s->class_name, sizeof(s->class_name), hr->class_name);
+		s->wait_spin_ns = wait_spin_ns(hr->wait_spin_us);
 	}
 	return s;
 err:
@@ -886,7 +921,8 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		   int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	int64_t spin_until = now_ms() + 1; /* completions of short commands come within microseconds */
+	/* completions of short commands come within microseconds; the class may say not to spin (wait_spin_us) */
+	int64_t spin_until = now_ns() + s->wait_spin_ns;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = d->cq_efd, .events = POLLIN }, { .fd = s->fd, .events = POLLIN } };
@@ -899,7 +935,7 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 			return 0;
 		if (s->dead)
 			return s->dead;
-		if (now_ms() <= spin_until) {
+		if (now_ns() < spin_until) {
 			sched_yield(); /* a tenant waiting must not keep the executor or another tenant off a CPU */
 			continue;
 		}

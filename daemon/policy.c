@@ -61,7 +61,7 @@ enum key_field {
 	F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
-	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_FENCE, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES,
+	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_FENCE, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES, F_WAIT_SPIN_US,
 	F_MPS_ENABLED, F_MPS_CONTROL, F_MPS_MULTIUSER, F_MPS_EXEC_CLIENT, F_MPS_MAX_CLIENTS, F_MPS_EXEC_RESERVE,
 	F_MPS_EVICT_GRACE, F_MPS_STOP_GRACE, F_MPS_DEVICES, F_MPS_FEEDBACK, F_MPS_FEEDBACK_STEP,
 	F_TM_ENABLED, F_TM_ALL, F_TM_LAUNCH, F_TM_LIBCUDA, F_TM_SLOW, F_TM_MAXPROCS, F_TM_MAXTRACKED, F_TM_RINGBUF,
@@ -117,6 +117,7 @@ static const struct key_def class_keys[] = {
 	{ "native_mem", F_NATIVE_MEM, T_SIZE, 1, MAX_SIZE_LIMIT },
 	{ "native_priority", F_NATIVE_PRIO, T_LPRIO, 0, 0 },
 	{ "max_leases", F_MAX_LEASES, T_U32, 0, 4096 },
+	{ "wait_spin_us", F_WAIT_SPIN_US, T_U32, 0, 1000000 },
 };
 
 static const struct key_def mps_keys[] = {
@@ -749,6 +750,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	case F_NATIVE_SM: cls->native_sm = (uint32_t)n; break;
 	case F_NATIVE_MEM: cls->native_mem = n; break;
 	case F_MAX_LEASES: cls->max_leases = (uint32_t)n; break;
+	case F_WAIT_SPIN_US: cls->wait_spin_us = (uint32_t)n; break;
 	case F_MPS_MAX_CLIENTS: p->mps.max_clients = (uint32_t)n; break;
 	case F_MPS_EXEC_RESERVE: p->mps.executor_reserve = (uint32_t)n; break;
 	case F_MPS_EVICT_GRACE: p->mps.evict_grace_ms = (uint32_t)n; break;
@@ -898,6 +900,7 @@ static void class_defaults(struct ooo_class *cls)
 	cls->native_sm = 25;
 	cls->native_priority = OOO_LEASE_PRIO_NORMAL;
 	cls->max_leases = 16;
+	cls->wait_spin_us = POLICY_WAIT_SPIN_US_DEFAULT;
 }
 
 /* Checks that need the whole section: run when the next one starts or at EOF. */

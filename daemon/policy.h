@@ -22,6 +22,7 @@
 #define POLICY_MAX_FILE (1u << 20)
 #define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
 #define POLICY_STREAMS_DEFAULT 4 /* [daemon] streams: an executor's bundles run on that many streams */
+#define POLICY_WAIT_SPIN_US_DEFAULT 1000 /* [class] wait_spin_us: libooo's spin before it sleeps, as it always did */
 #define POLICY_SERVING_THREADS_DEFAULT 2 /* [daemon] serving_threads (measured on the H200: bench/results/2026-12-05-serving-threads-*) */
 #define POLICY_SHARD_SESSIONS_DEFAULT 16 /* [daemon] shard_sessions: a serving thread takes that many before the next one takes any */
 /* classes with partition = yes: the executor's reserved partitions (the shared one besides) */
@@ -52,6 +53,13 @@ struct ooo_class {
 	uint64_t native_mem;      /* pinned device memory limit of a lease that asks for none; 0: mem_limit */
 	uint32_t native_priority; /* enum ooo_lease_priority: NORMAL (default) or BELOW */
 	uint32_t max_leases;      /* live leases per tenant; default 16 */
+	/*
+	 * The longest libooo spins (yielding its CPU) waiting for a completion
+	 * before it sleeps on the completion doorbell; 0..1000000, default 1000.
+	 * Spinning tenants share the host's CPUs with the executor and with each
+	 * other: a best-effort class can give them up.
+	 */
+	uint32_t wait_spin_us;
 };
 
 enum policy_mps_mode { POLICY_MPS_AUTO = 0, POLICY_MPS_YES, POLICY_MPS_NO };

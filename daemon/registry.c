@@ -26,6 +26,7 @@ static void terms_from_class(struct class_terms *t, const struct ooo_class *c)
 	t->sm_share = c->sm_share;
 	t->trace_launches = c->trace_launches;
 	t->binary_modules = c->binary_modules;
+	t->wait_spin_us = c->wait_spin_us;
 	memcpy(t->limit, c->limit, sizeof(t->limit));
 }
 

@@ -49,6 +49,7 @@ struct class_terms {
 	uint32_t sm_share;
 	bool trace_launches; /* telemetry probes its sessions' cuLaunchKernel calls */
 	bool binary_modules; /* may load CUBIN and FATBIN modules */
+	uint32_t wait_spin_us; /* libooo's spin before it sleeps (struct ooo_class) */
 	uint64_t limit[OOO_RES_COUNT];
 };
 

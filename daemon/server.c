@@ -617,6 +617,7 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 	rep.priority = s->tenant->terms.priority;
 	rep.slo_us = s->tenant->terms.slo_us;
 	rep.sm_share = s->tenant->terms.sm_share;
+	rep.wait_spin_us = OOO_HELLO_SPIN_SET | s->tenant->terms.wait_spin_us;
 	memcpy(rep.limit, s->tenant->terms.limit, sizeof(rep.limit));
 	log_peer("session %llu: pid %u uid %u gid %u class '%s' name '%s'", (unsigned long long)s->id, c->cred.pid,
 		 c->cred.uid, c->cred.gid, rep.class_name, s->name);

@@ -2046,6 +2046,7 @@ static void json_policy(const char *file, const struct policy *p)
 		j_i64("priority", c->priority);
 		j_u64("slo_us", c->slo_us);
 		j_u64("sm_share", c->sm_share);
+		j_u64("wait_spin_us", c->wait_spin_us);
 		j_res("limit", c->limit);
 		j_obj_end();
 	}

@@ -497,6 +497,12 @@ static void drain_compiles(struct datapath *dp)
 	}
 }
 
+void co_idle(struct datapath *dp)
+{
+	if (dp->co)
+		drain_compiles(dp);
+}
+
 void co_module_loaded(struct datapath *dp, struct dp_session *s, uint32_t module, const char *ptx, size_t len)
 {
 	struct co_pmod *pm;

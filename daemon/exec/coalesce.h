@@ -127,6 +127,8 @@ void co_flush_session(struct datapath *dp, struct dp_session *s);
 bool co_reap(struct datapath *dp, uint64_t now);
 /* Start compiled classes, move backlogs, form and dispatch bundles. Returns true if anything moved. */
 bool co_progress(struct datapath *dp, uint64_t now);
+/* A pass without sessions: take in the compiles that finished (classes outlive their sessions). */
+void co_idle(struct datapath *dp);
 /* Work held or in flight: the executor must keep polling. */
 bool co_busy(const struct datapath *dp);
 /* The launcher thread's busy time so far (ns): issuing bundles to CUDA. */

@@ -1044,6 +1044,12 @@ bool dp_progress(struct datapath *dp)
 	dp->blocked = 0;
 	if (!dp->sessions) {
 		dp->pass_take_ns = 0; /* a pass over no session took nothing (serve adds both when a control message came) */
+		/*
+		 * Compiles queued by sessions that are gone still finish: take
+		 * them in (the classes stay for the next session, and the
+		 * counters say so) rather than when a session next comes.
+		 */
+		co_idle(dp);
 		return false;
 	}
 	now = dp_now_ns();

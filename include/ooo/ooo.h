@@ -224,7 +224,9 @@ int ooo_queue_destroy(ooo_queue *q);
  * since the last sync (-EFAULT for memory outside the session's buffers,
  * -EINVAL, -OOO_EFAULT for a fault on the GPU, -OOO_EDEVRESET when the
  * executor was replaced under the commands); -ETIMEDOUT; or a session
- * error.
+ * error. It spins (yielding the CPU) for the class's wait_spin_us (oood.conf,
+ * default 1 ms; OOO_WAIT_SPIN_US in the environment may lower it), then
+ * sleeps until the completion's doorbell rings.
  */
 int ooo_queue_sync(ooo_queue *q, int timeout_ms);
 

@@ -220,9 +220,15 @@ struct ooo_msg_hello_reply {
 	int32_t priority;
 	uint32_t slo_us;
 	uint32_t sm_share; /* percent */
-	uint32_t reserved;
+	/*
+	 * The class's wait_spin_us (oood.conf): how long the client library may
+	 * spin waiting for a completion before it sleeps, with OOO_HELLO_SPIN_SET
+	 * (a daemon that predates it sends 0: the library keeps its own 1 ms).
+	 */
+	uint32_t wait_spin_us;
 	uint64_t limit[OOO_RES_COUNT]; /* per tenant, indexed by enum ooo_res */
 };
+#define OOO_HELLO_SPIN_SET 0x80000000u
 
 enum ooo_notice_kind {
 	OOO_NOTICE_SHUTDOWN = 1, /* daemon is stopping; the session will close */

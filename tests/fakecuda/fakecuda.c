@@ -37,7 +37,9 @@
  * read from its parameters or its fused table as the real kernel would, so
  * that the executor's copies as launches (oood.conf fuse_copies) are
  * checked byte for byte here too. Tests that need any other kernel's result
- * run on the GPU machine.
+ * run on the GPU machine. FAKECUDA_FUSED_LOAD_MS=N makes each load of a
+ * module with a fused entry (ooo_fused*) take N ms, as a slow compile
+ * would: its results come after the tenants that asked for them are gone.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -48,6 +50,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../daemon/exec/cuda.h"
@@ -637,6 +640,16 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int nopt,
 		free(m->f);
 		free(m);
 		return CUDA_ERROR_INVALID_PTX;
+	}
+	if (memmem(s, len, ".entry ooo_fused", 16)) {
+		const char *e = getenv("FAKECUDA_FUSED_LOAD_MS");
+		long ms = e ? strtol(e, NULL, 10) : 0;
+
+		if (ms > 0 && ms <= 10000) {
+			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
 	}
 	{
 		/* the executor's copy kernel, alone or fused with itself only (the JIT names each body) */

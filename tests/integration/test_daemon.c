@@ -267,6 +267,26 @@ static ssize_t raw_recv(int fd, void *buf, size_t cap, int timeout_ms)
 	return n < 0 ? -errno : n;
 }
 
+/* A session's hello reply, as a client library would read it. */
+static struct ooo_msg_hello_reply raw_hello_reply(const char *path)
+{
+	static unsigned char buf[OOO_MSG_MAX];
+	struct ooo_msg_hello_reply r;
+	struct wire_msg m;
+	int fd = raw_connect(path);
+	ssize_t n;
+
+	raw_hello(fd);
+	n = raw_recv(fd, buf, sizeof(buf), 5000);
+	assert_true(n > 0);
+	assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_PEER, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	assert_int_equal(m.plen, sizeof(r));
+	memcpy(&r, m.payload, sizeof(r));
+	close(fd);
+	return r;
+}
+
 /* Expect an error reply with `status` (0: any negative), then EOF. */
 static void expect_error_then_eof(int fd, int status, const char *text)
 {
@@ -939,9 +959,11 @@ static void test_sighup_reload(void **state)
 	s = ooo_open(d.sock);
 	assert_non_null(s);
 	assert_string_equal(ooo_session_class(s), "default");
+	/* the class's wait_spin_us goes to the client with the hello reply: the default, 1 ms */
+	assert_int_equal(raw_hello_reply(d.sock).wait_spin_us, OOO_HELLO_SPIN_SET | 1000);
 
 	/* a good file: the new class applies to new and existing sessions */
-	write_file(d.conf, "[class renamed]\nmatch_uid = *\nmax_sessions = 7\n");
+	write_file(d.conf, "[class renamed]\nmatch_uid = *\nmax_sessions = 7\nwait_spin_us = 0\n");
 	kill(d.pid, SIGHUP);
 	deadline = now_ms() + 5000;
 	do {
@@ -954,6 +976,8 @@ static void test_sighup_reload(void **state)
 		assert_non_null(s2);
 		assert_string_equal(ooo_session_class(s2), "renamed");
 		ooo_close(s2);
+		/* a new session gets the new class's wait_spin_us: 0, said (the flag), not absent */
+		assert_int_equal(raw_hello_reply(d.sock).wait_spin_us, OOO_HELLO_SPIN_SET);
 	}
 	assert_int_equal(ooo_ping(s), 0);
 

@@ -125,6 +125,23 @@ fake_stop() {
 }
 fake_stop
 
+# tenants that do not spin (wait_spin_us = 0: every wait sleeps on the completion doorbell at once)
+# get every command's completion; and compiles that finish after every tenant that asked for them is
+# gone are still taken in and counted (the classes outlive their sessions): each fused module load
+# takes 100 ms here (FAKECUDA_FUSED_LOAD_MS), the tenants leave at once, and no session comes after
+FAKECUDA_FUSED_LOAD_MS=100 gpu_start 'max_sessions = 200\nmax_queues = 2048\nwait_spin_us = 0\n'
+for mode in check many; do
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (wait_spin_us = 0): $out"
+	echo "$out" | grep -q '^ok' || fail "dp_check $mode (wait_spin_us = 0): $out"
+done
+ok "tenants that sleep at once on their completions (wait_spin_us = 0): dp_check check and many right"
+c0=$(steady compiles failures)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" classes 20 noresults 2>&1) || fail "launch_check classes 20: $out"
+d=$(settle 21 compiles failures)
+[ "$d" -eq 21 ] || fail "slow compiles: $d of 21 fusion classes counted after their sessions left"
+ok "21 compiles of 100 ms each, most finishing after their tenants left, all taken in and counted"
+fake_stop
+
 # a fused kernel that does not pay: every timed bundle measures 2 ms (launches alone are seen in
 # microseconds), so the scheduler sends most bundles unfused, one after another; every sync clean
 FAKECUDA_ELAPSED_US=2000 gpu_start 'max_sessions = 200\nmax_queues = 2048\n'

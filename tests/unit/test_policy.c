@@ -982,12 +982,13 @@ static void test_mps_keys(void **state)
 	assert_int_equal(p->classes[0].native_mem, 0);
 	assert_int_equal(p->classes[0].native_priority, OOO_LEASE_PRIO_NORMAL);
 	assert_int_equal(p->classes[0].max_leases, 16);
+	assert_int_equal(p->classes[0].wait_spin_us, 1000);
 	policy_free(p);
 	p = parse_ok("[mps]\nenabled = yes\ncontrol = /opt/nv/nvidia-cuda-mps-control\nmultiuser = no\n"
 		     "executor_client = no\nmax_clients = 60\nexecutor_reserve = 20\nevict_grace_ms = 0\n"
 		     "stop_grace_ms = 100\ndevices = 2\nfeedback = no\nfeedback_step = 5\n"
 		     "[class a]\nmatch_uid = 1\nnative_sm = 40\nnative_mem = 2G\nnative_priority = below\n"
-		     "max_leases = 0\n");
+		     "max_leases = 0\nwait_spin_us = 0\n");
 	assert_int_equal(p->mps.enabled, POLICY_MPS_YES);
 	assert_string_equal(p->mps.control, "/opt/nv/nvidia-cuda-mps-control");
 	assert_false(p->mps.multiuser);
@@ -1003,6 +1004,7 @@ static void test_mps_keys(void **state)
 	assert_int_equal(p->classes[0].native_mem, 2ull << 30);
 	assert_int_equal(p->classes[0].native_priority, OOO_LEASE_PRIO_BELOW);
 	assert_int_equal(p->classes[0].max_leases, 0);
+	assert_int_equal(p->classes[0].wait_spin_us, 0);
 	assert_string_equal(p->telemetry.libcuda, ""); /* control went to its own field */
 	policy_free(p);
 	p = parse_ok("[mps]\nenabled = no\n");
@@ -1020,6 +1022,8 @@ static void test_mps_keys(void **state)
 	check_err("[class a]\nmatch_uid = 1\nnative_priority = high\n", 3, "native_priority must be normal or below");
 	check_err("[class a]\nmatch_uid = 1\nnative_mem = lots\n", 3, "native_mem must be a size");
 	check_err("[class a]\nmatch_uid = 1\nmax_leases = 4097\n", 3, "max_leases must be 0..4096");
+	check_err("[class a]\nmatch_uid = 1\nwait_spin_us = 1000001\n", 3, "wait_spin_us must be 0..1000000");
+	check_err("[class a]\nmatch_uid = 1\nwait_spin_us = -1\n", 3, "wait_spin_us must be a number");
 }
 
 static void test_load_file(void **state)

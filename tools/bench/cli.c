@@ -120,6 +120,11 @@ void bench_gpu_usage(FILE *f)
 		"                       (oood.conf serving_threads, 1..8; default oood's)\n"
 		"  --shard-sessions N   ooo: a serving thread takes N sessions before the next\n"
 		"                       takes any (oood.conf shard_sessions, 0..4096; 0: spread)\n"
+		"  --wait-spin-us N     ooo: the tenants of the private oood's class \"bench\" (all\n"
+		"                       but mix's critical tenant with --critical-class or\n"
+		"                       --critical-share) spin N us waiting for a completion\n"
+		"                       before they sleep (oood.conf wait_spin_us, 0..1000000;\n"
+		"                       default oood's, 1000)\n"
 		"  --fuse-copies yes|no ooo: the private oood's executor runs small copies as fused\n"
 		"                       launches of its copy kernel (oood.conf fuse_copies;\n"
 		"                       default oood's)\n"
@@ -431,7 +436,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_CRIT_CLASS, O_DOMAINS, O_FENCE,
 };
@@ -459,6 +464,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "streams", required_argument, NULL, O_STREAMS },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "shard-sessions", required_argument, NULL, O_SHARD_SESSIONS },
+		{ "wait-spin-us", required_argument, NULL, O_WAIT_SPIN },
 		{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
@@ -648,6 +654,9 @@ int bench_gpu_main(int argc, char **argv)
 		case O_SHARD_SESSIONS:
 			rc = parse_key_value("--shard-sessions", optarg, 0, 4096, &o->shard_sessions);
 			break;
+		case O_WAIT_SPIN:
+			rc = parse_key_value("--wait-spin-us", optarg, 0, 1000000, &o->wait_spin_us);
+			break;
 		case O_FUSE_COPIES:
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
 				rc = bench_usage_error("--fuse-copies wants yes or no, not '%s'", optarg);
@@ -755,9 +764,10 @@ int bench_gpu_main(int argc, char **argv)
 			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
-	if (o->socket[0] && (o->threads || o->streams || o->shard_sessions)) {
-		rc = bench_usage_error("%s sets the private oood's executor: a running oood (--socket) has its own",
-				       o->threads ? "--threads" : o->streams ? "--streams" : "--shard-sessions");
+	if (o->socket[0] && (o->threads || o->streams || o->shard_sessions || o->wait_spin_us)) {
+		rc = bench_usage_error("%s sets the private oood's policy: a running oood (--socket) has its own",
+				       o->threads ? "--threads" : o->streams ? "--streams" :
+				       o->shard_sessions ? "--shard-sessions" : "--wait-spin-us");
 		goto out;
 	}
 	if (o->socket[0] && o->rundir[0]) {

@@ -652,6 +652,8 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_leases = 4096\n"
 		"%s",
 		o->fence ? "fence = yes\n" : "");
+	if (o->wait_spin_us)
+		fprintf(f, "wait_spin_us = %u\n", o->wait_spin_us - 1);
 	if (lease)
 		/* native tenants only: MPS with oood's leases, no executor to share the GPU with */
 		fprintf(f,
