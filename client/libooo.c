@@ -107,8 +107,8 @@ static int64_t wait_spin_ns(uint32_t from_daemon)
 	uint64_t us = from_daemon & OOO_HELLO_SPIN_SET ? from_daemon & ~OOO_HELLO_SPIN_SET : WAIT_SPIN_US_DEFAULT;
 	const char *env = getenv("OOO_WAIT_SPIN_US");
 
-	if (us > 1000000)
-		us = 1000000;
+	if (us > 100000)
+		us = 100000; /* the policy's bound: a daemon never says more */
 	if (env && *env) {
 		char *end;
 		unsigned long long v;
@@ -921,8 +921,15 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		   int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	/* completions of short commands come within microseconds; the class may say not to spin (wait_spin_us) */
+	/*
+	 * Completions of short commands come within microseconds: spin a while
+	 * (the class's wait_spin_us, 0: not at all), never past the caller's
+	 * timeout.
+	 */
 	int64_t spin_until = now_ns() + s->wait_spin_ns;
+
+	if (timeout_ms >= 0 && spin_until > now_ns() + (int64_t)timeout_ms * 1000000)
+		spin_until = now_ns() + (int64_t)timeout_ms * 1000000;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = d->cq_efd, .events = POLLIN }, { .fd = s->fd, .events = POLLIN } };
@@ -936,7 +943,14 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		if (s->dead)
 			return s->dead;
 		if (now_ns() < spin_until) {
-			sched_yield(); /* a tenant waiting must not keep the executor or another tenant off a CPU */
+			/*
+			 * A tenant waiting must not keep the executor or another
+			 * tenant off a CPU, nor its own other threads off the
+			 * data path: the lock goes while it yields.
+			 */
+			pthread_mutex_unlock(&d->lock);
+			sched_yield();
+			pthread_mutex_lock(&d->lock);
 			continue;
 		}
 		if (!ring_sleep_prepare(&d->cq)) {

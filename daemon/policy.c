@@ -117,7 +117,7 @@ static const struct key_def class_keys[] = {
 	{ "native_mem", F_NATIVE_MEM, T_SIZE, 1, MAX_SIZE_LIMIT },
 	{ "native_priority", F_NATIVE_PRIO, T_LPRIO, 0, 0 },
 	{ "max_leases", F_MAX_LEASES, T_U32, 0, 4096 },
-	{ "wait_spin_us", F_WAIT_SPIN_US, T_U32, 0, 1000000 },
+	{ "wait_spin_us", F_WAIT_SPIN_US, T_U32, 0, 100000 },
 };
 
 static const struct key_def mps_keys[] = {

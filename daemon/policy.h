@@ -55,7 +55,7 @@ struct ooo_class {
 	uint32_t max_leases;      /* live leases per tenant; default 16 */
 	/*
 	 * The longest libooo spins (yielding its CPU) waiting for a completion
-	 * before it sleeps on the completion doorbell; 0..1000000, default 1000.
+	 * before it sleeps on the completion doorbell; 0..100000, default 1000.
 	 * Spinning tenants share the host's CPUs with the executor and with each
 	 * other: a best-effort class can give them up.
 	 */

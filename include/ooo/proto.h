@@ -222,7 +222,7 @@ struct ooo_msg_hello_reply {
 	uint32_t sm_share; /* percent */
 	/*
 	 * The class's wait_spin_us (oood.conf): how long the client library may
-	 * spin waiting for a completion before it sleeps, with OOO_HELLO_SPIN_SET
+	 * spin waiting for a completion before it sleeps (0..100000), with OOO_HELLO_SPIN_SET
 	 * (a daemon that predates it sends 0: the library keeps its own 1 ms).
 	 */
 	uint32_t wait_spin_us;

@@ -269,6 +269,7 @@ static const struct range_case class_ranges[] = {
 	{ "max_buffers", 0, 1048576 },
 	{ "max_modules", 0, 65536 },
 	{ "max_inflight", 0, 1048576 },
+	{ "wait_spin_us", 0, 100000 },
 };
 
 static uint64_t class_field(const struct ooo_class *c, const char *key)
@@ -287,6 +288,8 @@ static uint64_t class_field(const struct ooo_class *c, const char *key)
 		return c->limit[OOO_RES_BUFFERS];
 	if (!strcmp(key, "max_modules"))
 		return c->limit[OOO_RES_MODULES];
+	if (!strcmp(key, "wait_spin_us"))
+		return c->wait_spin_us;
 	return c->limit[OOO_RES_INFLIGHT];
 }
 
@@ -1022,7 +1025,7 @@ static void test_mps_keys(void **state)
 	check_err("[class a]\nmatch_uid = 1\nnative_priority = high\n", 3, "native_priority must be normal or below");
 	check_err("[class a]\nmatch_uid = 1\nnative_mem = lots\n", 3, "native_mem must be a size");
 	check_err("[class a]\nmatch_uid = 1\nmax_leases = 4097\n", 3, "max_leases must be 0..4096");
-	check_err("[class a]\nmatch_uid = 1\nwait_spin_us = 1000001\n", 3, "wait_spin_us must be 0..1000000");
+	check_err("[class a]\nmatch_uid = 1\nwait_spin_us = 100001\n", 3, "wait_spin_us must be 0..100000");
 	check_err("[class a]\nmatch_uid = 1\nwait_spin_us = -1\n", 3, "wait_spin_us must be a number");
 }
 

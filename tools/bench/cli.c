@@ -123,7 +123,7 @@ void bench_gpu_usage(FILE *f)
 		"  --wait-spin-us N     ooo: the tenants of the private oood's class \"bench\" (all\n"
 		"                       but mix's critical tenant with --critical-class or\n"
 		"                       --critical-share) spin N us waiting for a completion\n"
-		"                       before they sleep (oood.conf wait_spin_us, 0..1000000;\n"
+		"                       before they sleep (oood.conf wait_spin_us, 0..100000;\n"
 		"                       default oood's, 1000)\n"
 		"  --fuse-copies yes|no ooo: the private oood's executor runs small copies as fused\n"
 		"                       launches of its copy kernel (oood.conf fuse_copies;\n"
@@ -655,7 +655,7 @@ int bench_gpu_main(int argc, char **argv)
 			rc = parse_key_value("--shard-sessions", optarg, 0, 4096, &o->shard_sessions);
 			break;
 		case O_WAIT_SPIN:
-			rc = parse_key_value("--wait-spin-us", optarg, 0, 1000000, &o->wait_spin_us);
+			rc = parse_key_value("--wait-spin-us", optarg, 0, 100000, &o->wait_spin_us);
 			break;
 		case O_FUSE_COPIES:
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
