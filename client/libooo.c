@@ -926,10 +926,10 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 	 * (the class's wait_spin_us, 0: not at all), never past the caller's
 	 * timeout.
 	 */
-	int64_t spin_until = now_ns() + s->wait_spin_ns;
+	int64_t t0 = now_ns(), spin_until = t0 + s->wait_spin_ns;
 
-	if (timeout_ms >= 0 && spin_until > now_ns() + (int64_t)timeout_ms * 1000000)
-		spin_until = now_ns() + (int64_t)timeout_ms * 1000000;
+	if (timeout_ms >= 0 && spin_until > t0 + (int64_t)timeout_ms * 1000000)
+		spin_until = t0 + (int64_t)timeout_ms * 1000000;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = d->cq_efd, .events = POLLIN }, { .fd = s->fd, .events = POLLIN } };

@@ -1076,8 +1076,13 @@ static double hist_quantile(const uint64_t *h, double q)
 #define SCHED_START_SLOP_NS (500ull * 1000000ull)
 
 /* later - earlier, or 0 if the counter went back. */
-/* The executor's per-command stages (struct ooo_sched_counters), for sched, --json and metrics. */
+/*
+ * The executor's per-command stages (struct ooo_sched_counters), for sched,
+ * --json and metrics; the first OOO_CMD_STAGES are also each class's
+ * (enum ooo_cmd_stage order).
+ */
 #define STAGES 5
+_Static_assert(OOO_STAGE_SUBMIT == 0 && OOO_STAGE_NOTIFY == 3 && OOO_CMD_STAGES < STAGES, "stage tables");
 static const char *const stage_rows[STAGES] = { "command submit", "command queue", "command run", "command notify",
 						"bundle gpu time" };
 static const char *const stage_keys[STAGES] = { "command_submit", "command_queue", "command_run", "command_notify",
@@ -1092,18 +1097,6 @@ static const char *const stage_help[STAGES] = {
 	"Commands with a completion: completion seen to published on the tenant's completion ring",
 	"Bundles timed with events: GPU time from their start to their end event",
 };
-
-/* A class's own histogram of stage h (0..CLASS_STAGES - 1: the command stages, not the bundles' GPU time). */
-#define CLASS_STAGES 4
-static const uint64_t *class_stage_hist(const struct ooo_sched_class_stats *k, int h)
-{
-	switch (h) {
-	case 0: return k->cmd_submit_hist;
-	case 1: return k->cmd_queue_hist;
-	case 2: return k->cmd_run_hist;
-	default: return k->cmd_notify_hist;
-	}
-}
 
 static const uint64_t *stage_hist(const struct ooo_sched_counters *c, int h)
 {
@@ -1246,13 +1239,9 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 		cd->deadline_misses = sched_sub(cb->deadline_misses, ca ? ca->deadline_misses : 0);
 		cd->lat_sum_ns = sched_sub(cb->lat_sum_ns, ca ? ca->lat_sum_ns : 0);
 		cd->lat_max_ns = cb->lat_max_ns;
-		for (int h = 0; h < CLASS_STAGES; h++) {
-			const uint64_t *hb = class_stage_hist(cb, h), *ha = ca ? class_stage_hist(ca, h) : NULL;
-			uint64_t *hd = (uint64_t *)class_stage_hist(cd, h);
-
+		for (int h = 0; h < OOO_CMD_STAGES; h++)
 			for (int k = 0; k < OOO_TM_BUCKETS; k++)
-				hd[k] = sched_sub(hb[k], ha ? ha[k] : 0);
-		}
+				cd->cmd_stage_hist[h][k] = sched_sub(cb->cmd_stage_hist[h][k], ca ? ca->cmd_stage_hist[h][k] : 0);
 	}
 	for (uint32_t i = 0; i < d->npartitions; i++) {
 		const struct ooo_sched_part_stats *pb = &b->parts[i];
@@ -1437,6 +1426,17 @@ static const char *class_label(const char *name)
 	return name[0] ? name : "(other classes)";
 }
 
+/* KEY_p50_ns and KEY_p99_ns of histogram h (null when it is empty). */
+static void j_stage_quantiles(const char *key, const uint64_t *h)
+{
+	char sk[48];
+
+	snprintf(sk, sizeof(sk), "%s_p50_ns", key);
+	j_num(sk, hist_quantile(h, 0.5), 0);
+	snprintf(sk, sizeof(sk), "%s_p99_ns", key);
+	j_num(sk, hist_quantile(h, 0.99), 0);
+}
+
 static void j_sched(const char *key, const struct ooo_sched_counters *c, const struct sched_fig *f)
 {
 	const uint64_t why[4] = { c->dispatch_full, c->dispatch_slack, c->dispatch_idle, c->dispatch_alone };
@@ -1492,14 +1492,8 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_num("hold_p99_ns", hist_quantile(c->hold_hist, 0.99), 0);
 	j_num("latency_p50_ns", hist_quantile(c->lat_hist, 0.5), 0);
 	j_num("latency_p99_ns", hist_quantile(c->lat_hist, 0.99), 0);
-	for (int h = 0; h < STAGES; h++) {
-		char sk[48];
-
-		snprintf(sk, sizeof(sk), "%s_p50_ns", stage_keys[h]);
-		j_num(sk, hist_quantile(stage_hist(c, h), 0.5), 0);
-		snprintf(sk, sizeof(sk), "%s_p99_ns", stage_keys[h]);
-		j_num(sk, hist_quantile(stage_hist(c, h), 0.99), 0);
-	}
+	for (int h = 0; h < STAGES; h++)
+		j_stage_quantiles(stage_keys[h], stage_hist(c, h));
 	j_u64("submit_stamps_bad", c->submit_stamp_bad);
 	j_arr("classes");
 	for (uint32_t i = 0; i < f->nclasses; i++) {
@@ -1514,14 +1508,8 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 		j_num("miss_share", f->classes[i].miss_share, 4);
 		j_num("lat_mean_us", f->classes[i].lat_mean_us, 3);
 		j_num("lat_max_us", f->classes[i].lat_max_us, 3);
-		for (int h = 0; h < CLASS_STAGES; h++) {
-			char sk[48];
-
-			snprintf(sk, sizeof(sk), "%s_p50_ns", stage_keys[h]);
-			j_num(sk, hist_quantile(class_stage_hist(k, h), 0.5), 0);
-			snprintf(sk, sizeof(sk), "%s_p99_ns", stage_keys[h]);
-			j_num(sk, hist_quantile(class_stage_hist(k, h), 0.99), 0);
-		}
+		for (int h = 0; h < OOO_CMD_STAGES; h++)
+			j_stage_quantiles(stage_keys[h], k->cmd_stage_hist[h]);
 		j_obj_end();
 	}
 	j_arr_end();
@@ -1684,14 +1672,14 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 		table_print(&t);
 		printf("\nper class, the command stages as above, p50 / p99, %s:\n",
 		       iv ? "over the interval" : "since the executor started");
-		table_init(&t, 1 + CLASS_STAGES, stcols);
+		table_init(&t, 1 + OOO_CMD_STAGES, stcols);
 		for (uint32_t i = 0; i < fk->nclasses; i++) {
 			const struct ooo_sched_class_stats *cl = &k->classes[i];
 
 			table_cell(&t, "%s", class_label(cl->name));
-			for (int h = 0; h < CLASS_STAGES; h++) {
-				double p50 = hist_quantile(class_stage_hist(cl, h), 0.5);
-				double p99 = hist_quantile(class_stage_hist(cl, h), 0.99);
+			for (int h = 0; h < OOO_CMD_STAGES; h++) {
+				double p50 = hist_quantile(cl->cmd_stage_hist[h], 0.5);
+				double p99 = hist_quantile(cl->cmd_stage_hist[h], 0.99);
 				char x[32], y[32];
 
 				table_cell(&t, "%s / %s", isnan(p50) ? "-" : fmt_dur(x, sizeof(x), (uint64_t)p50),
@@ -3418,7 +3406,7 @@ static int do_metrics(int argc, char **argv)
 					prom_hist(stage_prom[h], lab, stage_hist(&sr[i].c, h), false, 0);
 			}
 		}
-		for (int h = 0; h < CLASS_STAGES; h++) {
+		for (int h = 0; h < OOO_CMD_STAGES; h++) {
 			char name[80], help[192];
 
 			/* ooo_exec_command_X_seconds -> ooo_exec_class_command_X_seconds */
@@ -3435,7 +3423,7 @@ static int do_metrics(int argc, char **argv)
 					prom_escape(cls, sizeof(cls), class_label(cl->name));
 					snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\",class=\"%s\"", sr[i].device,
 						 sr[i].domain, cls);
-					prom_hist(name, lab, class_stage_hist(cl, h), false, 0);
+					prom_hist(name, lab, cl->cmd_stage_hist[h], false, 0);
 				}
 			}
 		}

@@ -1657,8 +1657,7 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 			uint64_t hold = b->dispatch_ns > b->m[k].arrival ? b->dispatch_ns - b->m[k].arrival : 0;
 
 			co->st.hold_hist[ooo_tm_bucket(hold)]++;
-			dp_hist(dp->queue_hist, hold);
-			cl->cmd_queue_hist[ooo_tm_bucket(hold)]++;
+			dp_stage(dp, OOO_STAGE_QUEUE, b->m[k].cls, hold, 1);
 			co->st.lat_hist[ooo_tm_bucket(lat)]++;
 			cl->launches++;
 			cl->lat_sum_ns += lat;
@@ -2296,21 +2295,10 @@ void co_stop(struct datapath *dp)
 	dp->co = NULL;
 }
 
-void co_class_stage(struct datapath *dp, uint8_t cls, enum co_stage st, uint64_t ns, uint64_t n)
+void co_class_stage(struct datapath *dp, uint8_t cls, enum ooo_cmd_stage st, uint64_t ns, uint64_t n)
 {
-	struct ooo_sched_class_stats *c;
-	uint64_t *h;
-
-	if (!dp->co || cls >= OOO_SCHED_CLASSES)
-		return;
-	c = &dp->co->st.classes[cls];
-	switch (st) {
-	case CO_STAGE_SUBMIT: h = c->cmd_submit_hist; break;
-	case CO_STAGE_QUEUE: h = c->cmd_queue_hist; break;
-	case CO_STAGE_RUN: h = c->cmd_run_hist; break;
-	default: h = c->cmd_notify_hist; break;
-	}
-	h[ooo_tm_bucket(ns)] += n;
+	if (dp->co && cls < OOO_SCHED_CLASSES && st < OOO_CMD_STAGES)
+		dp->co->st.classes[cls].cmd_stage_hist[st][ooo_tm_bucket(ns)] += n;
 }
 
 void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_counters *out)

@@ -135,12 +135,11 @@ bool co_busy(const struct datapath *dp);
 uint64_t co_launch_ns(const struct datapath *dp);
 void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_counters *out);
 
-/* A command's stage, as struct ooo_sched_class_stats keeps them per class. */
-enum co_stage { CO_STAGE_SUBMIT, CO_STAGE_QUEUE, CO_STAGE_RUN, CO_STAGE_NOTIFY };
 /*
  * Count n commands of queue class cls (dp_queue.cls) that spent ns in stage
  * st; nothing without a coalescer (its class rows are the coalescer's).
+ * dp_stage calls it with the executor-wide histogram.
  */
-void co_class_stage(struct datapath *dp, uint8_t cls, enum co_stage st, uint64_t ns, uint64_t n);
+void co_class_stage(struct datapath *dp, uint8_t cls, enum ooo_cmd_stage st, uint64_t ns, uint64_t n);
 
 #endif

@@ -29,6 +29,23 @@ void dp_hist(uint64_t *h, uint64_t ns)
 	h[ooo_tm_bucket(ns)]++;
 }
 
+void dp_stage(struct datapath *dp, enum ooo_cmd_stage st, int cls, uint64_t ns, uint64_t n)
+{
+	uint64_t *const h[OOO_CMD_STAGES] = { dp->submit_hist, dp->queue_hist, dp->run_hist, dp->notify_hist };
+
+	if (st >= OOO_CMD_STAGES)
+		return;
+	h[st][ooo_tm_bucket(ns)] += n;
+	if (cls >= 0)
+		co_class_stage(dp, (uint8_t)cls, st, ns, n);
+}
+
+/* The row of s's class in the per-class counters, -1 before it has a queue. */
+static int session_cls(const struct dp_session *s)
+{
+	return s->has_cls ? s->cls : -1;
+}
+
 uint64_t dp_now_ns(void)
 {
 	struct timespec ts;
@@ -736,8 +753,7 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 				(struct dp_pending){ .b = b, .member = UINT16_MAX, .user_data = e->user_data,
 						     .opcode = e->opcode, .notify = true, .taken_ns = dp->now_ns,
 						     .issued_ns = dp->now_ns };
-			dp_hist(dp->queue_hist, 0);
-			co_class_stage(dp, q->cls, CO_STAGE_QUEUE, 0, 1);
+			dp_stage(dp, OOO_STAGE_QUEUE, q->cls, 0, 1);
 			q->len++;
 			s->inflight++;
 			dp->inflight++;
@@ -807,20 +823,15 @@ failed:
 		return -EIO;
 	}
 	if (!(e->flags & OOO_SQE_NOTIFY)) {
-		if (dp->now_ns) {
-			uint64_t waited = dp_now_ns() - dp->now_ns;
-
-			dp_hist(dp->queue_hist, waited);
-			co_class_stage(dp, q->cls, CO_STAGE_QUEUE, waited, 1);
-		}
+		if (dp->now_ns)
+			dp_stage(dp, OOO_STAGE_QUEUE, q->cls, dp_now_ns() - dp->now_ns, 1);
 		return 0;
 	}
 	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 	p->b = NULL;
 	p->taken_ns = dp->now_ns;
 	p->issued_ns = dp_now_ns();
-	dp_hist(dp->queue_hist, p->issued_ns - p->taken_ns);
-	co_class_stage(dp, q->cls, CO_STAGE_QUEUE, p->issued_ns - p->taken_ns, 1);
+	dp_stage(dp, OOO_STAGE_QUEUE, q->cls, p->issued_ns - p->taken_ns, 1);
 	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
 		return -EIO;
 	if (ev_get(dp, &p->ev) < 0)
@@ -951,11 +962,9 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			/* modulo 2^32 us: a stamp within 10 s of our clock counts, anything else is noise */
 			uint32_t d = (uint32_t)(now / 1000u) - e.submit_us;
 
-			if (d <= 10000000u) {
-				dp_hist(dp->submit_hist, (uint64_t)d * 1000u);
-				if (s->has_cls)
-					co_class_stage(dp, s->cls, CO_STAGE_SUBMIT, (uint64_t)d * 1000u, 1);
-			} else
+			if (d <= 10000000u)
+				dp_stage(dp, OOO_STAGE_SUBMIT, session_cls(s), (uint64_t)d * 1000u, 1);
+			else
 				dp->submit_bad++;
 		}
 		r = validate_sqe(&e, &vs, &why);
@@ -1015,8 +1024,7 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 			{
 				uint64_t issued = p->b ? co_bundle_dispatched(p->b) : p->issued_ns;
 
-				dp_hist(dp->run_hist, seen > issued ? seen - issued : 0);
-				co_class_stage(dp, q->cls, CO_STAGE_RUN, seen > issued ? seen - issued : 0, 1);
+				dp_stage(dp, OOO_STAGE_RUN, q->cls, seen > issued ? seen - issued : 0, 1);
 				if (!s->posted++)
 					s->seen_ns = seen;
 			}
@@ -1073,9 +1081,7 @@ bool dp_progress(struct datapath *dp)
 			if (s->posted) {
 				uint64_t t = dp_now_ns();
 
-				dp->notify_hist[ooo_tm_bucket(t - s->seen_ns)] += s->posted;
-				if (s->has_cls)
-					co_class_stage(dp, s->cls, CO_STAGE_NOTIFY, t - s->seen_ns, s->posted);
+				dp_stage(dp, OOO_STAGE_NOTIFY, session_cls(s), t - s->seen_ns, s->posted);
 				s->posted = 0;
 			}
 		}

@@ -158,6 +158,8 @@ struct datapath {
 
 /* Count one duration (ns) in a stage histogram. */
 void dp_hist(uint64_t *h, uint64_t ns);
+/* Count n commands that spent ns in stage st: the executor's histogram, and (cls >= 0) their class's. */
+void dp_stage(struct datapath *dp, enum ooo_cmd_stage st, int cls, uint64_t ns, uint64_t n);
 
 void dp_init(struct datapath *dp, struct cuda_api *api);
 void dp_fini(struct datapath *dp);

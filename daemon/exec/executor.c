@@ -801,12 +801,9 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 		a->classes[i].lat_sum_ns += c->lat_sum_ns;
 		if (c->lat_max_ns > a->classes[i].lat_max_ns)
 			a->classes[i].lat_max_ns = c->lat_max_ns;
-		for (unsigned k = 0; k < OOO_TM_BUCKETS; k++) {
-			a->classes[i].cmd_submit_hist[k] += c->cmd_submit_hist[k];
-			a->classes[i].cmd_queue_hist[k] += c->cmd_queue_hist[k];
-			a->classes[i].cmd_run_hist[k] += c->cmd_run_hist[k];
-			a->classes[i].cmd_notify_hist[k] += c->cmd_notify_hist[k];
-		}
+		for (unsigned h = 0; h < OOO_CMD_STAGES; h++)
+			for (unsigned k = 0; k < OOO_TM_BUCKETS; k++)
+				a->classes[i].cmd_stage_hist[h][k] += c->cmd_stage_hist[h][k];
 	}
 }
 

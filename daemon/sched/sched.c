@@ -576,8 +576,9 @@ static void chain_classes(struct sched *s, uint32_t lo, uint32_t hi)
  * May a lone launch of queue q, of class k on partition p, find company by
  * waiting? Yes when a queue other than q launched the class on the same
  * partition (bundles pack one partition's candidates only) within
- * cfg.share_window_ns before now, or the test is off; then *until (if not
- * NULL) is when that stops being so, unless another launch comes first.
+ * cfg.share_window_ns before now, or the test is off; then *until is when
+ * that stops being so, unless another launch comes first. (A bundle of
+ * several queues is remembered as queue NIL, never a queue's id: another.)
  */
 static bool class_shared(const struct sched *s, const struct klass *k, uint32_t p, uint32_t q, uint64_t now,
 			 uint64_t *until)
@@ -586,21 +587,18 @@ static bool class_shared(const struct sched *s, const struct klass *k, uint32_t 
 	bool any = false;
 
 	if (!w) {
-		if (until)
-			*until = UINT64_MAX;
+		*until = UINT64_MAX;
 		return true;
 	}
 	for (uint32_t i = 0; i < SHARE_SLOTS; i++)
-		if (k->seen[i].partition == p && (k->seen[i].queue != q || k->seen[i].queue == NIL) &&
-		    (!any || k->seen[i].at > at)) {
+		if (k->seen[i].partition == p && k->seen[i].queue != q && (!any || k->seen[i].at > at)) {
 			at = k->seen[i].at;
 			any = true;
 		}
 	/* a clock that went back (now < at) errs towards sending at once */
 	if (!any || now < at || now - at > w)
 		return false;
-	if (until)
-		*until = sat_add(sat_add(at, w), 1);
+	*until = sat_add(sat_add(at, w), 1);
 	return true;
 }
 

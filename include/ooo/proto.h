@@ -338,6 +338,8 @@ struct ooo_device_rec {
 /* log2 microsecond histograms (scheduler and telemetry): bucket 0 < 1 us, b in [2^(b-1), 2^b) us, the last open */
 #define OOO_TM_BUCKETS 32
 #define OOO_SCHED_PARTITIONS 8u
+/* A command's stages in the executor (docs/telemetry.md), as the per-class histograms index them */
+enum ooo_cmd_stage { OOO_STAGE_SUBMIT, OOO_STAGE_QUEUE, OOO_STAGE_RUN, OOO_STAGE_NOTIFY, OOO_CMD_STAGES };
 
 struct ooo_sched_class_stats {
 	char name[32];           /* tenant class, "" for the overflow row */
@@ -353,10 +355,7 @@ struct ooo_sched_class_stats {
 	 * when the executor-wide figures are another class's (a latency-critical
 	 * tenant among many best-effort ones).
 	 */
-	uint64_t cmd_submit_hist[OOO_TM_BUCKETS];
-	uint64_t cmd_queue_hist[OOO_TM_BUCKETS];
-	uint64_t cmd_run_hist[OOO_TM_BUCKETS];
-	uint64_t cmd_notify_hist[OOO_TM_BUCKETS];
+	uint64_t cmd_stage_hist[OOO_CMD_STAGES][OOO_TM_BUCKETS]; /* indexed by enum ooo_cmd_stage */
 };
 
 struct ooo_sched_part_stats {

@@ -67,9 +67,9 @@ static void mk(struct ooo_sched_counters *c, uint64_t start_ns, uint64_t snap_ns
 	c->classes[0].lat_sum_ns = 300 * k * 200000ull;
 	c->classes[0].lat_max_ns = 900000 + k;
 	/* its commands: submits in [4, 8) us, runs in [64, 128) us, one run in 100 in [1, 2) ms */
-	c->classes[0].cmd_submit_hist[3] = 50 * k;
-	c->classes[0].cmd_run_hist[7] = 99 * k;
-	c->classes[0].cmd_run_hist[11] = k;
+	c->classes[0].cmd_stage_hist[OOO_STAGE_SUBMIT][3] = 50 * k;
+	c->classes[0].cmd_stage_hist[OOO_STAGE_RUN][7] = 99 * k;
+	c->classes[0].cmd_stage_hist[OOO_STAGE_RUN][11] = k;
 	strcpy(c->classes[1].name, "batch");
 	c->classes[1].slo_us = 50000;
 	c->classes[1].launches = 100 * k;
@@ -137,14 +137,14 @@ static void test_delta_one_run(void **state)
 	assert_int_equal(d.classes[0].launches, 600);
 	assert_int_equal(d.classes[0].deadline_misses, 6);
 	/* a class's stage histograms are differences too; the quantiles are their buckets' upper bounds */
-	assert_int_equal(d.classes[0].cmd_submit_hist[3], 100);
-	assert_int_equal(d.classes[0].cmd_run_hist[7], 198);
-	assert_int_equal(d.classes[0].cmd_run_hist[11], 2);
-	assert_int_equal(d.classes[1].cmd_run_hist[7], 0);
-	assert_near(hist_quantile(class_stage_hist(&d.classes[0], 0), 0.5), 8000.0);
-	assert_near(hist_quantile(class_stage_hist(&d.classes[0], 2), 0.5), 128000.0);
-	assert_near(hist_quantile(class_stage_hist(&d.classes[0], 2), 0.995), 2048000.0);
-	assert_true(isnan(hist_quantile(class_stage_hist(&d.classes[0], 1), 0.5))); /* none queued: no figure */
+	assert_int_equal(d.classes[0].cmd_stage_hist[OOO_STAGE_SUBMIT][3], 100);
+	assert_int_equal(d.classes[0].cmd_stage_hist[OOO_STAGE_RUN][7], 198);
+	assert_int_equal(d.classes[0].cmd_stage_hist[OOO_STAGE_RUN][11], 2);
+	assert_int_equal(d.classes[1].cmd_stage_hist[OOO_STAGE_RUN][7], 0);
+	assert_near(hist_quantile(d.classes[0].cmd_stage_hist[OOO_STAGE_SUBMIT], 0.5), 8000.0);
+	assert_near(hist_quantile(d.classes[0].cmd_stage_hist[OOO_STAGE_RUN], 0.5), 128000.0);
+	assert_near(hist_quantile(d.classes[0].cmd_stage_hist[OOO_STAGE_RUN], 0.995), 2048000.0);
+	assert_true(isnan(hist_quantile(d.classes[0].cmd_stage_hist[OOO_STAGE_QUEUE], 0.5))); /* none queued: no figure */
 	assert_int_equal(d.parts[1].busy_ns, 1200 * MS);
 	assert_int_equal(d.parts[1].sms, 66);
 
@@ -313,8 +313,8 @@ static void test_classes_by_name(void **state)
 	assert_string_equal(d.classes[2].name, "interactive");
 	assert_int_equal(d.classes[2].launches, 300);
 	/* matched by name, not by row: interactive's histograms moved with it */
-	assert_int_equal(d.classes[2].cmd_run_hist[7], 99);
-	assert_int_equal(d.classes[0].cmd_run_hist[7], 0);
+	assert_int_equal(d.classes[2].cmd_stage_hist[OOO_STAGE_RUN][7], 99);
+	assert_int_equal(d.classes[0].cmd_stage_hist[OOO_STAGE_RUN][7], 0);
 	assert_string_equal(d.classes[3].name, "");
 	assert_int_equal(d.classes[3].launches, 9);
 	assert_string_equal(class_label(d.classes[3].name), "(other classes)");
