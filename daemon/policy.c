@@ -888,7 +888,7 @@ static void class_defaults(struct ooo_class *cls)
 	memset(cls, 0, sizeof(*cls));
 	cls->admit = true;
 	cls->binary_modules = true;
-	cls->priority = 50;
+	cls->priority = (int32_t)OOO_PRIORITY_DEFAULT;
 	cls->slo_us = 10000;
 	cls->sm_share = 100;
 	cls->limit[OOO_RES_SESSIONS] = 64;

@@ -1208,6 +1208,8 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(loops);
 	SCHED_D(work_ns);
 	SCHED_D(launch_ns);
+	for (unsigned i = 0; i < OOO_PRIO_TIERS; i++)
+		SCHED_D(tier_bundles[i]);
 	SCHED_D(commands);
 	SCHED_D(param_bundles);
 	SCHED_D(take_ns);
@@ -1392,6 +1394,7 @@ static const char *sched_note(enum sched_cmp k)
 /* ---- sched: fetching and printing ---- */
 
 static const char *const sched_reason_names[4] = { "full", "slack", "idle", "alone" };
+static const char *const sched_tier_names[OOO_PRIO_TIERS] = { "low", "default", "high" };
 
 /* "-" for a figure without a value */
 static const char *fmt_fig(char *buf, size_t cap, double v, int prec)
@@ -1463,6 +1466,10 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_u64("retried", c->retried);
 	j_u64("unfused_nopay", c->unfused_nopay);
 	j_u64("stream_waits", c->stream_waits);
+	j_obj("bundles_by_priority");
+	for (unsigned i = 0; i < OOO_PRIO_TIERS; i++)
+		j_u64(sched_tier_names[i], c->tier_bundles[i]);
+	j_obj_end();
 	j_u64("param_bundles", c->param_bundles);
 	j_obj("jit");
 	j_u64("hits", c->jit_hits);
@@ -1604,6 +1611,9 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	ROW_COUNT("retried", retried);
 	ROW_COUNT("unfused, no gain", unfused_nopay);
 	ROW_COUNT("stream waits", stream_waits);
+	ROW_COUNT("bundles, low priority", tier_bundles[0]);
+	ROW_COUNT("bundles, default priority", tier_bundles[1]);
+	ROW_COUNT("bundles, high priority", tier_bundles[2]);
 	ROW_COUNT("table as parameter", param_bundles);
 	{
 		static const char *const nm[4] = { "launch hold p50", "launch hold p99", "launch latency p50",

@@ -40,7 +40,18 @@
 #define CO_SESSION_CLASSES 128u /* distinct classes one session's kernels may hold (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SESSION_SHAPES 8u   /* of a class's shapes, those one session may add (one tenant cannot take them all) */
-#define CO_MAX_STREAMS 8u      /* streams of a partition (executor --streams; oood.conf streams) */
+#define CO_MAX_STREAMS 8u      /* streams of a partition at one priority (executor --streams; oood.conf streams) */
+/*
+ * A bundle keeps its queues' priority (oood.conf priority): it runs on one
+ * of its partition's streams of the tier of its highest-priority member,
+ * below the default (a CUDA stream priority of the least), the default
+ * (the default's, as a queue's own stream has it) or above it (the
+ * greatest), so that the GPU prefers a latency-critical class's bundles to
+ * a best-effort class's when they compete for SMs. One tier where the
+ * device has one stream priority.
+ */
+#define CO_TIERS OOO_PRIO_TIERS
+#define CO_MAX_SI (CO_TIERS * CO_MAX_STREAMS) /* a partition's streams, every tier's */
 #define CO_MAX_PARTS OOO_SCHED_PARTITIONS /* the shared partition (0) and the classes' reserved ones */
 #define CO_INFLIGHT_PER_STREAM 4u /* bundles in flight per stream (and never fewer than CO_INFLIGHT in all) */
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
@@ -147,7 +158,7 @@ struct dp_bundle {
 	CUstream cstream;
 	CUfunction fn, fnp;  /* the class's fused entries (fnp: the table as the parameter; may be NULL) */
 	uint32_t nwait;
-	struct dp_bundle *after[CO_MAX_PARTS * CO_MAX_STREAMS]; /* referenced: its stream first waits for their ends */
+	struct dp_bundle *after[CO_MAX_PARTS * CO_MAX_SI]; /* referenced: its stream first waits for their ends */
 	unsigned char *params; /* the members' parameter blocks, copied out of their backlogs */
 	size_t pcap;
 	/* the launcher's */
@@ -181,19 +192,22 @@ struct co_part {
 	char klass[32];      /* the class it is reserved for ("" for the shared one) */
 	uint32_t sms;        /* what the partition has */
 	uint32_t asked;      /* reserved ones: what the plan asked (before rounding to the split granule) */
-	struct co_stream str[CO_MAX_STREAMS];
-	uint32_t next_stream;
+	struct co_stream str[CO_MAX_SI]; /* tier t's are t * nstreams .. (t + 1) * nstreams - 1 */
+	uint32_t next_stream[CO_TIERS];
 };
 
 struct coalescer {
 	struct sched *sched;
 	CUcontext ctx;
 	CUdevice cudev;
-	uint32_t nstreams; /* of every partition */
+	uint32_t nstreams; /* of every partition, at each tier */
+	uint32_t ntiers;   /* CO_TIERS, or 1 where the device has one stream priority */
+	uint32_t nsi;      /* ntiers * nstreams: the streams of a partition */
+	int tier_prio[CO_TIERS]; /* the CUDA stream priority of each tier's streams */
 	struct co_part part[CO_MAX_PARTS];
 	uint32_t nparts;   /* 1 + the reserved ones */
 	struct partition_set *pset; /* the green contexts, while any partition is reserved (else NULL) */
-	CUstream prim[CO_MAX_STREAMS]; /* partition 0's streams without green contexts (primary context) */
+	CUstream prim[CO_MAX_SI]; /* partition 0's streams without green contexts (primary context) */
 	uint32_t max_inflight; /* per partition */
 	uint32_t sms;      /* of the device */
 	struct dp_queue **qtab;
@@ -1395,39 +1409,45 @@ static void launcher_drain(struct datapath *dp)
 
 /* ---- dispatch ------------------------------------------------------------------------ */
 
+/* The tier of a queue priority (0..99): below the default, the default, above it. */
+static uint32_t prio_tier(uint32_t prio)
+{
+	return prio < OOO_PRIORITY_DEFAULT ? 0 : prio == OOO_PRIORITY_DEFAULT ? 1 : 2;
+}
+
 /*
- * The stream of partition p a bundle of qs goes on. Where members' queues
- * still have a bundle in flight there, the stream most of those are on (it
- * keeps their order with no wait); else the stream with the fewest bundles
- * in flight, the search starting after the last one chosen so that ties
- * spread.
+ * The stream of partition p a bundle of qs goes on, among tier t's. Where
+ * members' queues still have a bundle in flight there, the stream most of
+ * those are on (it keeps their order with no wait); else the stream with
+ * the fewest bundles in flight, the search starting after the last one
+ * chosen so that ties spread.
  */
-static uint32_t stream_choose(struct coalescer *co, uint32_t p, struct dp_queue *const *qs, uint32_t n)
+static uint32_t stream_choose(struct coalescer *co, uint32_t p, uint32_t t, struct dp_queue *const *qs, uint32_t n)
 {
 	struct co_part *pt = &co->part[p];
-	uint32_t votes[CO_MAX_STREAMS] = { 0 }, best = UINT32_MAX, most = 0;
+	uint32_t votes[CO_MAX_SI] = { 0 }, best = UINT32_MAX, most = 0, first = t * co->nstreams;
 
 	if (co->nstreams == 1)
-		return 0;
+		return first;
 	for (uint32_t k = 0; k < n; k++) {
 		const struct dp_bundle *l = qs[k]->last;
 
-		if (l && !l->done && l->part == p && ++votes[l->stream] > most) {
+		if (l && !l->done && l->part == p && l->stream / co->nstreams == t && ++votes[l->stream] > most) {
 			most = votes[l->stream];
 			best = l->stream;
 		}
 	}
 	if (best != UINT32_MAX)
 		return best;
-	best = pt->next_stream;
+	best = pt->next_stream[t];
 	for (uint32_t i = 1; i < co->nstreams; i++) {
-		uint32_t x = (pt->next_stream + i) % co->nstreams;
+		uint32_t x = (pt->next_stream[t] + i) % co->nstreams;
 
-		if (pt->str[x].nflight < pt->str[best].nflight)
+		if (pt->str[first + x].nflight < pt->str[first + best].nflight)
 			best = x;
 	}
-	pt->next_stream = (best + 1) % co->nstreams;
-	return best;
+	pt->next_stream[t] = (best + 1) % co->nstreams;
+	return first + best;
 }
 
 /*
@@ -1441,19 +1461,19 @@ static uint32_t stream_choose(struct coalescer *co, uint32_t p, struct dp_queue 
 static void streams_after(struct coalescer *co, uint32_t p, uint32_t si, struct dp_queue *const *qs, uint32_t n,
 			  struct dp_bundle *b)
 {
-	uint32_t me = p * CO_MAX_STREAMS + si;
+	uint32_t me = p * CO_MAX_SI + si;
 
-	if (co->nstreams == 1 && co->nparts == 1)
+	if (co->nsi == 1 && co->nparts == 1)
 		return;
 	/* b->after[] holds the latest bundle of each other stream: at most one per stream, so few */
 	for (uint32_t k = 0; k < n; k++) {
 		struct dp_bundle *l = qs[k]->last;
 		uint32_t x, i;
 
-		if (!l || l->done || (x = l->part * CO_MAX_STREAMS + l->stream) == me)
+		if (!l || l->done || (x = l->part * CO_MAX_SI + l->stream) == me)
 			continue;
 		for (i = 0; i < b->nwait; i++)
-			if (b->after[i]->part * CO_MAX_STREAMS + b->after[i]->stream == x)
+			if (b->after[i]->part * CO_MAX_SI + b->after[i]->stream == x)
 				break;
 		if (i == b->nwait) {
 			b->after[b->nwait++] = l;
@@ -1492,8 +1512,14 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 * their end event (a driver call less on the latency path).
 	 */
 	bool fuse = sb->fused && n > 1, timed = fuse && co->nfused++ % CO_TIME_EVERY == 0;
-	uint32_t p = sb->partition < co->nparts ? sb->partition : 0;
-	uint32_t si = stream_choose(co, p, qs, n);
+	uint32_t p = sb->partition < co->nparts ? sb->partition : 0, tier = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t t = prio_tier(qs[k]->prio);
+
+		tier = t > tier ? t : tier;
+	}
+	uint32_t si = stream_choose(co, p, co->ntiers > 1 ? tier : 0, qs, n);
 	struct co_stream *cs = &co->part[p].str[si];
 
 	if (!b || bundle_params(b, need) < 0 || (timed && tev_get(dp, &b->start, 1) < 0) ||
@@ -1604,6 +1630,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	if (b->n > co->st.max_members)
 		co->st.max_members = b->n;
 	co->st.parts[p].bundles++;
+	co->st.tier_bundles[tier]++;
 	launcher_push(dp, b);
 	for (uint32_t k = 0; k < n; k++)
 		advance(dp, qs[k]);
@@ -1686,7 +1713,7 @@ static bool reap_bundles(struct datapath *dp, uint64_t now)
 	bool moved = false;
 
 	for (uint32_t p = 0; p < co->nparts; p++)
-		for (uint32_t i = 0; i < co->nstreams; i++)
+		for (uint32_t i = 0; i < co->nsi; i++)
 			moved |= reap_stream(dp, &co->part[p].str[i], now);
 	return moved;
 }
@@ -1775,7 +1802,7 @@ static void co_quiesce(struct datapath *dp)
 
 	launcher_drain(dp);
 	for (uint32_t p = 0; p < co->nparts; p++)
-		for (uint32_t i = 0; i < co->nstreams; i++)
+		for (uint32_t i = 0; i < co->nsi; i++)
 			if (co->part[p].str[i].fl_head)
 				dp->api->p_cuStreamSynchronize(co->part[p].str[i].stream);
 	co->draining = true;
@@ -1784,19 +1811,27 @@ static void co_quiesce(struct datapath *dp)
 	co->draining = false;
 }
 
+/* Each stream's CUDA priority, stream by stream (prio: CO_MAX_SI entries). */
+static const int *co_stream_prios(const struct coalescer *co, int *prio)
+{
+	for (uint32_t i = 0; i < co->nsi; i++)
+		prio[i] = co->tier_prio[i / co->nstreams];
+	return prio;
+}
+
 /* Partition p's streams and SMs from set index i of s (NULL: the primary context's streams, every SM). */
 static void part_install(struct coalescer *co, uint32_t p, const struct partition_set *s, uint32_t i)
 {
 	struct co_part *pt = &co->part[p];
 
-	for (uint32_t k = 0; k < CO_MAX_STREAMS; k++) {
+	for (uint32_t k = 0; k < CO_MAX_SI; k++) {
 		struct co_stream *cs = &pt->str[k];
 
 		*cs = (struct co_stream){ 0 };
-		if (k < co->nstreams)
+		if (k < co->nsi)
 			cs->stream = s ? part_stream_k(s, i, k) : co->prim[k];
 	}
-	pt->next_stream = 0;
+	memset(pt->next_stream, 0, sizeof(pt->next_stream));
 	pt->sms = s ? part_sms(s, i) : co->sms;
 }
 
@@ -1806,6 +1841,7 @@ int co_partitions(struct datapath *dp, const struct co_plan_part *plan, uint32_t
 	struct coalescer *co = dp->co;
 	struct partition_set *ns = NULL;
 	uint32_t sms[CO_PLAN_MAX];
+	int sp[CO_MAX_SI];
 	bool same;
 	int r;
 
@@ -1840,7 +1876,7 @@ int co_partitions(struct datapath *dp, const struct co_plan_part *plan, uint32_t
 	if (!same && n) {
 		/* the new green contexts first, beside the old ones (green contexts may overlap): a failure changes nothing */
 		r = part_create(dp->api, co->cudev, sms, NULL, n, false, &ns, why, cap);
-		if (r == 0 && (r = part_set_streams(ns, co->nstreams, why, cap)) < 0) {
+		if (r == 0 && (r = part_set_streams(ns, co->nsi, co_stream_prios(co, sp), why, cap)) < 0) {
 			part_free(ns);
 			ns = NULL;
 		}
@@ -2143,6 +2179,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	}
 	dp->co = co;
 	co->nstreams = dp->streams < 1 ? 1 : dp->streams > CO_MAX_STREAMS ? CO_MAX_STREAMS : dp->streams;
+	co->ntiers = 1;
 	co->max_inflight = co->nstreams * CO_INFLIGHT_PER_STREAM;
 	if (co->max_inflight < CO_INFLIGHT)
 		co->max_inflight = CO_INFLIGHT;
@@ -2175,10 +2212,23 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	for (uint32_t i = 0; i < CO_MAX_QUEUES; i++)
 		co->qfree[i] = CO_MAX_QUEUES - 1 - i;
 	co->nqfree = CO_MAX_QUEUES;
-	for (uint32_t i = 0; i < co->nstreams; i++) {
-		if (api->p_cuStreamCreate(&co->prim[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+	{
+		/* the tiers' CUDA priorities, as dp_queue maps a queue's (lower numbers run first) */
+		int least = 0, greatest = 0;
+
+		if (api->p_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_SUCCESS && least != greatest) {
+			co->ntiers = CO_TIERS;
+			co->tier_prio[0] = least;
+			co->tier_prio[1] = least + (greatest - least) * (int)OOO_PRIORITY_DEFAULT / 99;
+			co->tier_prio[2] = greatest;
+		}
+	}
+	co->nsi = co->ntiers * co->nstreams;
+	for (uint32_t i = 0; i < co->nsi; i++) {
+		if (api->p_cuStreamCreateWithPriority(&co->prim[i], CU_STREAM_NON_BLOCKING,
+						      co->tier_prio[i / co->nstreams]) != CUDA_SUCCESS) {
 			co->prim[i] = NULL;
-			snprintf(why, cap, "cannot make the partition's %u streams", co->nstreams);
+			snprintf(why, cap, "cannot make the partition's %u streams", co->nsi);
 			r = -ENOMEM;
 			goto fail;
 		}
@@ -2236,7 +2286,7 @@ void co_stop(struct datapath *dp)
 		pthread_join(co->thr, NULL);
 	}
 	for (uint32_t p = 0; p < co->nparts; p++)
-		for (uint32_t i = 0; i < CO_MAX_STREAMS; i++) {
+		for (uint32_t i = 0; i < CO_MAX_SI; i++) {
 			struct co_stream *cs = &co->part[p].str[i];
 
 			if (cs->stream)
@@ -2283,7 +2333,7 @@ void co_stop(struct datapath *dp)
 	if (co->dev)
 		api->p_cuMemFree(co->dev);
 	part_free(co->pset);
-	for (uint32_t i = 0; i < CO_MAX_STREAMS; i++)
+	for (uint32_t i = 0; i < CO_MAX_SI; i++)
 		if (co->prim[i])
 			api->p_cuStreamDestroy(co->prim[i]);
 	sched_free(co->sched);

@@ -255,6 +255,7 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 	q->s = s;
 	q->idx = (uint16_t)queue;
 	q->slo_us = slo_us;
+	q->prio = (uint8_t)(priority < 0 ? 0 : priority > 99 ? 99 : priority);
 	co_queue_created(dp, q, klass);
 	s->cls = q->cls;
 	s->has_cls = true;

@@ -100,6 +100,7 @@ struct part {
 	CUgreenCtx green;
 	CUcontext ctx;
 	CUstream st[PART_STREAMS]; /* st[0] is part_stream()'s */
+	int stp[PART_STREAMS];     /* the priority st[k] was made with */
 	uint32_t sms;
 	int prio;
 };
@@ -116,6 +117,8 @@ struct partition_set {
 	uint32_t granule;
 	uint32_t total;        /* SMs of the groups and the remainder */
 	uint32_t nstreams;     /* streams of every partition (part_set_streams; 1 at first) */
+	bool has_sprio;        /* stream k gets sprio[k], not its partition's priority */
+	int sprio[PART_STREAMS];
 	struct part p[];
 };
 
@@ -314,7 +317,8 @@ static int part_build(struct partition_set *s, const uint32_t *owner, uint32_t i
 		goto fail;
 	}
 	for (uint32_t j = 0; j < (s->nstreams ? s->nstreams : 1); j++) {
-		r = api->p_cuGreenCtxStreamCreate(&out->st[j], out->green, CU_STREAM_NON_BLOCKING, prio);
+		out->stp[j] = s->has_sprio ? s->sprio[j] : prio;
+		r = api->p_cuGreenCtxStreamCreate(&out->st[j], out->green, CU_STREAM_NON_BLOCKING, out->stp[j]);
 		if (r != CUDA_SUCCESS) {
 			out->st[j] = NULL;
 			snprintf(what, sizeof(what), "partition %u: cuGreenCtxStreamCreate (stream %u)", idx, j);
@@ -465,42 +469,61 @@ uint32_t part_nstreams(const struct partition_set *set)
 	return set ? set->nstreams : 0;
 }
 
-int part_set_streams(struct partition_set *set, uint32_t k, char *why, size_t cap)
+int part_set_streams(struct partition_set *set, uint32_t k, const int *prio, char *why, size_t cap)
 {
 	const struct cuda_api *api;
+	CUstream fresh[PART_MAX + 1][PART_STREAMS];
 
 	if (!set || k == 0 || k > PART_STREAMS) {
 		snprintf(why, cap, "bad arguments: %u streams per partition (1 to %u)", k, PART_STREAMS);
 		return -EINVAL;
 	}
 	api = set->api;
+	memset(fresh, 0, sizeof(fresh));
+	/* every new stream first (a missing one, or one with another priority): a refusal changes nothing */
 	for (uint32_t i = 0; i <= set->n; i++) {
 		struct part *p = &set->p[i];
 
-		for (uint32_t j = set->nstreams; j < k; j++) {
-			CUresult r = api->p_cuGreenCtxStreamCreate(&p->st[j], p->green, CU_STREAM_NON_BLOCKING, p->prio);
+		for (uint32_t j = 0; j < k; j++) {
+			int want = prio ? prio[j] : p->prio;
+			CUresult r;
 
+			if (j < set->nstreams && p->st[j] && p->stp[j] == want)
+				continue;
+			r = api->p_cuGreenCtxStreamCreate(&fresh[i][j], p->green, CU_STREAM_NON_BLOCKING, want);
 			if (r != CUDA_SUCCESS) {
 				char what[96];
 
-				p->st[j] = NULL;
-				/* back to what it was: the new streams of every partition go */
+				fresh[i][j] = NULL;
 				for (uint32_t x = 0; x <= i; x++)
-					for (uint32_t y = set->nstreams; y < k; y++) {
-						if (set->p[x].st[y])
-							api->p_cuStreamDestroy(set->p[x].st[y]);
-						set->p[x].st[y] = NULL;
-					}
+					for (uint32_t y = 0; y < k; y++)
+						if (fresh[x][y])
+							api->p_cuStreamDestroy(fresh[x][y]);
 				snprintf(what, sizeof(what), "partition %u: cuGreenCtxStreamCreate (stream %u)", i, j);
 				return drv_fail(api, r, what, -EIO, why, cap);
 			}
 		}
-		for (uint32_t j = k; j < set->nstreams; j++) {
-			api->p_cuStreamSynchronize(p->st[j]);
-			api->p_cuStreamDestroy(p->st[j]);
-			p->st[j] = NULL;
+	}
+	for (uint32_t i = 0; i <= set->n; i++) {
+		struct part *p = &set->p[i];
+
+		for (uint32_t j = 0; j < PART_STREAMS; j++) {
+			bool replace = j < k && fresh[i][j];
+
+			if ((replace || j >= k) && p->st[j]) {
+				api->p_cuStreamSynchronize(p->st[j]);
+				api->p_cuStreamDestroy(p->st[j]);
+				p->st[j] = NULL;
+			}
+			if (replace) {
+				p->st[j] = fresh[i][j];
+				p->stp[j] = prio ? prio[j] : p->prio;
+			}
 		}
 	}
+	set->has_sprio = prio != NULL;
+	for (uint32_t j = 0; j < k; j++)
+		set->sprio[j] = prio ? prio[j] : 0;
 	set->nstreams = k;
 	return 0;
 }

@@ -57,8 +57,8 @@
 
 /* Requested partitions in a set at most (the shared one not counted). */
 #define PART_MAX 64
-/* Streams of one partition at most (part_set_streams). */
-#define PART_STREAMS 8
+/* Streams of one partition at most (part_set_streams): 8 at each of 3 priorities (the coalescer's). */
+#define PART_STREAMS 24
 
 struct partition_set;
 
@@ -111,12 +111,14 @@ CUstream part_stream_k(const struct partition_set *set, uint32_t i, uint32_t k);
 uint32_t part_nstreams(const struct partition_set *set);
 /*
  * Give every partition k streams (1 .. PART_STREAMS; a set starts with 1),
- * made in its green context with its priority; part_resize re-creates as
- * many. Streams beyond k are synchronized and destroyed: read
- * part_stream_k() again afterwards. Returns 0, -EINVAL, or -EIO (the driver
- * refused a stream: the set keeps its streams as they were).
+ * made in its green context, stream j with CUDA stream priority prio[j]
+ * (prio NULL: every stream its partition's priority); part_resize
+ * re-creates as many, with the same priorities. A stream that exists with
+ * another priority is replaced, and streams beyond k are synchronized and
+ * destroyed: read part_stream_k() again afterwards. Returns 0, -EINVAL, or
+ * -EIO (the driver refused a stream: the set keeps its streams as they were).
  */
-int part_set_streams(struct partition_set *set, uint32_t k, char *why, size_t cap);
+int part_set_streams(struct partition_set *set, uint32_t k, const int *prio, char *why, size_t cap);
 uint32_t part_sms(const struct partition_set *set, uint32_t i);
 /* cuCtxFromGreenCtx of partition i: for cuCtxSetCurrent and APIs taking a CUcontext. */
 CUcontext part_ctx(const struct partition_set *set, uint32_t i);

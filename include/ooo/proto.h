@@ -338,6 +338,10 @@ struct ooo_device_rec {
 /* log2 microsecond histograms (scheduler and telemetry): bucket 0 < 1 us, b in [2^(b-1), 2^b) us, the last open */
 #define OOO_TM_BUCKETS 32
 #define OOO_SCHED_PARTITIONS 8u
+/* A tenant class's priority (oood.conf priority, 0..99, higher first) when the policy names none */
+#define OOO_PRIORITY_DEFAULT 50u
+/* Stream tiers of the coalescer's bundles: below OOO_PRIORITY_DEFAULT, at it, above it */
+#define OOO_PRIO_TIERS 3u
 /* A command's stages in the executor (docs/telemetry.md), as the per-class histograms index them */
 enum ooo_cmd_stage { OOO_STAGE_SUBMIT, OOO_STAGE_QUEUE, OOO_STAGE_RUN, OOO_STAGE_NOTIFY, OOO_CMD_STAGES };
 
@@ -408,6 +412,7 @@ struct ooo_sched_counters {
 	uint64_t unfused_nopay;  /* bundles of 2+ sent unfused: the fused kernel was predicted slower than its members alone */
 	uint64_t stream_waits;   /* waits a stream made for another stream's bundle (a queue's order across streams) */
 	uint64_t launch_ns;      /* the launcher thread's busy time: issuing bundles to CUDA (driver calls) */
+	uint64_t tier_bundles[OOO_PRIO_TIERS]; /* dispatches by the stream priority they ran at: low, default, high */
 };
 
 struct ooo_sched_rec {
