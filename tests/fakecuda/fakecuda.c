@@ -40,6 +40,10 @@
  * run on the GPU machine. FAKECUDA_FUSED_LOAD_MS=N makes each load of a
  * module with a fused entry (ooo_fused*) take N ms, as a slow compile
  * would: its results come after the tenants that asked for them are gone.
+ * Streams remember their priority: with FAKECUDA_PRIO_DIR=DIR, the first
+ * launch of a fused entry (ooo_fused*) on a stream of priority P creates
+ * the file DIR/fused-prio-P, so a test sees which CUDA stream priorities
+ * the coalescer's bundles ran at.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -94,7 +98,7 @@ static CUresult seen(void)
 		if (sticky != CUDA_SUCCESS)                                                                \
 			return sticky;                                                                     \
 	} while (0)
-static int ctx_token, stream_token, event_token;
+static int ctx_token, event_token;
 
 /* FAKECUDA_INIT_MS (environment): cuInit takes that long, as a real driver's first call does (~0.5 s) */
 CUresult cuInit(unsigned int flags)
@@ -385,20 +389,56 @@ CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 
 CUresult cuCtxSynchronize(void) { return seen(); }
 
-CUresult cuStreamCreate(CUstream *s, unsigned int fl)
-{
-	(void)fl;
-	*s = (CUstream)&stream_token;
-	return CUDA_SUCCESS;
-}
+/* A stream: its priority (the legacy and per-thread handles, below 4096, have 0) */
+struct fake_stream {
+	int prio;
+};
 
 CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int fl, int prio)
 {
-	(void)prio;
-	return cuStreamCreate(s, fl);
+	struct fake_stream *f;
+
+	(void)fl;
+	if (!s)
+		return CUDA_ERROR_INVALID_VALUE;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	f->prio = prio < -5 ? -5 : prio > 0 ? 0 : prio; /* clamped to the range, as the driver does */
+	*s = (CUstream)f;
+	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamDestroy(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuStreamCreate(CUstream *s, unsigned int fl) { return cuStreamCreateWithPriority(s, fl, 0); }
+
+CUresult cuStreamDestroy(CUstream s)
+{
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if ((uintptr_t)s >= 4096)
+		free(s);
+	return CUDA_SUCCESS;
+}
+
+static int stream_prio(CUstream s) { return (uintptr_t)s >= 4096 ? ((const struct fake_stream *)s)->prio : 0; }
+
+/* FAKECUDA_PRIO_DIR: DIR/fused-prio-P on the first fused launch on a stream of priority P (0..-5) */
+static void note_fused_prio(CUstream s)
+{
+	static unsigned seen;
+	const char *dir = getenv("FAKECUDA_PRIO_DIR");
+	int p = stream_prio(s);
+	unsigned bit = 1u << -p;
+	char path[512];
+	int fd;
+
+	if (!dir || (__atomic_load_n(&seen, __ATOMIC_RELAXED) & bit) || (__atomic_fetch_or(&seen, bit, __ATOMIC_RELAXED) & bit))
+		return;
+	snprintf(path, sizeof(path), "%s/fused-prio-%d", dir, p);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+}
 CUresult cuStreamSynchronize(CUstream s)
 {
 	(void)s;
@@ -805,7 +845,6 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 {
 	const struct fake_func *f = (const struct fake_func *)fn;
 
-	(void)s;
 	(void)shmem;
 	STICKY();
 	if (!f)
@@ -823,6 +862,8 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 		if (p && (memcpy(&v, p, sizeof(v)), v == 0x7e7e7e7eu))
 			return CUDA_ERROR_INVALID_VALUE;
 	}
+	if (!strncmp(f->name, "ooo_fused", 9))
+		note_fused_prio(s);
 	if (f->copyk && hostptr())
 		copy_kernel(f, params, extra);
 	/* kernels do not run here; one that would dereference a null-page pointer faults (see the top) */
@@ -996,10 +1037,9 @@ CUresult cuCtxFromGreenCtx(CUcontext *c, CUgreenCtx g)
 
 CUresult cuGreenCtxStreamCreate(CUstream *s, CUgreenCtx g, unsigned int flags, int prio)
 {
-	(void)prio;
 	if (!s || !g || !(flags & CU_STREAM_NON_BLOCKING))
 		return CUDA_ERROR_INVALID_VALUE;
-	return cuStreamCreate(s, flags);
+	return cuStreamCreateWithPriority(s, flags, prio);
 }
 
 /* ---- the one entry point the loader looks up by name ------------------------------ */

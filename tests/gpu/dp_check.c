@@ -33,6 +33,13 @@
  *                                ordinary memory or from ooo_host_alloc memory, dtod within the
  *                                buffer, dtoh back, each result compared byte for byte with
  *                                the host's own copy
+ *   dp_check SOCK prio           8 sessions for 200 rounds: 4 with the class's priority
+ *                                launch k0, 4 with priority 10 launch k1 (two fusion
+ *                                classes, so each kernel's bundles hold one kind of
+ *                                queue), 10 each a round, then their syncs: every
+ *                                launch and sync clean; prints each queue's priority
+ *                                (tests/fakecuda, with the class at 99, checks the
+ *                                CUDA stream priorities the fused launches ran at)
  *   dp_check SOCK threads        8 threads of one session, each on its own queue, fill,
  *                                sync and read back 2000 times at once: a completion
  *                                one thread reaps for another must still wake it (a
@@ -338,6 +345,46 @@ static int launch_rounds(const char *sock, int rounds, bool mark)
 		       rounds);
 	else if (!fails)
 		printf("ok: %d launches from %d sessions, every sync clean\n", SESSIONS * PER_ROUND * rounds, SESSIONS);
+	return fails != 0;
+}
+
+/* Queues of two priorities, each kind with its own kernel (see the top) */
+static int prio_rounds(const char *sock)
+{
+	enum { SESSIONS = 8, PER_ROUND = 10, ROUNDS = 200 };
+	struct ktenant t[SESSIONS];
+	int r, n = 0;
+
+	for (; n < SESSIONS; n++) {
+		struct ooo_queue_opts o = { .sz = sizeof(o), .priority = n < SESSIONS / 2 ? -1 : 10 };
+
+		if (kt_open(sock, 1024, &t[n], n) < 0)
+			break;
+		ooo_queue_destroy(t[n].q);
+		t[n].q = NULL;
+		CHECK(ooo_queue_create(t[n].s, &o, &t[n].q) == 0, "session %d: queue with priority %d", n, o.priority);
+		if (n >= SESSIONS / 2) {
+			ooo_kernel_free(t[n].k);
+			t[n].k = NULL;
+			CHECK(ooo_kernel_get(t[n].m, "k1", &t[n].k) == 0, "session %d: k1", n);
+		}
+		if (fails) {
+			kt_close(&t[n]);
+			break;
+		}
+	}
+	for (int round = 0; round < ROUNDS && !fails; round++) {
+		for (int i = 0; i < SESSIONS; i++)
+			for (int j = 0; j < PER_ROUND && !fails; j++)
+				CHECK((r = kt_launch(&t[i], 2, 128)) == 0, "launch %d.%d: %d", round, i, r);
+		for (int i = 0; i < SESSIONS && !fails; i++)
+			CHECK((r = ooo_queue_sync(t[i].q, 10000)) == 0, "sync %d.%d: %d (%s)", round, i, r, ooo_strerror(r));
+	}
+	if (!fails)
+		printf("ok: %d launches from %d sessions, queue priorities %d (k0) and %d (k1), every sync clean\n",
+		       SESSIONS * PER_ROUND * ROUNDS, SESSIONS, ooo_queue_priority(t[0].q), ooo_queue_priority(t[SESSIONS - 1].q));
+	for (int i = 0; i < n; i++)
+		kt_close(&t[i]);
 	return fails != 0;
 }
 
@@ -747,9 +794,11 @@ int main(int argc, char **argv)
 		return copies(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "prio"))
+		return prio_rounds(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
 	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | refused | order [noresults] | shapes |"
-			" threads | copies | bw LIBCUDA MB\n");
+			" threads | prio | copies | bw LIBCUDA MB\n");
 	return 2;
 }

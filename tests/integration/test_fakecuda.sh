@@ -241,6 +241,30 @@ echo "$out" | grep -q 'applied: no reserved partitions' || fail "the reload did 
 ok "a reload to partition = no removes the class's partition"
 fake_stop
 
+# a bundle keeps its queues' priority: with the class at priority 99, dp_check prio's queues at the
+# class's priority (99, above the default 50) fuse k0 and those at 10 (below it) fuse k1; the
+# stand-in's streams remember their priority (0 least .. -5 greatest) and FAKECUDA_PRIO_DIR names
+# the priorities fused launches ran at: k0's bundles on the greatest, k1's on the least, none on the
+# default's (-2). On green-context streams too (partition = yes), then on the primary context's.
+for part in yes no; do
+	pdir=$(mktemp -d /tmp/ooo-prio-XXXXXX)
+	chmod 777 "$pdir" # the executor runs as executor_user
+	FAKECUDA_PRIO_DIR=$pdir gpu_start "max_sessions = 200\nmax_queues = 2048\npriority = 99\npartition = $part\nsm_share = 25\n"
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" prio 2>&1) || fail "dp_check prio (partition = $part): $out"
+	echo "$out" | grep -q 'queue priorities 99 (k0) and 10 (k1)' || fail "dp_check prio: queue priorities not applied: $out"
+	c0=0
+	hi=$(settle 1 high)
+	lo=$(counter low)
+	df=$(counter default)
+	tiers="bundles by priority: low $lo, default $df, high $hi"
+	[ -e "$pdir/fused-prio--5" ] && [ -e "$pdir/fused-prio-0" ] && [ ! -e "$pdir/fused-prio--2" ] ||
+		fail "partition = $part: fused launches ran at stream priorities $(ls "$pdir" | tr '\n' ' '), not -5 (priority 99) and 0 (priority 10) only; oooctl sched: $tiers"
+	[ "$hi" -gt 0 ] && [ "$lo" -gt 0 ] && [ "$df" -eq 0 ] || fail "partition = $part: oooctl sched $tiers"
+	rm -rf "$pdir"
+	ok "partition = $part: priority 99's fused launches ran at the greatest stream priority, priority 10's at the least ($tiers)"
+	fake_stop
+done
+
 # small copies as launches of the executor's copy kernel (fuse_copies = yes), with FAKECUDA_HOSTPTR=1:
 # the stand-in driver reaches host memory at its host address and runs the copy kernel, alone or fused
 # (from the fused table), so every byte is checked as on the GPU; and the copies did run fused
