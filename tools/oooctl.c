@@ -3379,6 +3379,15 @@ static int do_metrics(int argc, char **argv)
 				printf("ooo_sched_dispatches_total{gpu=\"%" PRIu32 "\",domain=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
 				       sr[i].device, sr[i].domain, why[k], v[k]);
 		}
+		prom_family("ooo_sched_bundles_by_priority_total", "counter",
+			    "Dispatches by the highest priority of their members' queues: below, at or above the default 50");
+		for (size_t i = 0; i < nsr; i++) {
+			if (!sr[i].have)
+				continue;
+			for (unsigned k = 0; k < OOO_PRIO_TIERS; k++)
+				printf("ooo_sched_bundles_by_priority_total{gpu=\"%" PRIu32 "\",domain=\"%s\",tier=\"%s\"} %" PRIu64 "\n",
+				       sr[i].device, sr[i].domain, sched_tier_names[k], sr[i].c.tier_bundles[k]);
+		}
 		prom_family("ooo_sched_executor_cpu_seconds_total", "counter", "CPU time of the executor (all threads)");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)
