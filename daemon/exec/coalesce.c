@@ -1416,6 +1416,30 @@ static uint32_t prio_tier(uint32_t prio)
 }
 
 /*
+ * The executor's live queues of each tier, every shard's coalescer's
+ * together (one executor process serves one context, and its shards'
+ * bundles compete for the same SMs).
+ */
+static _Atomic uint32_t tiers_live[CO_TIERS];
+
+/*
+ * The streams a bundle of tier t runs on: its tier above the lowest tier
+ * that has live queues. Tenants of one tier (the common case) all run on
+ * the least CUDA priority, as every bundle did before tiers; only where
+ * tiers mix does the GPU prefer the higher one's bundles.
+ */
+static uint32_t stream_tier(const struct coalescer *co, uint32_t t)
+{
+	uint32_t low = 0;
+
+	if (co->ntiers == 1)
+		return 0;
+	while (low < t && atomic_load_explicit(&tiers_live[low], memory_order_relaxed) == 0)
+		low++;
+	return t - low;
+}
+
+/*
  * The stream of partition p a bundle of qs goes on, among tier t's. Where
  * members' queues still have a bundle in flight there, the stream most of
  * those are on (it keeps their order with no wait); else the stream with
@@ -1519,7 +1543,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 
 		tier = t > tier ? t : tier;
 	}
-	uint32_t si = stream_choose(co, p, co->ntiers > 1 ? tier : 0, qs, n);
+	uint32_t si = stream_choose(co, p, stream_tier(co, tier), qs, n);
 	struct co_stream *cs = &co->part[p].str[si];
 
 	if (!b || bundle_params(b, need) < 0 || (timed && tev_get(dp, &b->start, 1) < 0) ||
@@ -1956,6 +1980,8 @@ void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass
 	if (q->slo_us > co->st.classes[i].slo_us)
 		co->st.classes[i].slo_us = q->slo_us;
 	q->part = (uint8_t)part_of(co, klass);
+	atomic_fetch_add_explicit(&tiers_live[prio_tier(q->prio)], 1, memory_order_relaxed);
+	q->tier_live = true;
 }
 
 /* Take q's head launch back from the scheduler: it will be issued unfused. */
@@ -1988,6 +2014,9 @@ void co_queue_destroy(struct datapath *dp, struct dp_queue *q)
 
 	if (!co)
 		return;
+	if (q->tier_live)
+		atomic_fetch_sub_explicit(&tiers_live[prio_tier(q->prio)], 1, memory_order_relaxed);
+	q->tier_live = false;
 	queue_flush(dp, q);
 	launcher_drain(dp); /* its bundles' members name it: their launch errors are posted before it goes */
 	bl_unlist(co, q);

@@ -241,15 +241,20 @@ echo "$out" | grep -q 'applied: no reserved partitions' || fail "the reload did 
 ok "a reload to partition = no removes the class's partition"
 fake_stop
 
-# a bundle keeps its queues' priority: with the class at priority 99, dp_check prio's queues at the
-# class's priority (99, above the default 50) fuse k0 and those at 10 (below it) fuse k1; the
-# stand-in's streams remember their priority (0 least .. -5 greatest) and FAKECUDA_PRIO_DIR names
-# the priorities fused launches ran at: k0's bundles on the greatest, k1's on the least, none on the
-# default's (-2). On green-context streams too (partition = yes), then on the primary context's.
+# a bundle keeps its queues' priority: the stand-in's streams remember their priority (0 least .. -5
+# greatest) and FAKECUDA_PRIO_DIR names the priorities fused launches ran at. With the class at
+# priority 99, dp_check launches' queues are all of one tier: their bundles run at the least
+# priority. Then dp_check prio's queues at the class's priority (99, above the default 50) fuse k0
+# and those at 10 (below it) fuse k1: k0's bundles run at the greatest, k1's at the least, none at
+# the default's (-2). On green-context streams (partition = yes), then on the primary context's.
 for part in yes no; do
 	pdir=$(mktemp -d /tmp/ooo-prio-XXXXXX)
 	chmod 777 "$pdir" # the executor runs as executor_user
 	FAKECUDA_PRIO_DIR=$pdir gpu_start "max_sessions = 200\nmax_queues = 2048\npriority = 99\npartition = $part\nsm_share = 25\n"
+	# queues of one tier only (all at the class's 99): their bundles keep the least priority, as before tiers
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" launches 2>&1) || fail "dp_check launches (partition = $part): $out"
+	[ -e "$pdir/fused-prio-0" ] && [ -z "$(ls "$pdir" | grep -v '^fused-prio-0$')" ] ||
+		fail "partition = $part: queues of one priority: fused launches ran at stream priorities $(ls "$pdir" | tr '\n' ' '), not 0 only"
 	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" prio 2>&1) || fail "dp_check prio (partition = $part): $out"
 	echo "$out" | grep -q 'queue priorities 99 (k0) and 10 (k1)' || fail "dp_check prio: queue priorities not applied: $out"
 	c0=0
