@@ -723,9 +723,9 @@ void co_bundle_put(struct datapath *dp, struct dp_bundle *b)
 	}
 }
 
-uint64_t co_bundle_dispatched(const struct dp_bundle *b)
+uint64_t co_bundle_issued(const struct dp_bundle *b)
 {
-	return b->dispatch_ns;
+	return atomic_load_explicit(&b->issued, memory_order_acquire) && b->issued_ns ? b->issued_ns : b->dispatch_ns;
 }
 
 bool co_bundle_done(const struct dp_bundle *b, uint32_t member, int32_t *status)
@@ -1706,9 +1706,11 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 			struct ooo_sched_class_stats *cl = &co->st.classes[b->m[k].cls];
 			uint64_t lat = now - b->m[k].arrival;
 			uint64_t hold = b->dispatch_ns > b->m[k].arrival ? b->dispatch_ns - b->m[k].arrival : 0;
+			uint64_t issued = co_bundle_issued(b);
 
 			co->st.hold_hist[ooo_tm_bucket(hold)]++;
-			dp_stage(dp, OOO_STAGE_QUEUE, b->m[k].cls, hold, 1);
+			/* the command stage goes on to the launcher's issue: its ring's wait is queueing, not running */
+			dp_stage(dp, OOO_STAGE_QUEUE, b->m[k].cls, issued > b->m[k].arrival ? issued - b->m[k].arrival : 0, 1);
 			co->st.lat_hist[ooo_tm_bucket(lat)]++;
 			cl->launches++;
 			cl->lat_sum_ns += lat;

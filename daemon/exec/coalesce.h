@@ -116,8 +116,8 @@ struct dp_bundle *co_follow(struct datapath *dp, struct dp_queue *q);
  * for a command that follows the bundle: the bundle's fault only).
  */
 bool co_bundle_done(const struct dp_bundle *b, uint32_t member, int32_t *status);
-/* When the bundle went to CUDA (dp_now_ns). */
-uint64_t co_bundle_dispatched(const struct dp_bundle *b);
+/* When the launcher thread had issued the bundle to CUDA (dp_now_ns; before that, when it was dispatched). */
+uint64_t co_bundle_issued(const struct dp_bundle *b);
 void co_bundle_put(struct datapath *dp, struct dp_bundle *b); /* accepts NULL */
 
 /* Issue everything s holds (unfused, in order) and wait for the GPU: before s's memory or modules go. */

@@ -1023,7 +1023,7 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 				return moved;
 			}
 			{
-				uint64_t issued = p->b ? co_bundle_dispatched(p->b) : p->issued_ns;
+				uint64_t issued = p->b ? co_bundle_issued(p->b) : p->issued_ns;
 
 				dp_stage(dp, OOO_STAGE_RUN, q->cls, seen > issued ? seen - issued : 0, 1);
 				if (!s->posted++)
