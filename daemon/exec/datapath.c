@@ -1023,7 +1023,11 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 				return moved;
 			}
 			{
+				/* a barrier behind a bundle runs from the later of its own taking and the bundle's issue */
 				uint64_t issued = p->b ? co_bundle_issued(p->b) : p->issued_ns;
+
+				if (p->b && p->taken_ns > issued)
+					issued = p->taken_ns;
 
 				dp_stage(dp, OOO_STAGE_RUN, q->cls, seen > issued ? seen - issued : 0, 1);
 				if (!s->posted++)

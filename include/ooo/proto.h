@@ -412,7 +412,7 @@ struct ooo_sched_counters {
 	uint64_t unfused_nopay;  /* bundles of 2+ sent unfused: the fused kernel was predicted slower than its members alone */
 	uint64_t stream_waits;   /* waits a stream made for another stream's bundle (a queue's order across streams) */
 	uint64_t launch_ns;      /* the launcher thread's busy time: issuing bundles to CUDA (driver calls) */
-	uint64_t tier_bundles[OOO_PRIO_TIERS]; /* dispatches by the stream priority they ran at: low, default, high */
+	uint64_t tier_bundles[OOO_PRIO_TIERS]; /* dispatches by their members' highest queue priority: below 50, 50, above */
 };
 
 struct ooo_sched_rec {
