@@ -1416,9 +1416,10 @@ static uint32_t prio_tier(uint32_t prio)
 }
 
 /*
- * The executor's live queues of each tier, every shard's coalescer's
- * together (one executor process serves one context, and its shards'
- * bundles compete for the same SMs).
+ * The executor's live queues of each tier: those that have had a bundle,
+ * until they are destroyed; every shard's coalescer's together (one
+ * executor process serves one context, and its shards' bundles compete for
+ * the same SMs).
  */
 static _Atomic uint32_t tiers_live[CO_TIERS];
 
@@ -1542,6 +1543,11 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		uint32_t t = prio_tier(qs[k]->prio);
 
 		tier = t > tier ? t : tier;
+		if (!qs[k]->tier_live) {
+			/* a queue counts in its tier from its first bundle on (not while it only sits open) */
+			atomic_fetch_add_explicit(&tiers_live[t], 1, memory_order_relaxed);
+			qs[k]->tier_live = true;
+		}
 	}
 	uint32_t si = stream_choose(co, p, stream_tier(co, tier), qs, n);
 	struct co_stream *cs = &co->part[p].str[si];
@@ -1982,8 +1988,6 @@ void co_queue_created(struct datapath *dp, struct dp_queue *q, const char *klass
 	if (q->slo_us > co->st.classes[i].slo_us)
 		co->st.classes[i].slo_us = q->slo_us;
 	q->part = (uint8_t)part_of(co, klass);
-	atomic_fetch_add_explicit(&tiers_live[prio_tier(q->prio)], 1, memory_order_relaxed);
-	q->tier_live = true;
 }
 
 /* Take q's head launch back from the scheduler: it will be issued unfused. */

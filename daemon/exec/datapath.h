@@ -74,7 +74,7 @@ struct dp_queue {
 	uint8_t part;          /* the coalescer's partition for its class's bundles (0: the shared one) */
 	uint32_t slo_us;
 	uint8_t prio;          /* 0..99, higher first (its stream's, and its bundles' stream tier) */
-	bool tier_live;        /* counted in the coalescer's live queues of its priority tier */
+	bool tier_live;        /* counted in the coalescer's live queues of its priority tier (from its first bundle) */
 	uint32_t gid;          /* the scheduler's queue id */
 	struct dp_cmd *bl;     /* backlog ring: DP_BACKLOG commands, allocated on first use */
 	uint8_t *blparams;     /* DP_BACKLOG x DP_HOLD_PARAMS */
