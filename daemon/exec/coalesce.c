@@ -42,13 +42,14 @@
 #define CO_SESSION_SHAPES 8u   /* of a class's shapes, those one session may add (one tenant cannot take them all) */
 #define CO_MAX_STREAMS 8u      /* streams of a partition at one priority (executor --streams; oood.conf streams) */
 /*
- * A bundle keeps its queues' priority (oood.conf priority): it runs on one
- * of its partition's streams of the tier of its highest-priority member,
- * below the default (a CUDA stream priority of the least), the default
- * (the default's, as a queue's own stream has it) or above it (the
- * greatest), so that the GPU prefers a latency-critical class's bundles to
- * a best-effort class's when they compete for SMs. One tier where the
- * device has one stream priority.
+ * A bundle keeps its queues' priority (oood.conf priority) in tiers: below
+ * the default, the default, above it, its highest-priority member's. Each
+ * partition has nstreams streams at each of three CUDA stream priorities
+ * (the least, the default's as dp_queue maps it, the greatest), and a
+ * bundle runs on those of its tier above the lowest tier with live queues
+ * (stream_tier), so that the GPU prefers a latency-critical class's bundles
+ * to a best-effort class's when they compete for SMs, while tenants of one
+ * tier stay at the least. One tier where the device has one stream priority.
  */
 #define CO_TIERS OOO_PRIO_TIERS
 #define CO_MAX_SI (CO_TIERS * CO_MAX_STREAMS) /* a partition's streams, every tier's */
