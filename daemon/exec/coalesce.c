@@ -2249,13 +2249,13 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		co->qfree[i] = CO_MAX_QUEUES - 1 - i;
 	co->nqfree = CO_MAX_QUEUES;
 	{
-		/* the tiers' CUDA priorities, as dp_queue maps a queue's (lower numbers run first) */
+		/* the tiers' CUDA priorities, the middle one as dp_queue maps the default's */
 		int least = 0, greatest = 0;
 
 		if (api->p_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_SUCCESS && least != greatest) {
 			co->ntiers = CO_TIERS;
 			co->tier_prio[0] = least;
-			co->tier_prio[1] = least + (greatest - least) * (int)OOO_PRIORITY_DEFAULT / 99;
+			co->tier_prio[1] = dp_cuda_priority(least, greatest, (int)OOO_PRIORITY_DEFAULT);
 			co->tier_prio[2] = greatest;
 		}
 	}

@@ -204,6 +204,11 @@ static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 	free(q);
 }
 
+int dp_cuda_priority(int least, int greatest, int priority)
+{
+	return least + (greatest - least) * priority / 99;
+}
+
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,
 	     const char *klass, char *why, size_t cap)
 {
@@ -238,12 +243,12 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 		snprintf(why, cap, "out of memory");
 		return -ENOMEM;
 	}
+	priority = priority < 0 ? 0 : priority > 99 ? 99 : priority;
 	{
-		/* 0..99 (higher first) onto CUDA's range, where lower numbers run first */
 		int least = 0, greatest = 0, p = 0;
 
-		if (dp->api->p_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_SUCCESS && least != greatest)
-			p = least + (greatest - least) * (priority < 0 ? 0 : priority > 99 ? 99 : priority) / 99;
+		if (dp->api->p_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_SUCCESS)
+			p = dp_cuda_priority(least, greatest, priority);
 		cr = dp->api->p_cuStreamCreateWithPriority(&q->stream, CU_STREAM_NON_BLOCKING, p);
 	}
 	if (cr != CUDA_SUCCESS) {
@@ -255,7 +260,7 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 	q->s = s;
 	q->idx = (uint16_t)queue;
 	q->slo_us = slo_us;
-	q->prio = (uint8_t)(priority < 0 ? 0 : priority > 99 ? 99 : priority);
+	q->prio = (uint8_t)priority;
 	co_queue_created(dp, q, klass);
 	s->cls = q->cls;
 	s->has_cls = true;
