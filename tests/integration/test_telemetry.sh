@@ -148,7 +148,8 @@ else
 	printf '[daemon]\nexecutor = no\n[class default]\nmatch_uid = *\n' > "$d3/oood.conf"; chmod 644 "$d3/oood.conf"
 	chmod 755 "$dir"
 	runuser -u nobody -- "$b/oood" -f --rundir "$d3/r" -c "$d3/oood.conf" > "$d3/log" 2>&1 &
-	for i in $(seq 50); do [ -S "$d3/r/admin.sock" ] && break; sleep 0.1; done
+	# (under a sanitizer on a loaded machine oood may take more than 5 s to be ready: wait up to 20 s)
+	for i in $(seq 200); do [ -S "$d3/r/admin.sock" ] && grep -q 'ready:' "$d3/log" && break; sleep 0.1; done
 	n=$(grep -c -E "telemetry|libbpf" "$d3/log")
 	r=$(runuser -u nobody -- "$ctl" --rundir "$d3/r" telemetry 2>&1 | head -1)
 	pkill -u nobody -f "$d3/r" 2>/dev/null; sleep 0.2
