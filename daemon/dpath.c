@@ -32,6 +32,7 @@ void dpath_init(struct server *srv)
 }
 
 
+/* A forwarded request: a tenant's (c), or oood's own restore of session s's module or kernel (c NULL). */
 static struct xreq *xreq_new(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, uint32_t gpu)
 {
 	struct xreq *x = calloc(1, sizeof(*x));
@@ -41,9 +42,12 @@ static struct xreq *xreq_new(struct server *srv, struct conn *c, uint32_t seq, u
 	x->req = next_req++;
 	x->gpu = gpu;
 	x->type = type;
-	x->waiter = server_conn_ref(c);
-	x->seq = seq;
-	x->sess = server_conn_session(c);
+	x->fd = -1;
+	if (c) {
+		x->waiter = server_conn_ref(c);
+		x->seq = seq;
+		x->sess = server_conn_session(c);
+	}
 	list_add_tail(&srv->xreqs, &x->node);
 	return x;
 }
@@ -51,7 +55,52 @@ static struct xreq *xreq_new(struct server *srv, struct conn *c, uint32_t seq, u
 static void xreq_free(struct xreq *x)
 {
 	list_del(&x->node);
+	if (x->fd >= 0)
+		close(x->fd);
+	free(x->name);
 	free(x);
+}
+
+/* The tenant's connection waiting for x, or NULL (gone, or oood's own restore). */
+static struct conn *xreq_waiter(struct server *srv, const struct xreq *x)
+{
+	return x->sess && !x->restore ? server_conn_get(srv, x->waiter) : NULL;
+}
+
+/* Forget what oood kept of module m for restores: its image and its kernels' names. */
+static void module_forget(struct sdpath *d, uint32_t m)
+{
+	if (d->module_fd[m] >= 0)
+		close(d->module_fd[m]);
+	d->module_fd[m] = -1;
+	for (uint32_t k = 0; d->kname && k < DPATH_MAX_KERNELS; k++) {
+		if (d->kname[k] && d->kmod[k] == m) {
+			free(d->kname[k]);
+			d->kname[k] = NULL;
+		}
+	}
+}
+
+/* Remember kernel k of module m by name, to look it up again on a new executor; false: out of memory. */
+static bool kernel_record(struct sdpath *d, uint32_t k, uint32_t m, const char *name)
+{
+	if (k >= DPATH_MAX_KERNELS || m >= DPATH_MAX_MODULES || !d->module_live[m])
+		return true; /* a reply for a module unloaded meanwhile: nothing to restore */
+	if (!d->kname) {
+		d->kname = calloc(DPATH_MAX_KERNELS, sizeof(*d->kname));
+		d->kmod = calloc(DPATH_MAX_KERNELS, sizeof(*d->kmod));
+		if (!d->kname || !d->kmod) {
+			free(d->kname);
+			free(d->kmod);
+			d->kname = NULL;
+			d->kmod = NULL;
+			return false;
+		}
+	}
+	free(d->kname[k]);
+	d->kname[k] = strdup(name);
+	d->kmod[k] = (uint16_t)m;
+	return d->kname[k] != NULL;
 }
 
 /* The session's attached data path, or NULL after answering the tenant why not. */
@@ -98,6 +147,17 @@ void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const s
 		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -ENOMEM, "out of memory");
 		goto out;
 	}
+	/* kept for a restore after an executor restart (the memfd is sealed against writes: libooo's image_fd) */
+	x->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	x->kind = req->kind;
+	x->len = req->len;
+	if (x->fd < 0) {
+		xreq_free(x);
+		session_uncharge(s, OOO_RES_MODULES, 1);
+		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -EMFILE,
+				   "oood is out of descriptors to keep the module's image");
+		goto out;
+	}
 	m.req = x->req;
 	r = gpu_send_fds(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &m, sizeof(m), &fd, 1);
 	if (r < 0) {
@@ -121,6 +181,7 @@ void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint3
 		return;
 	}
 	d->module_live[module] = 0;
+	module_forget(d, module);
 	session_uncharge(s, OOO_RES_MODULES, 1);
 	if (d->attached)
 		gpu_send(srv, d->gpu, EXEC_MSG_MODULE_UNLOAD, &m, sizeof(m), -1);
@@ -140,6 +201,13 @@ void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const st
 	memcpy(k.name, req->name, sizeof(k.name));
 	x = xreq_new(srv, c, seq, OOO_MSG_KERNEL_GET, d->gpu);
 	if (!x) {
+		server_reply_error(srv, c, OOO_MSG_KERNEL_GET, seq, -ENOMEM, "out of memory");
+		return;
+	}
+	x->module = req->module;
+	x->name = strdup(k.name); /* k.name is terminated: wire_decode checked it */
+	if (!x->name) {
+		xreq_free(x);
 		server_reply_error(srv, c, OOO_MSG_KERNEL_GET, seq, -ENOMEM, "out of memory");
 		return;
 	}
@@ -244,7 +312,7 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 
 		if (x->req != req || x->gpu != gpu)
 			continue;
-		c = x->sess ? server_conn_get(srv, x->waiter) : NULL;
+		c = xreq_waiter(srv, x);
 		if (type == (EXEC_MSG_HOST_MAP | OOO_MSG_REPLY)) {
 			struct exec_mem_reply r;
 			struct sdpath *d = x->sess ? x->sess->dp : NULL;
@@ -271,6 +339,21 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 			struct exec_kernel_reply k;
 
 			memcpy(&k, payload, sizeof(k));
+			if (k.status == 0 && x->sess && x->sess->dp && x->name &&
+			    !kernel_record(x->sess->dp, k.k.kernel, x->module, x->name))
+				log_warn("session %llu: out of memory: kernel '%s' will not be looked up again after an "
+					 "executor restart",
+					 (unsigned long long)x->sess->id, x->name);
+			if (x->restore && k.status < 0 && x->sess) {
+				struct sdpath *d = x->sess->dp;
+				log_warn("gpu%u: session %llu: kernel '%s' of module %u not found again on the new "
+					 "executor: %s",
+					 gpu_dev(srv, gpu), (unsigned long long)x->sess->id, x->name, x->module, k.reason);
+				if (d && d->kname && x->region < DPATH_MAX_KERNELS) {
+					free(d->kname[x->region]);
+					d->kname[x->region] = NULL;
+				}
+			}
 			if (c && k.status < 0)
 				server_reply_error(srv, c, x->type, x->seq, k.status, "%s", k.reason);
 			else if (c)
@@ -279,10 +362,32 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 			struct exec_mem_reply r;
 
 			memcpy(&r, payload, sizeof(r));
+			if (x->restore) {
+				struct sdpath *d = x->sess ? x->sess->dp : NULL;
+				/* a module that does not load again is gone, as it was for every module before restores */
+				if (r.status < 0 && d && d->module_live[x->module]) {
+					log_warn("gpu%u: session %llu: module %u could not be loaded again on the new "
+						 "executor: %s",
+						 gpu_dev(srv, gpu), (unsigned long long)x->sess->id, x->module, r.reason);
+					d->module_live[x->module] = 0;
+					module_forget(d, x->module);
+					session_uncharge(x->sess, OOO_RES_MODULES, 1);
+				}
+				xreq_free(x);
+				return;
+			}
 			if (r.status < 0 && x->sess)
 				session_uncharge(x->sess, OOO_RES_MODULES, 1);
-			if (r.status == 0 && x->sess && x->sess->dp && r.addr < DPATH_MAX_MODULES)
-				x->sess->dp->module_live[r.addr] = 1;
+			if (r.status == 0 && x->sess && x->sess->dp && r.addr < DPATH_MAX_MODULES) {
+				struct sdpath *d = x->sess->dp;
+				d->module_live[r.addr] = 1;
+				if (d->module_fd[r.addr] >= 0)
+					close(d->module_fd[r.addr]);
+				d->module_fd[r.addr] = x->fd;
+				d->module_kind[r.addr] = x->kind;
+				d->module_len[r.addr] = x->len;
+				x->fd = -1;
+			}
 			if (c && r.status < 0) {
 				server_reply_error(srv, c, x->type, x->seq, r.status, "%s", r.reason);
 			} else if (c) {
@@ -313,6 +418,14 @@ static void dp_free(struct sdpath *d)
 		if (d->host_fd[i] >= 0)
 			close(d->host_fd[i]);
 	}
+	for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++) {
+		if (d->module_fd[m] >= 0)
+			close(d->module_fd[m]);
+	}
+	for (uint32_t k = 0; d->kname && k < DPATH_MAX_KERNELS; k++)
+		free(d->kname[k]);
+	free(d->kname);
+	free(d->kmod);
 	if (d->memfd >= 0)
 		close(d->memfd);
 	if (d->sq_efd >= 0)
@@ -419,6 +532,8 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 	d->gpu = (uint32_t)gpu;
 	for (uint32_t i = 0; i < OOO_HOST_REGIONS; i++)
 		d->host_fd[i] = -1;
+	for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++)
+		d->module_fd[m] = -1;
 	d->sq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	d->cq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	d->memfd = make_area(DPATH_AREA_SIZE);
@@ -541,6 +656,73 @@ void dpath_release_session(struct server *srv, struct session *s)
 	dp_free(d);
 }
 
+/*
+ * After a restart: load the session's modules again in their slots, and look
+ * its kernels up again at their indices, so the tenant's handles stay valid.
+ * A module or kernel that fails is dropped (logged; its launches then fail).
+ */
+static void restore_modules(struct server *srv, struct sdpath *d)
+{
+	unsigned nm = 0, nk = 0;
+
+	for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++) {
+		struct exec_module em = { .session = d->session, .module = m + 1 };
+		struct xreq *x;
+
+		if (!d->module_live[m])
+			continue;
+		x = d->module_fd[m] >= 0 ? xreq_new(srv, NULL, 0, OOO_MSG_MODULE_LOAD, d->gpu) : NULL;
+		if (x) {
+			x->restore = true;
+			x->sess = d->sess;
+			x->module = m;
+			em.req = x->req;
+			em.kind = d->module_kind[m];
+			em.len = d->module_len[m];
+		}
+		if (!x || gpu_send_fds(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &em, sizeof(em), &d->module_fd[m], 1) < 0) {
+			log_warn("gpu%u: session %llu: module %u is not loaded again on the new executor (%s)",
+				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m,
+				 x ? "cannot reach it" : "out of memory");
+			if (x)
+				xreq_free(x);
+			d->module_live[m] = 0;
+			module_forget(d, m);
+			session_uncharge(d->sess, OOO_RES_MODULES, 1);
+			continue;
+		}
+		nm++;
+	}
+	for (uint32_t k = 0; d->kname && k < DPATH_MAX_KERNELS; k++) {
+		struct exec_kernel_get kg = { .session = d->session, .kernel = k + 1 };
+		struct xreq *x;
+
+		if (!d->kname[k])
+			continue;
+		kg.module = d->kmod[k];
+		wire_strcpy(kg.name, sizeof(kg.name), d->kname[k]);
+		x = xreq_new(srv, NULL, 0, OOO_MSG_KERNEL_GET, d->gpu);
+		if (x) {
+			x->restore = true;
+			x->sess = d->sess;
+			x->module = d->kmod[k];
+			x->region = k; /* the kernel index, to forget it if it fails */
+			kg.req = x->req;
+		}
+		if (!x || gpu_send(srv, d->gpu, EXEC_MSG_KERNEL_GET, &kg, sizeof(kg), -1) < 0) {
+			if (x)
+				xreq_free(x);
+			free(d->kname[k]);
+			d->kname[k] = NULL;
+			continue;
+		}
+		nk++;
+	}
+	if (nm)
+		log_info("gpu%u: session %llu: loading %u modules (%u kernels) again", gpu_dev(srv, d->gpu),
+			 (unsigned long long)d->session, nm, nk);
+}
+
 static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
 {
 	struct list_node *n;
@@ -605,10 +787,12 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 			if (d->host_fd[r] >= 0)
 				send_host_map(srv, d, r, 0);
 		}
+		restore_modules(srv, d);
 		/*
-		 * The tenant may submit again once the executor has the queues and
-		 * regions: a ping behind them on the control socket comes back after
-		 * them, and its answer makes the epoch even (dpath_on_barrier).
+		 * The tenant may submit again once the executor has the queues,
+		 * regions, modules and kernels: a ping behind them on the control
+		 * socket comes back after them, and its answer makes the epoch even
+		 * (dpath_on_barrier).
 		 */
 		{
 			uint64_t sid = d->session;
@@ -645,11 +829,12 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 	/* forwarded requests die with the executor */
 	list_for_each_safe(n, tmp, &srv->xreqs) {
 		struct xreq *x = list_entry(n, struct xreq, node);
-		struct conn *c = x->sess ? server_conn_get(srv, x->waiter) : NULL;
+		struct conn *c = xreq_waiter(srv, x);
 
 		if (x->gpu != gpu)
 			continue;
-		if (x->type == OOO_MSG_MODULE_LOAD && x->sess)
+		/* a restore that died with this executor is tried again on the next (the module stays) */
+		if (x->type == OOO_MSG_MODULE_LOAD && x->sess && !x->restore)
 			session_uncharge(x->sess, OOO_RES_MODULES, 1);
 		if (x->type == OOO_MSG_HOST_ALLOC && x->sess && x->sess->dp && x->sess->dp->host_fd[x->region] >= 0) {
 			struct sdpath *hd = x->sess->dp;
@@ -691,12 +876,7 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 			continue;
 		}
 		d->attached = false;
-		/* modules lived in the dead executor's context: the tenant loads them again */
-		for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++) {
-			if (d->module_live[m] && d->sess)
-				session_uncharge(d->sess, OOO_RES_MODULES, 1);
-			d->module_live[m] = 0;
-		}
+		/* modules and kernels stay: the next executor loads them again (restore_modules) */
 		/* odd epoch: the tenant fails what it has in flight and holds new submissions */
 		if (d->hdr && !(__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1)) {
 			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);

@@ -24,6 +24,7 @@
 #define DPATH_CQ_ENTRIES 4096u
 #define DPATH_MAX_QUEUES 256u         /* the executor's DP_MAX_QUEUES */
 #define DPATH_MAX_MODULES 256u        /* the executor's DP_MAX_MODULES */
+#define DPATH_MAX_KERNELS 1024u       /* the executor's DP_MAX_KERNELS */
 
 struct server;
 struct conn;
@@ -45,6 +46,19 @@ struct sdpath {
 	uint8_t queue_prio[DPATH_MAX_QUEUES];
 	uint32_t queue_slo[DPATH_MAX_QUEUES]; /* for the scheduler */
 	uint8_t module_live[DPATH_MAX_MODULES];
+	/*
+	 * What a new executor needs to load a session's modules again, in the
+	 * same slots, after a restart: each live module's image (the tenant's
+	 * memfd, sealed against writes: kept here, -1 if none), its kind and
+	 * length, and the name and module of every kernel the tenant looked
+	 * up, by kernel index (allocated with the first one), so that the
+	 * tenant's module and kernel handles stay valid.
+	 */
+	int module_fd[DPATH_MAX_MODULES];
+	uint32_t module_kind[DPATH_MAX_MODULES];
+	uint64_t module_len[DPATH_MAX_MODULES];
+	char **kname;     /* [DPATH_MAX_KERNELS], NULL: no kernel there */
+	uint16_t *kmod;   /* [DPATH_MAX_KERNELS]: its module */
 	int host_fd[OOO_HOST_REGIONS]; /* zero-copy host regions: memfds kept here, -1 if free */
 	uint64_t host_size[OOO_HOST_REGIONS];
 	bool host_mapped[OOO_HOST_REGIONS];
@@ -60,6 +74,12 @@ struct xreq {
 	uint32_t seq;
 	struct session *sess; /* NULL once the session is gone */
 	uint32_t region;      /* HOST_ALLOC: the region it maps */
+	bool restore;         /* oood's own: a module or kernel loaded again on a new executor (no tenant waits) */
+	int fd;               /* MODULE_LOAD: the image, kept by the module once loaded (-1: none) */
+	uint32_t kind;        /* MODULE_LOAD: the image's kind and length */
+	uint64_t len;
+	uint32_t module;      /* KERNEL_GET: the module; restores: the slot */
+	char *name;           /* KERNEL_GET: the kernel's name */
 };
 
 void dpath_init(struct server *srv);

@@ -405,8 +405,8 @@ static int fence_module(const char *ptx, char **out, char **whyk, char *why, siz
 	return 0;
 }
 
-int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
-		   size_t cap)
+int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
+		   uint32_t *module, char *why, size_t cap)
 {
 	struct dp_session *s = dp_session_get(dp, id, true);
 	char jitlog[4096] = "";
@@ -422,11 +422,19 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 		snprintf(why, cap, "out of memory");
 		return -ENOMEM;
 	}
-	for (m = 0; m < DP_MAX_MODULES && s->modules[m]; m++)
-		;
-	if (m == DP_MAX_MODULES) {
-		snprintf(why, cap, "the session has %d modules loaded", DP_MAX_MODULES);
-		return -EMFILE;
+	if (want) {
+		m = (int)want - 1;
+		if (want > DP_MAX_MODULES || s->modules[m]) {
+			snprintf(why, cap, "module slot %u is taken or out of range", want - 1);
+			return -EEXIST;
+		}
+	} else {
+		for (m = 0; m < DP_MAX_MODULES && s->modules[m]; m++)
+			;
+		if (m == DP_MAX_MODULES) {
+			snprintf(why, cap, "the session has %d modules loaded", DP_MAX_MODULES);
+			return -EMFILE;
+		}
 	}
 	/* the image must not change while we read it, nor shrink under our mapping */
 	if (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
@@ -577,8 +585,8 @@ int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 	return 0;
 }
 
-int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, struct ooo_msg_kernel *out,
-		  char *why, size_t cap)
+int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, uint32_t want,
+		  struct ooo_msg_kernel *out, char *why, size_t cap)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 	const struct cuda_api *api = dp->api;
@@ -618,11 +626,19 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 		snprintf(why, cap, "module %u has no kernel '%.120s'", module, name);
 		return -ENOENT;
 	}
-	for (k = 0; k < DP_MAX_KERNELS && s->kmodule[k]; k++)
-		;
-	if (k == DP_MAX_KERNELS) {
-		snprintf(why, cap, "the session has %d kernels", DP_MAX_KERNELS);
-		return -EMFILE;
+	if (want) {
+		k = (int)want - 1;
+		if (want > DP_MAX_KERNELS || s->kmodule[k]) {
+			snprintf(why, cap, "kernel index %u is taken or out of range", want - 1);
+			return -EEXIST;
+		}
+	} else {
+		for (k = 0; k < DP_MAX_KERNELS && s->kmodule[k]; k++)
+			;
+		if (k == DP_MAX_KERNELS) {
+			snprintf(why, cap, "the session has %d kernels", DP_MAX_KERNELS);
+			return -EMFILE;
+		}
 	}
 	for (uint32_t i = 0;; i++) {
 		size_t off = 0, sz = 0;

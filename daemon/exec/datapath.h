@@ -179,16 +179,21 @@ int dp_cuda_priority(int least, int greatest, int priority);
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,
 	     const char *klass, char *why, size_t cap);
 
-/* Load a module from a sealed memfd image (fd stays the caller's). Returns 0 with *module, or -errno and why. */
-int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t *module, char *why,
-		   size_t cap);
+/*
+ * Load a module from a sealed memfd image (fd stays the caller's) into the
+ * first free slot, or into slot want - 1 when want is not 0 (oood restoring
+ * the session's modules on a new executor: -EEXIST if it is taken).
+ * Returns 0 with *module, or -errno and why.
+ */
+int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
+		   uint32_t *module, char *why, size_t cap);
 int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module);
 /* Map and register a host region from a sealed memfd (fd stays the caller's). */
 int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint64_t size, char *why, size_t cap);
 int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region);
-/* Look a kernel up and describe it. Returns 0 or -errno and why. */
-int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, struct ooo_msg_kernel *out,
-		  char *why, size_t cap);
+/* Look a kernel up and describe it, as the first free kernel index or as want - 1 (not 0: a restore). Returns 0 or -errno and why. */
+int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, uint32_t want,
+		  struct ooo_msg_kernel *out, char *why, size_t cap);
 
 /* For the coalescer: issue a validated command now on its queue's own stream (launch parameters at params). */
 int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e, const void *params);

@@ -82,7 +82,7 @@ struct exec_module {
 	uint64_t req;
 	uint64_t session;
 	uint32_t kind;   /* enum ooo_module_kind */
-	uint32_t module; /* UNLOAD */
+	uint32_t module; /* UNLOAD: the module; LOAD: 0, or the slot + 1 it must take (oood restoring it after a restart) */
 	uint64_t len;
 };
 
@@ -90,7 +90,7 @@ struct exec_kernel_get {
 	uint64_t req;
 	uint64_t session;
 	uint32_t module;
-	uint32_t reserved;
+	uint32_t kernel; /* 0, or the kernel index + 1 it must take (oood restoring it after a restart) */
 	char name[OOO_KERNEL_NAME_MAX];
 };
 

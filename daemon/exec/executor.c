@@ -554,8 +554,8 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 			snprintf(rep.reason, sizeof(rep.reason), "module load without its image");
 		} else {
 			uint32_t mod = 0;
-			rep.status = dp_module_load(&h->dp, m.session, m.kind, fds[0], m.len, &mod, rep.reason,
-						    sizeof(rep.reason));
+			rep.status = dp_module_load(&h->dp, m.session, m.kind, fds[0], m.len, m.module, &mod,
+						    rep.reason, sizeof(rep.reason));
 			rep.addr = mod;
 		}
 		shard_unlock(S, h);
@@ -588,7 +588,8 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 		memcpy(&k, payload, sizeof(k));
 		rep.req = k.req;
 		h = shard_of(S, k.session);
-		rep.status = dp_kernel_get(&h->dp, k.session, k.module, k.name, &rep.k, rep.reason, sizeof(rep.reason));
+		rep.status = dp_kernel_get(&h->dp, k.session, k.module, k.name, k.kernel, &rep.k, rep.reason,
+					   sizeof(rep.reason));
 		shard_unlock(S, h);
 		rc = send_msg(fd, EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY, &rep, sizeof(rep));
 	}

@@ -265,8 +265,9 @@ typedef struct ooo_kernel ooo_kernel;
  * session's GPU. On success stores a handle (free with ooo_module_unload)
  * and returns 0. Errors: -EINVAL (with the JIT or NVRTC log's beginning in
  * ooo_last_error()), -OOO_ELIMIT (max_modules), -OOO_ENODEV, -OOO_EDEVRESET,
- * -ENOSYS (CUDA C without NVRTC on the GPU host). Modules do not survive an
- * executor restart: after OOO_EDEVRESET, load them again.
+ * -ENOSYS (CUDA C without NVRTC on the GPU host), -EMFILE (oood cannot keep
+ * the image). The module and its kernels survive an executor restart: oood
+ * loads it again on the new executor, and the handles stay valid.
  */
 int ooo_module_load(ooo_session *s, int kind, const void *image, size_t len, ooo_module **out);
 

@@ -2,8 +2,12 @@
 /*
  * launch_check: modules and launches through ooo on a real GPU, for tests/gpu.
  *   launch_check SOCK vadd SRC.cu PTX CUBIN   vector add from CUDA C, PTX and CUBIN, results checked
- *   launch_check SOCK fault PTX               a kernel that faults: OOO_EFAULT, and another
- *                                             session's buffer is intact after the executor restart
+ *   launch_check SOCK fault PTX [noresults]   a kernel that faults: OOO_EFAULT, and another
+ *                                             session's buffer is intact after the executor restart;
+ *                                             both sessions' module and kernel handles, taken before
+ *                                             the fault, still launch on the new executor (oood
+ *                                             loads them again), and poke's store lands (42: not
+ *                                             read with noresults, tests/fakecuda runs no kernel)
  *   launch_check SOCK bench PTX LIBCUDA       round trip of a 2-block kernel + sync and the async
  *                                             launch rate, through ooo and directly in this process
  *   launch_check SOCK classes N               one session loads N distinct fusible kernels and runs
@@ -236,13 +240,13 @@ static int smid(const char *sock, unsigned max)
 	return 0;
 }
 
-static int fault(const char *sock, const char *ptx)
+static int fault(const char *sock, const char *ptx, bool results)
 {
 	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
 	ooo_queue *q = NULL, *oq = NULL;
-	ooo_buf *ob = NULL;
-	ooo_module *m = NULL;
-	ooo_kernel *k = NULL;
+	ooo_buf *ob = NULL, *sb = NULL;
+	ooo_module *m = NULL, *om = NULL;
+	ooo_kernel *k = NULL, *ok = NULL;
 	uint32_t pat[1024], back[1024];
 	uint32_t one[3] = { 1, 1, 1 };
 	uint64_t bad = 0x10;
@@ -258,6 +262,10 @@ static int fault(const char *sock, const char *ptx)
 	CHECK(ooo_memcpy_htod(oq, ooo_buf_addr(ob), pat, sizeof(pat)) == 0 && ooo_queue_sync(oq, 10000) == 0,
 	      "fill other");
 	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "poke", &k) == 0, "load poke");
+	/* the other tenant's handles, taken before the fault: a second module first, so its slot is not 0 */
+	CHECK(ooo_module_load(other, OOO_PTX, img, len, &om) == 0 && ooo_module_unload(om) == 0 &&
+		      ooo_module_load(other, OOO_PTX, img, len, &om) == 0 && ooo_kernel_get(om, "poke", &ok) == 0,
+	      "other: load poke");
 	CHECK(ooo_launch(q, k, one, one, 0, &bad, sizeof(bad)) == 0, "launch poke");
 	r = ooo_queue_sync(q, 30000);
 	CHECK(r == -OOO_EFAULT || r == -OOO_EDEVRESET, "sync after the fault: %d (%s)", r, ooo_strerror(r));
@@ -271,6 +279,39 @@ static int fault(const char *sock, const char *ptx)
 	}
 	CHECK(r == 0, "read the other session's buffer after the restart: %d", r);
 	CHECK(!memcmp(pat, back, sizeof(pat)), "the other session's buffer changed");
+	/* the handles of both sessions work on the new executor: oood loaded the modules again */
+	{
+		uint64_t at = ooo_buf_addr(ob) + 4;
+		r = ooo_launch(oq, ok, one, one, 0, &at, sizeof(at));
+		CHECK(r == 0, "other: launch its kernel after the restart: %d", r);
+		r = ooo_queue_sync(oq, 30000);
+		CHECK(r == 0, "other: its kernel after the restart: %d (%s)", r, ooo_strerror(r));
+		CHECK(ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back)) == 0, "other: read back");
+		if (results)
+			CHECK(back[1] == 42, "other: poke after the restart wrote %#x, not 42", back[1]);
+		CHECK(back[0] == pat[0] && !memcmp(back + 2, pat + 2, sizeof(pat) - 8), "other: poke wrote outside its word");
+		CHECK(ooo_buf_alloc(s, 4096, 0, &sb) == 0, "alloc faulting tenant's buffer");
+		at = sb ? ooo_buf_addr(sb) : 0;
+		for (int i = 0; i < 1000; i++) {
+			r = ooo_launch(q, k, one, one, 0, &at, sizeof(at));
+			if (r != -OOO_EDEVRESET)
+				break;
+			usleep(10000);
+		}
+		CHECK(r == 0, "faulting tenant: launch its kernel after the restart: %d", r);
+		r = ooo_queue_sync(q, 30000);
+		CHECK(r == 0, "faulting tenant: its kernel after the restart: %d (%s)", r, ooo_strerror(r));
+		if (results && sb) {
+			uint32_t v = 0;
+			CHECK(ooo_memcpy_dtoh(q, &v, ooo_buf_addr(sb), 4) == 0 && v == 42,
+			      "faulting tenant: poke after the restart wrote %#x, not 42", v);
+		}
+		printf("module handles after the restart: both sessions' kernels launched%s\n",
+		       results ? " and wrote their results" : "");
+	}
+	CHECK(ooo_module_unload(om) == 0, "other: unload after the restart");
+	ooo_kernel_free(ok);
+	ooo_buf_free(sb);
 	ooo_kernel_free(k);
 	ooo_module_unload(m);
 	ooo_queue_destroy(q);
@@ -520,13 +561,13 @@ int main(int argc, char **argv)
 		g_results = argc == 4;
 		return classes(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
 	}
-	if (argc == 4 && !strcmp(argv[2], "fault"))
-		return fault(argv[1], argv[3]);
+	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "noresults"))) && !strcmp(argv[2], "fault"))
+		return fault(argv[1], argv[3], argc == 4);
 	if (argc == 4 && !strcmp(argv[2], "smid"))
 		return smid(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
-	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX | smid MAX | "
+	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
 			"bench PTX LIBCUDA\n");
 	return 2;
 }
