@@ -58,7 +58,14 @@
 #define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
 #define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
 #define CO_INFLIGHT 8u         /* bundles in flight on the partition, at least (a queue's chain pipelines like direct launches) */
-#define CO_SLOTS (CO_MAX_STREAMS * CO_INFLIGHT_PER_STREAM) /* descriptor tables: one per bundle in flight at most */
+/*
+ * Bundles in flight on a partition beyond max_inflight, for those led by a
+ * launch of a queue above the executor's lowest live priority tier
+ * (sched_cfg.reserve_inflight): a latency-critical tenant's bundle does not
+ * wait for a best-effort backlog's slots.
+ */
+#define CO_RESERVE 4u
+#define CO_SLOTS (CO_MAX_STREAMS * CO_INFLIGHT_PER_STREAM + CO_RESERVE) /* descriptor tables: one per bundle in flight at most */
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
@@ -67,9 +74,13 @@
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
 #define CO_ISSUE_EVERY 512u    /* bundles between two measures of the executor's busy time per bundle (sched_set_issue_ns) */
 #define CO_LQ 128u             /* a launcher ring: bundles dispatched, not yet issued or not yet looked at */
-#define CO_LQ_RESERVED 0       /* the ring of reserved partitions' bundles, issued first */
+#define CO_LQ_FIRST 0          /* the ring issued first: reserved partitions' bundles, and those above the lowest tier */
 #define CO_LQ_SHARED 1
 #define CO_LAUNCH_SPIN_NS 300000u /* the launcher polls this long after its last bundle before it sleeps */
+
+struct coalescer;
+static uint32_t prio_tier(uint32_t prio);
+static uint32_t stream_tier(const struct coalescer *co, uint32_t t);
 
 struct co_pmod {
 	uint32_t refs;
@@ -255,11 +266,17 @@ struct coalescer {
 	 * head, and the serving thread takes their results (co_results) at its
 	 * look. The driver calls of a bundle (cuLaunchKernel, its event records
 	 * and stream waits) cost the serving thread nothing but the hand-over.
-	 * Two rings: bundles of reserved partitions (CO_LQ_RESERVED), which the
-	 * launcher issues before the next bundle of the shared one
-	 * (CO_LQ_SHARED), so that a class with SMs of its own does not queue
-	 * behind the others on the CPU either. Bundles of different partitions
-	 * never wait for each other, so the two orders are independent.
+	 * Two rings: the first (CO_LQ_FIRST) has the bundles of reserved
+	 * partitions and those on streams above the lowest live priority tier,
+	 * and the launcher issues it before the next bundle of the other
+	 * (CO_LQ_SHARED), so that a class with SMs of its own, or a higher
+	 * priority, does not queue behind the others on the CPU either. A
+	 * stream's bundles all go to one ring (by its partition and tier), so
+	 * each stream's order holds. A bundle whose stream waits for another
+	 * stream's bundle (after[]) that is in the other ring and not issued yet
+	 * waits for it: the launcher issues the other ring's head first
+	 * (launcher_pick; that one was pushed earlier and only waits for
+	 * bundles pushed before it, so this ends).
 	 */
 	struct co_lring {
 		struct dp_bundle *q[CO_LQ];
@@ -1046,6 +1063,8 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 				.cost_key = (uint64_t)c->id << 32 ^ (cmd->e.launch.grid[0] * cmd->e.launch.grid[1] *
 								      cmd->e.launch.grid[2]),
 				.deadline_ns = cmd->deadline_ns,
+				/* its bundles outrank others on the GPU: they may use the partition's reserve too */
+				.urgent = stream_tier(co, prio_tier(q->prio)) > 0,
 			};
 			if (!l.blocks)
 				l.blocks = 1;
@@ -1112,7 +1131,7 @@ static int bundle_params(struct dp_bundle *b, size_t need)
 
 static int slot_take(struct coalescer *co)
 {
-	for (int i = 0; i < (int)co->max_inflight; i++)
+	for (int i = 0; i < (int)(co->max_inflight + CO_RESERVE); i++)
 		if (!co->slot_busy[i]) {
 			co->slot_busy[i] = true;
 			return i;
@@ -1253,13 +1272,34 @@ lost:
 	b->lstatus = -OOO_EFAULT; /* its end may not be recorded: never query it */
 }
 
-/* The ring with a bundle to issue, the reserved partitions' first; -1: none. */
+/* The ring with a bundle to issue, the first ring first; -1: none. */
 static int launcher_next(struct coalescer *co, const uint32_t *head)
 {
-	for (int r = CO_LQ_RESERVED; r <= CO_LQ_SHARED; r++)
+	for (int r = CO_LQ_FIRST; r <= CO_LQ_SHARED; r++)
 		if (head[r] != atomic_load_explicit(&co->lr[r].tail, memory_order_acquire))
 			return r;
 	return -1;
+}
+
+/*
+ * The ring to issue from next: launcher_next's, unless its head waits for a
+ * bundle not issued yet, which is then in the other ring (pushed earlier):
+ * that ring's head goes first. (Its end event must be recorded before a
+ * stream waits for it: a wait for an event never recorded waits for nothing.)
+ */
+static int launcher_pick(struct coalescer *co, const uint32_t *head)
+{
+	int r = launcher_next(co, head), o;
+	const struct dp_bundle *b;
+
+	if (r < 0)
+		return r;
+	b = co->lr[r].q[head[r] % CO_LQ];
+	o = r ^ 1;
+	for (uint32_t i = 0; i < b->nwait; i++)
+		if (!atomic_load_explicit(&b->after[i]->issued, memory_order_acquire))
+			return head[o] != atomic_load_explicit(&co->lr[o].tail, memory_order_acquire) ? o : r;
+	return r;
 }
 
 /*
@@ -1282,7 +1322,7 @@ static void *launch_main(void *arg)
 		head[r] = atomic_load_explicit(&co->lr[r].head, memory_order_relaxed);
 	api->p_cuCtxSetCurrent(co->ctx);
 	for (;;) {
-		if ((r = launcher_next(co, head)) >= 0) {
+		if ((r = launcher_pick(co, head)) >= 0) {
 			uint64_t t0 = idle_since = dp_now_ns();
 
 			do {
@@ -1292,7 +1332,7 @@ static void *launch_main(void *arg)
 				b->issued_ns = idle_since = dp_now_ns();
 				atomic_store_explicit(&b->issued, true, memory_order_release);
 				atomic_store_explicit(&co->lr[r].head, ++head[r], memory_order_release);
-			} while ((r = launcher_next(co, head)) >= 0);
+			} while ((r = launcher_pick(co, head)) >= 0);
 			atomic_fetch_add_explicit(&co->launch_ns, idle_since - t0, memory_order_relaxed);
 			continue;
 		}
@@ -1324,11 +1364,11 @@ static void launcher_wake(struct coalescer *co)
 
 static void co_results(struct datapath *dp);
 
-/* Hand b to the launcher: on the reserved partitions' ring, or the shared partition's. */
+/* Hand b to the launcher: on the first ring (a reserved partition, or a stream above the lowest tier), or the other. */
 static void launcher_push(struct datapath *dp, struct dp_bundle *b)
 {
 	struct coalescer *co = dp->co;
-	struct co_lring *l = &co->lr[b->part ? CO_LQ_RESERVED : CO_LQ_SHARED];
+	struct co_lring *l = &co->lr[b->part || b->stream >= co->nstreams ? CO_LQ_FIRST : CO_LQ_SHARED];
 	uint32_t tail = atomic_load_explicit(&l->tail, memory_order_relaxed);
 
 	/* never full: bundles in flight (the scheduler's bound per partition) are fewer than CO_LQ; a guard */
@@ -2220,6 +2260,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	if (co->max_inflight < CO_INFLIGHT)
 		co->max_inflight = CO_INFLIGHT;
 	cfg.max_inflight = co->max_inflight;
+	cfg.reserve_inflight = CO_RESERVE;
 	cfg.streams = co->nstreams;
 	pthread_mutex_init(&co->mu, NULL);
 	pthread_cond_init(&co->cv, NULL);
@@ -2270,8 +2311,9 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		}
 		co->part[0].str[i].stream = co->prim[i];
 	}
-	if (api->p_cuMemAlloc(&co->dev, (size_t)co->max_inflight * CO_SLOT_BYTES) != CUDA_SUCCESS ||
-	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)co->max_inflight * CO_SLOT_BYTES, 0) != CUDA_SUCCESS) {
+	if (api->p_cuMemAlloc(&co->dev, (size_t)(co->max_inflight + CO_RESERVE) * CO_SLOT_BYTES) != CUDA_SUCCESS ||
+	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)(co->max_inflight + CO_RESERVE) * CO_SLOT_BYTES, 0) !=
+		    CUDA_SUCCESS) {
 		snprintf(why, cap, "cannot allocate the partition's descriptor memory");
 		r = -ENOMEM;
 		goto fail;

@@ -96,7 +96,8 @@ struct sched {
 	uint32_t nactive;
 	struct cost costs[COST_SLOTS];
 	struct klass classes[CLASS_SLOTS];
-	struct flight *flights; /* partitions * max_inflight */
+	struct flight *flights; /* partitions * cap */
+	uint32_t cap;           /* bundles in flight per partition at most: max_inflight + reserve_inflight */
 	uint32_t inflight[SCHED_MAX_PARTITIONS];
 	uint64_t busy_until[SCHED_MAX_PARTITIONS]; /* predicted end of the partition's work in flight */
 	uint64_t next_token;
@@ -161,12 +162,14 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 	*out = NULL;
 	if (!cfg || !cfg->max_queues || cfg->max_queues > (1u << 20) || !cfg->max_items || cfg->max_items > (1u << 24) ||
 	    !cfg->partitions || cfg->partitions > SCHED_MAX_PARTITIONS || !cfg->max_inflight || cfg->max_inflight > 64 ||
+	    cfg->reserve_inflight > 64 - cfg->max_inflight ||
 	    cfg->ewma_shift > 16 || cfg->streams > 64)
 		return -EINVAL;
 	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;
 	s->cfg = *cfg;
-	nf = cfg->partitions * cfg->max_inflight;
+	s->cap = cfg->max_inflight + cfg->reserve_inflight;
+	nf = cfg->partitions * s->cap;
 	nq = cfg->max_queues;
 	s->items = calloc(cfg->max_items, sizeof(*s->items));
 	s->queues = calloc(nq, sizeof(*s->queues));
@@ -200,7 +203,7 @@ void sched_free(struct sched *s)
 	if (!s)
 		return;
 	if (s->flights)
-		for (uint32_t i = 0; i < s->cfg.partitions * s->cfg.max_inflight; i++) {
+		for (uint32_t i = 0; i < s->cfg.partitions * s->cap; i++) {
 			free(s->flights[i].keys);
 			free(s->flights[i].queues);
 		}
@@ -511,9 +514,9 @@ static void pop_head(struct sched *s, uint32_t item)
 
 static struct flight *flight_take(struct sched *s, uint32_t p)
 {
-	struct flight *f = &s->flights[p * s->cfg.max_inflight];
+	struct flight *f = &s->flights[p * s->cap];
 
-	for (uint32_t i = 0; i < s->cfg.max_inflight; i++)
+	for (uint32_t i = 0; i < s->cap; i++)
 		if (!f[i].used)
 			return &f[i];
 	return NULL;
@@ -533,7 +536,8 @@ static void collect(struct sched *s, uint32_t seg[SCHED_MAX_PARTITIONS + 1])
 		uint32_t qi = s->active[a];
 		const struct queue *q = &s->queues[qi];
 
-		if (q->blocked || q->fenced || s->inflight[q->partition] >= s->cfg.max_inflight)
+		if (q->blocked || q->fenced || s->inflight[q->partition] >= s->cap ||
+		    (s->inflight[q->partition] >= s->cfg.max_inflight && !s->items[q->head].l.urgent))
 			continue;
 		s->ctmp[n].deadline = s->items[q->head].l.deadline_ns;
 		s->ctmp[n].queue = qi;
@@ -646,7 +650,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			break;
 		}
 		chain_classes(s, c, hi);
-		for (; c < hi && s->inflight[p] < s->cfg.max_inflight; c++) {
+		for (; c < hi && s->inflight[p] < s->cap; c++) {
 			const struct sched_launch *e;
 			struct sched_bundle *b;
 			uint32_t take[SCHED_MAX_BUNDLE], nt = 1, ks = s->cand[c].ks;
@@ -656,6 +660,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 
 			if (s->cand[c].item == NIL || (ks != NIL && s->classes[ks].held))
 				continue; /* dispatched, or its class is held */
+			if (s->inflight[p] >= s->cfg.max_inflight && !s->items[s->cand[c].item].l.urgent)
+				continue; /* the slots left are the urgent launches' reserve */
 			if (nb >= max) {
 				wake = now;
 				break;
@@ -721,7 +727,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			}
 			f = flight_take(s, p);
 			if (!f)
-				break; /* cannot happen: inflight < max_inflight */
+				break; /* cannot happen: inflight < cap */
 			if (ks != NIL)
 				class_dispatched(&s->classes[ks], p, e->queue, nt, now);
 			b->partition = p;
@@ -792,7 +798,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 
 int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now)
 {
-	uint32_t nf = s->cfg.partitions * s->cfg.max_inflight, i = (uint32_t)(token & 0xffff);
+	uint32_t nf = s->cfg.partitions * s->cap, i = (uint32_t)(token & 0xffff);
 
 	if (i < nf) {
 		struct flight *f = &s->flights[i];

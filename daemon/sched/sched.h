@@ -57,6 +57,13 @@ struct sched_cfg {
 	uint32_t max_items;        /* launches waiting in all queues together */
 	uint32_t partitions;       /* 1 .. SCHED_MAX_PARTITIONS */
 	uint32_t max_inflight;     /* bundles in flight per partition (>= 1) */
+	/*
+	 * More bundles in flight per partition, for bundles led by an urgent
+	 * launch only (sched_launch.urgent): a latency-critical queue's launch
+	 * does not wait for a slot behind a best-effort backlog that holds all
+	 * max_inflight. max_inflight + reserve_inflight <= 64.
+	 */
+	uint32_t reserve_inflight;
 	uint64_t slack_margin_ns;  /* dispatch when the earliest member's slack is no longer above this */
 	uint64_t default_cost_ns;  /* predicted duration of a launch never seen */
 	uint32_t ewma_shift;       /* cost model: new = old + (sample - old) >> shift */
@@ -80,6 +87,7 @@ struct sched_launch {
 	uint32_t capacity;   /* blocks a bundle of this class may hold on its partition (>= 1) */
 	uint64_t cost_key;   /* (kernel, grid) for the cost model */
 	uint64_t deadline_ns;
+	bool urgent;         /* may lead a bundle into the partition's reserve_inflight slots (its queue outranks others) */
 };
 
 struct sched_bundle {
@@ -166,6 +174,9 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * `now` when out filled up while launches that may go were left (poll
  * again at once); UINT64_MAX when nothing is held. A partition without a
  * free in-flight slot holds nothing: its next completion is the event.
+ * Only an urgent launch may lead a bundle while the partition has
+ * max_inflight bundles or more in flight (up to max_inflight +
+ * reserve_inflight); the others wait for a completion.
  *
  * A non-full bundle of a compiled class is held only if its partition has
  * a bundle in flight, and now + idle_margin_ns < busy_until, and now +

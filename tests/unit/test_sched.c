@@ -100,6 +100,81 @@ static void test_config(void **state)
 	sched_free(NULL);
 }
 
+/*
+ * The urgent reserve: with max_inflight bundles in flight (urgent ones
+ * counted too), only urgent launches lead more, up to reserve_inflight, in
+ * deadline order among themselves; the others wait until fewer than
+ * max_inflight are in flight. A bad reserve is refused.
+ */
+static void test_urgent_reserve(void **state)
+{
+	struct sched_cfg c = cfg_of(8, 2, 1);
+	struct sched_launch l = { .blocks = 1, .capacity = 1, .cost_key = 99 };
+	struct sched *s;
+
+	(void)state;
+	c.reserve_inflight = 63;
+	assert_int_equal(sched_new(&c, &s), -EINVAL); /* 2 + 63 > 64 */
+	c.reserve_inflight = 2;
+	s = mk_cfg(&c);
+	/* best effort fills the two ordinary slots, and one more waits */
+	for (uint32_t q = 0; q < 3; q++) {
+		l.id = 10 + q;
+		l.queue = q;
+		l.deadline_ns = 1000 * US;
+		assert_int_equal(sched_submit(s, &l), 0);
+	}
+	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 2);
+	assert_int_equal(sched_poll(s, 1 * US, out, 16, NULL), 0);
+	/* urgent launches of three queues, later deadlines than the waiting one: two go (the reserve), one waits */
+	l.urgent = true;
+	for (uint32_t q = 3; q < 6; q++) {
+		l.id = 20 + q;
+		l.queue = q;
+		l.deadline_ns = 2000 * US + q;
+		assert_int_equal(sched_submit(s, &l), 0);
+	}
+	assert_int_equal(sched_poll(s, 2 * US, out, 16, NULL), 2);
+	assert_int_equal(out[0].ids[0], 23);
+	assert_int_equal(out[1].ids[0], 24);
+	assert_int_equal(sched_poll(s, 3 * US, out, 16, NULL), 0); /* 4 in flight: every slot */
+	sched_free(s);
+
+	/* the same, with completions: which slot a freed one is depends on the count in flight */
+	s = mk_cfg(&c);
+	l.urgent = false;
+	for (uint32_t q = 0; q < 3; q++) {
+		l.id = 10 + q;
+		l.queue = q;
+		l.deadline_ns = 1000 * US;
+		assert_int_equal(sched_submit(s, &l), 0);
+	}
+	struct sched_bundle be[2];
+	assert_int_equal(sched_poll(s, 0, be, 2, NULL), 2);
+	l.urgent = true;
+	for (uint32_t q = 3; q < 6; q++) {
+		l.id = 20 + q;
+		l.queue = q;
+		l.deadline_ns = 2000 * US + q;
+		assert_int_equal(sched_submit(s, &l), 0);
+	}
+	struct sched_bundle ur[2];
+	assert_int_equal(sched_poll(s, 2 * US, ur, 2, NULL), 2);
+	assert_int_equal(sched_complete(s, ur[0].token, 5 * US, 7 * US), 0);
+	/* 3 in flight (2 ordinary + 1 urgent): id 12 (ordinary, earlier deadline) may not take the reserve */
+	assert_int_equal(sched_poll(s, 8 * US, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 25);
+	assert_int_equal(sched_complete(s, be[0].token, 10 * US, 9 * US), 0);
+	/* 3 in flight again, none urgent waiting: id 12 still waits for an ordinary slot */
+	assert_int_equal(sched_poll(s, 10 * US, out, 16, NULL), 0);
+	assert_int_equal(sched_complete(s, be[1].token, 10 * US, 11 * US), 0);
+	assert_int_equal(sched_poll(s, 12 * US, out, 16, NULL), 0); /* 2 urgent in flight: max_inflight */
+	assert_int_equal(sched_complete(s, ur[1].token, 10 * US, 13 * US), 0);
+	assert_int_equal(sched_poll(s, 14 * US, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 12);
+	sched_free(s);
+}
+
 /* A queue's launches leave in order, one bundle position at a time. */
 static void test_queue_order(void **state)
 {
@@ -1492,7 +1567,7 @@ int main(void)
 		cmocka_unit_test(test_model_many_queues), cmocka_unit_test(test_no_starvation_fused),
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
 		cmocka_unit_test(test_tm_bucket),	  cmocka_unit_test(test_fusing_pays),
-		cmocka_unit_test(test_streams),
+		cmocka_unit_test(test_streams),		  cmocka_unit_test(test_urgent_reserve),
 		cmocka_unit_test(test_fairq),
 	};
 
