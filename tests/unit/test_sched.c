@@ -974,7 +974,8 @@ static void test_sort_many(void **state)
  * order. Checked on every poll: a launch leaves only as its queue's head
  * (order), from an unblocked, unfenced queue on the bundle's partition, at
  * most once; bundles are one class within the capacity; in-flight bundles
- * never exceed max_inflight; an idle partition with a launch that may go
+ * never exceed max_inflight (max_inflight + reserve_inflight for bundles
+ * that an urgent launch leads); an idle partition with a launch that may go
  * gets a bundle. At the end, draining by the wake times alone (no poll
  * between events) dispatches everything: each id is dispatched once or
  * dropped.
@@ -984,6 +985,8 @@ static void test_sort_many(void **state)
 #define MAXID 40000u
 #define NPART 3u
 #define NINF 3u
+#define NRES 2u             /* the urgent reserve (every fifth pool queue's launches are urgent) */
+#define NCAP (NINF + NRES)
 
 struct mq {
 	uint32_t id;        /* queue id */
@@ -1009,7 +1012,9 @@ struct model {
 	uint64_t klass[MAXID];
 	uint64_t deadline[MAXID];
 	uint64_t cost_key[MAXID];
-	struct mflight dev[NPART][NINF];
+	struct mflight dev[NPART][NCAP];
+	bool urgent[MAXID];
+	uint32_t reserve_used; /* bundles dispatched into the reserve */
 	uint32_t dhead[NPART], dn[NPART];
 	uint64_t last_end[NPART];
 	uint64_t busy_until[NPART]; /* the scheduler's prediction, as sched.h defines it */
@@ -1039,7 +1044,7 @@ static void m_complete_until(uint64_t now)
 				if (--q->inflight == 0)
 					q->fenced = false;
 			}
-			M.dhead[p] = (M.dhead[p] + 1) % NINF;
+			M.dhead[p] = (M.dhead[p] + 1) % NCAP;
 			if (--M.dn[p] == 0)
 				M.busy_until[p] = now;
 		}
@@ -1075,7 +1080,8 @@ static void m_submit(uint64_t now, uint32_t qi, uint32_t p)
 				  .blocks = 1 + (uint32_t)(rnd() % 4),
 				  .capacity = 8,
 				  .cost_key = k ? k : 5,
-				  .deadline_ns = now + (rnd() % 200) * US };
+				  .deadline_ns = now + (rnd() % 200) * US,
+				  .urgent = qi % 5 == 0 };
 	int rc;
 
 	if (M.nid >= MAXID)
@@ -1096,6 +1102,7 @@ static void m_submit(uint64_t now, uint32_t qi, uint32_t p)
 	M.klass[M.nid] = k;
 	M.deadline[M.nid] = l.deadline_ns;
 	M.cost_key[M.nid] = l.cost_key;
+	M.urgent[M.nid] = l.urgent;
 	q->fifo[(q->head + q->n++) % 4096] = M.nid;
 	M.nid++;
 	M.pending++;
@@ -1145,8 +1152,11 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 		assert_true(p < NPART);
 		assert_true(bu->n >= 1);
 		assert_int_equal(bu->fused, bu->n > 1);
-		assert_true(M.dn[p] < NINF); /* never more than max_inflight */
-		f = &M.dev[p][(M.dhead[p] + M.dn[p]) % NINF];
+		/* never more than max_inflight, or max_inflight + the reserve for a bundle an urgent launch leads */
+		assert_true(bu->ids[0] < M.nid);
+		assert_true(M.dn[p] < (M.urgent[bu->ids[0]] ? NCAP : NINF));
+		M.reserve_used += M.dn[p] >= NINF;
+		f = &M.dev[p][(M.dhead[p] + M.dn[p]) % NCAP];
 		M.dn[p]++;
 		got[p] = true;
 		f->token = bu->token;
@@ -1197,9 +1207,11 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 		const struct mq *q = &M.q[qi];
 		uint32_t p = q->partition, id;
 
-		if (!q->n || q->blocked || q->fenced || moved[qi] || M.dn[p] >= NINF)
+		if (!q->n || q->blocked || q->fenced || moved[qi])
 			continue;
 		id = q->fifo[q->head];
+		if (M.dn[p] >= (M.urgent[id] ? NCAP : NINF))
+			continue;
 		assert_true(m_ready(M.klass[id]));
 		assert_true(M.dn[p] > 0);
 		assert_true(M.busy_until[p] > now && M.busy_until[p] - now > 3 * US);
@@ -1234,6 +1246,7 @@ static void test_model_many_queues(void **state)
 	memset(&M, 0, sizeof(M));
 	c.max_items = 2048;
 	c.idle_margin_ns = 3 * US;
+	c.reserve_inflight = NRES;
 	M.s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(M.s, K1, true), 0);
 	assert_int_equal(sched_class_ready(M.s, K2, true), 0);
@@ -1294,7 +1307,9 @@ static void test_model_many_queues(void **state)
 	assert_int_equal(M.dispatched + M.dropped, M.nid);
 	for (uint32_t id = 0; id < M.nid; id++)
 		assert_true(M.state[id] == 3 || M.state[id] == 4);
-	print_message("model: %u launches, %u dispatched, %u dropped\n", M.nid, M.dispatched, M.dropped);
+	assert_true(M.reserve_used > 0); /* the reserve was exercised */
+	print_message("model: %u launches, %u dispatched, %u dropped, %u bundles in the urgent reserve\n", M.nid,
+		      M.dispatched, M.dropped, M.reserve_used);
 	sched_free(M.s);
 }
 
