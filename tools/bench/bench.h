@@ -182,6 +182,7 @@ struct bench_device {
 	char name[256];
 	char uuid[48];
 	int sm_count, cc_major, cc_minor, clock_khz, cuda_driver;
+	int mem_clock_khz, mem_bus_bits; /* peak memory clock and bus width: the peak bandwidth (0: unknown) */
 	uint64_t mem_total;
 	/* from nvidia-smi, when it exists: "" or -1 otherwise */
 	char driver[64];

@@ -105,6 +105,8 @@ static void probe_child(const char *libcuda, int fd)
 	api.p_cuDeviceGetAttribute(&d.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
 	api.p_cuDeviceGetAttribute(&d.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
 	api.p_cuDeviceGetAttribute(&d.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+	api.p_cuDeviceGetAttribute(&d.mem_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev);
+	api.p_cuDeviceGetAttribute(&d.mem_bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev);
 	api.p_cuDeviceTotalMem(&mem, dev);
 	d.mem_total = mem;
 	if (api.p_cuDeviceGetUuid(&u, dev) == CUDA_SUCCESS) {

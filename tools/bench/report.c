@@ -164,6 +164,14 @@ static void print_ratios(FILE *f, const struct bench_report *r)
 	}
 }
 
+/* The device's peak memory bandwidth in bytes/s (double data rate: 2 transfers per clock), 0 if unknown. */
+static double peak_mem_bw(const struct bench_device *d)
+{
+	return d->probed && d->mem_clock_khz > 0 && d->mem_bus_bits > 0
+		       ? 2.0 * (double)d->mem_clock_khz * 1e3 * (double)d->mem_bus_bits / 8.0
+		       : 0.0;
+}
+
 void bench_print_table(FILE *f, const struct bench_report *r)
 {
 	const struct bench_opts *o = r->o;
@@ -196,8 +204,22 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 		fprintf(f, "device: not probed (%s)", d->probe_error);
 	if (d->clock_sm >= 0)
 		fprintf(f, ", SM clock %d of %d MHz", d->clock_sm, d->clock_max_sm);
-	fprintf(f, "\ncommit %s, host %s, kernel %s, %d cpus, %s\n\n", r->meta.commit, r->meta.hostname,
+	fprintf(f, "\ncommit %s, host %s, kernel %s, %d cpus, %s\n", r->meta.commit, r->meta.hostname,
 		r->meta.kernel, r->meta.cpus, r->meta.date);
+	for (unsigned i = 0; i < o->nwls; i++) {
+		/* every tenant has its own weights, read once per request: more tenants than fit in L2 are bound by DRAM */
+		double bytes = (double)o->p.mlp_layers * o->p.mlp_dim * o->p.mlp_dim * 4.0, bw = peak_mem_bw(d);
+
+		if (o->wls[i] != WL_MLP || !bw)
+			continue;
+		fprintf(f,
+			"mlp reads %.1f MiB of weights per request, each tenant its own: once the tenants' weights no "
+			"longer fit in the L2 cache, the device's peak memory bandwidth, %.2f TB/s (memory clock x bus "
+			"width), bounds all of them together at %.0f req/s\n",
+			bytes / (1 << 20), bw / 1e12, bw / bytes);
+		break;
+	}
+	fputc('\n', f);
 	fprintf(f, "%-8s  %-6s  %7s  %-11s  %10s  %10s  %9s  %9s  %9s  %7s  %6s\n", "workload", "mode", "tenants",
 		"class", "requests", "req/s", "p50_us", "p99_us", "p99.9_us", "slo_att", "errors");
 	for (size_t i = 0; i < r->nrows; i++) {
@@ -325,11 +347,16 @@ static void json_meta(const struct bench_report *r)
 		j_str("compute_capability", cc);
 		j_u64("memory_bytes", d->mem_total);
 		j_u64("max_clock_mhz", (uint64_t)(d->clock_khz / 1000));
+		if (peak_mem_bw(d) > 0)
+			j_u64("peak_mem_bytes_per_s", (uint64_t)peak_mem_bw(d));
+		else
+			j_null("peak_mem_bytes_per_s");
 	} else {
 		j_null("sm_count");
 		j_null("compute_capability");
 		j_null("memory_bytes");
 		j_null("max_clock_mhz");
+		j_null("peak_mem_bytes_per_s");
 	}
 	j_str_or_null("driver_version", d->driver);
 	if (d->cuda_driver)
