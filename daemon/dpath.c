@@ -18,6 +18,8 @@
 
 static uint64_t next_req = 1ull << 62; /* apart from buffers' request ids */
 
+static void restore_done(struct server *srv, struct xreq *x);
+
 void dpath_detach(struct server *srv, uint32_t gpu, uint64_t session)
 {
 	struct exec_attach a = { .session = session };
@@ -67,12 +69,22 @@ static struct conn *xreq_waiter(struct server *srv, const struct xreq *x)
 	return x->sess && !x->restore ? server_conn_get(srv, x->waiter) : NULL;
 }
 
-/* Forget what oood kept of module m for restores: its image and its kernels' names. */
+/* Module m stays the tenant's, but without its image: lost (see struct sdpath). */
+static void module_lose(struct sdpath *d, uint32_t m)
+{
+	if (d->module_fd[m] >= 0)
+		close(d->module_fd[m]);
+	d->module_fd[m] = -1;
+	d->module_lost[m] = 1;
+}
+
+/* Forget what oood kept of module m for restores (it is unloaded): its image and its kernels' names. */
 static void module_forget(struct sdpath *d, uint32_t m)
 {
 	if (d->module_fd[m] >= 0)
 		close(d->module_fd[m]);
 	d->module_fd[m] = -1;
+	d->module_lost[m] = 0;
 	for (uint32_t k = 0; d->kname && k < DPATH_MAX_KERNELS; k++) {
 		if (d->kname[k] && d->kmod[k] == m) {
 			free(d->kname[k]);
@@ -108,7 +120,8 @@ static struct sdpath *attached(struct server *srv, struct conn *c, uint16_t type
 {
 	struct sdpath *d = server_conn_session(c)->dp;
 
-	if (!d || !d->attached) {
+	if (!d || !d->attached || d->restoring) {
+		/* (while restoring, a new module or kernel could take a slot or index not restored yet) */
 		server_reply_error(srv, c, type, seq, d ? -OOO_EDEVRESET : -EINVAL,
 				   d ? "the GPU executor is being restarted" : "attach the session first");
 		return NULL;
@@ -148,14 +161,16 @@ void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const s
 		goto out;
 	}
 	/* kept for a restore after an executor restart (the memfd is sealed against writes: libooo's image_fd) */
-	x->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	x->fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	x->kind = req->kind;
 	x->len = req->len;
 	if (x->fd < 0) {
+		int e = fd < 0 || errno != EMFILE ? -EBADF : -EMFILE;
 		xreq_free(x);
 		session_uncharge(s, OOO_RES_MODULES, 1);
-		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -EMFILE,
-				   "oood is out of descriptors to keep the module's image");
+		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, e,
+				   e == -EMFILE ? "oood is out of descriptors to keep the module's image"
+						: "the module load came without its image");
 		goto out;
 	}
 	m.req = x->req;
@@ -344,15 +359,17 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 				log_warn("session %llu: out of memory: kernel '%s' will not be looked up again after an "
 					 "executor restart",
 					 (unsigned long long)x->sess->id, x->name);
-			if (x->restore && k.status < 0 && x->sess) {
-				struct sdpath *d = x->sess->dp;
-				log_warn("gpu%u: session %llu: kernel '%s' of module %u not found again on the new "
-					 "executor: %s",
-					 gpu_dev(srv, gpu), (unsigned long long)x->sess->id, x->name, x->module, k.reason);
-				if (d && d->kname && x->region < DPATH_MAX_KERNELS) {
-					free(d->kname[x->region]);
-					d->kname[x->region] = NULL;
-				}
+			if (x->restore) {
+				struct sdpath *d = x->sess ? x->sess->dp : NULL;
+
+				/* the executor keeps a kernel that failed taken (its launches refused) until its module goes */
+				if (k.status < 0 && d && !d->module_lost[x->module])
+					log_warn("gpu%u: session %llu: kernel %u of module %u not found again on the new "
+						 "executor: %s",
+						 gpu_dev(srv, gpu), (unsigned long long)d->session, x->region, x->module,
+						 k.reason);
+				restore_done(srv, x);
+				return;
 			}
 			if (c && k.status < 0)
 				server_reply_error(srv, c, x->type, x->seq, k.status, "%s", k.reason);
@@ -364,16 +381,14 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 			memcpy(&r, payload, sizeof(r));
 			if (x->restore) {
 				struct sdpath *d = x->sess ? x->sess->dp : NULL;
-				/* a module that does not load again is gone, as it was for every module before restores */
-				if (r.status < 0 && d && d->module_live[x->module]) {
+				/* a module that does not load again is lost: its slot stays the tenant's until it unloads it */
+				if (r.status < 0 && d && d->module_live[x->module] && !d->module_lost[x->module]) {
 					log_warn("gpu%u: session %llu: module %u could not be loaded again on the new "
-						 "executor: %s",
-						 gpu_dev(srv, gpu), (unsigned long long)x->sess->id, x->module, r.reason);
-					d->module_live[x->module] = 0;
-					module_forget(d, x->module);
-					session_uncharge(x->sess, OOO_RES_MODULES, 1);
+						 "executor, it is lost (its kernels' launches fail): %s",
+						 gpu_dev(srv, gpu), (unsigned long long)d->session, x->module, r.reason);
+					module_lose(d, x->module);
 				}
-				xreq_free(x);
+				restore_done(srv, x);
 				return;
 			}
 			if (r.status < 0 && x->sess)
@@ -656,71 +671,126 @@ void dpath_release_session(struct server *srv, struct session *s)
 	dp_free(d);
 }
 
-/*
- * After a restart: load the session's modules again in their slots, and look
- * its kernels up again at their indices, so the tenant's handles stay valid.
- * A module or kernel that fails is dropped (logged; its launches then fail).
- */
-static void restore_modules(struct server *srv, struct sdpath *d)
-{
-	unsigned nm = 0, nk = 0;
+/* oood's own restore requests outstanding on one GPU at most: the executor's control socket never fills. */
+#define RESTORE_WINDOW 16u
 
-	for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++) {
+/*
+ * Send session d's next restore: a module in its slot (its image, or the
+ * lost marker when it has none or its class no longer allows its kind),
+ * then a kernel at its index. false: none left.
+ */
+static bool restore_next(struct server *srv, struct sdpath *d)
+{
+	while (d->rs_mod < DPATH_MAX_MODULES) {
+		uint32_t m = d->rs_mod++;
 		struct exec_module em = { .session = d->session, .module = m + 1 };
 		struct xreq *x;
+		int r;
 
 		if (!d->module_live[m])
 			continue;
-		x = d->module_fd[m] >= 0 ? xreq_new(srv, NULL, 0, OOO_MSG_MODULE_LOAD, d->gpu) : NULL;
-		if (x) {
-			x->restore = true;
-			x->sess = d->sess;
-			x->module = m;
-			em.req = x->req;
-			em.kind = d->module_kind[m];
-			em.len = d->module_len[m];
+		if (!d->module_lost[m] && (d->module_kind[m] == OOO_MODULE_CUBIN || d->module_kind[m] == OOO_MODULE_FATBIN) &&
+		    d->sess->tenant && !d->sess->tenant->terms.binary_modules) {
+			log_warn("gpu%u: session %llu: module %u is a CUBIN or FATBIN, which its class no longer allows "
+				 "(binary_modules = no): not loaded again, lost",
+				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m);
+			module_lose(d, m);
 		}
-		if (!x || gpu_send_fds(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &em, sizeof(em), &d->module_fd[m], 1) < 0) {
-			log_warn("gpu%u: session %llu: module %u is not loaded again on the new executor (%s)",
-				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m,
-				 x ? "cannot reach it" : "out of memory");
-			if (x)
-				xreq_free(x);
-			d->module_live[m] = 0;
-			module_forget(d, m);
-			session_uncharge(d->sess, OOO_RES_MODULES, 1);
+		if (!(x = xreq_new(srv, NULL, 0, OOO_MSG_MODULE_LOAD, d->gpu))) {
+			module_lose(d, m); /* the new executor may give its slot to another module: it is logged */
+			log_warn("gpu%u: session %llu: out of memory: module %u is not loaded again",
+				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m);
 			continue;
 		}
-		nm++;
+		x->restore = true;
+		x->sess = d->sess;
+		x->module = m;
+		em.req = x->req;
+		if (d->module_lost[m]) {
+			em.kind = EXEC_MODULE_LOST;
+			r = gpu_send(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &em, sizeof(em), -1);
+		} else {
+			em.kind = d->module_kind[m];
+			em.len = d->module_len[m];
+			r = gpu_send_fds(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &em, sizeof(em), &d->module_fd[m], 1);
+		}
+		if (r < 0) {
+			xreq_free(x);
+			log_warn("gpu%u: session %llu: module %u is not loaded again (cannot reach the executor: %s)",
+				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m, strerror(-r));
+			module_lose(d, m);
+			continue;
+		}
+		d->rs_out++;
+		return true;
 	}
-	for (uint32_t k = 0; d->kname && k < DPATH_MAX_KERNELS; k++) {
+	while (d->kname && d->rs_kern < DPATH_MAX_KERNELS) {
+		uint32_t k = d->rs_kern++;
 		struct exec_kernel_get kg = { .session = d->session, .kernel = k + 1 };
 		struct xreq *x;
 
-		if (!d->kname[k])
+		if (!d->kname[k] || !d->module_live[d->kmod[k]])
 			continue;
 		kg.module = d->kmod[k];
 		wire_strcpy(kg.name, sizeof(kg.name), d->kname[k]);
-		x = xreq_new(srv, NULL, 0, OOO_MSG_KERNEL_GET, d->gpu);
-		if (x) {
-			x->restore = true;
-			x->sess = d->sess;
-			x->module = d->kmod[k];
-			x->region = k; /* the kernel index, to forget it if it fails */
-			kg.req = x->req;
-		}
-		if (!x || gpu_send(srv, d->gpu, EXEC_MSG_KERNEL_GET, &kg, sizeof(kg), -1) < 0) {
-			if (x)
-				xreq_free(x);
-			free(d->kname[k]);
-			d->kname[k] = NULL;
+		if (!(x = xreq_new(srv, NULL, 0, OOO_MSG_KERNEL_GET, d->gpu)))
+			continue;
+		x->restore = true;
+		x->sess = d->sess;
+		x->module = d->kmod[k];
+		x->region = k;
+		kg.req = x->req;
+		if (gpu_send(srv, d->gpu, EXEC_MSG_KERNEL_GET, &kg, sizeof(kg), -1) < 0) {
+			xreq_free(x);
 			continue;
 		}
-		nk++;
+		d->rs_out++;
+		return true;
 	}
-	if (nm)
-		log_info("gpu%u: session %llu: loading %u modules (%u kernels) again", gpu_dev(srv, d->gpu),
-			 (unsigned long long)d->session, nm, nk);
+	return false;
+}
+
+/*
+ * Move the restores of GPU gpu's sessions on: at most RESTORE_WINDOW
+ * outstanding; a session with nothing left to send or to hear gets the ping
+ * that makes its epoch even once the executor answers (dpath_on_barrier).
+ */
+static void restore_pump(struct server *srv, uint32_t gpu)
+{
+	struct list_node *n;
+	uint32_t out = 0;
+
+	list_for_each(n, &srv->xreqs) {
+		const struct xreq *x = list_entry(n, struct xreq, node);
+		out += x->restore && x->gpu == gpu;
+	}
+	list_for_each(n, &srv->dpaths) {
+		struct sdpath *d = list_entry(n, struct sdpath, node);
+		uint64_t sid = d->session;
+
+		if (d->gpu != gpu || !d->restoring)
+			continue;
+		while (out < RESTORE_WINDOW && restore_next(srv, d))
+			out++;
+		if (d->rs_out || d->rs_mod < DPATH_MAX_MODULES || (d->kname && d->rs_kern < DPATH_MAX_KERNELS))
+			continue;
+		d->restoring = false;
+		if (gpu_send(srv, d->gpu, EXEC_MSG_PING, &sid, sizeof(sid), -1) < 0)
+			log_warn("gpu%u: cannot finish re-attaching session %llu", gpu_dev(srv, gpu),
+				 (unsigned long long)d->session);
+	}
+}
+
+/* A restore request was answered: the next ones go. */
+static void restore_done(struct server *srv, struct xreq *x)
+{
+	uint32_t gpu = x->gpu;
+	struct sdpath *d = x->sess ? x->sess->dp : NULL;
+
+	if (d && d->rs_out)
+		d->rs_out--;
+	xreq_free(x);
+	restore_pump(srv, gpu);
 }
 
 static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
@@ -787,19 +857,25 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 			if (d->host_fd[r] >= 0)
 				send_host_map(srv, d, r, 0);
 		}
-		restore_modules(srv, d);
 		/*
-		 * The tenant may submit again once the executor has the queues,
-		 * regions, modules and kernels: a ping behind them on the control
-		 * socket comes back after them, and its answer makes the epoch even
-		 * (dpath_on_barrier).
+		 * Then its modules and kernels, a few at a time (restore_pump). The
+		 * tenant may submit again once the executor has all of them: a ping
+		 * behind them on the control socket comes back after them, and its
+		 * answer makes the epoch even (dpath_on_barrier).
 		 */
+		d->restoring = true;
+		d->rs_mod = d->rs_kern = d->rs_out = 0;
 		{
-			uint64_t sid = d->session;
-			if (gpu_send(srv, d->gpu, EXEC_MSG_PING, &sid, sizeof(sid), -1) < 0)
-				log_warn("gpu%u: cannot finish re-attaching session %llu", gpu_dev(srv, gpu),
-					 (unsigned long long)d->session);
+			unsigned nm = 0, nk = 0;
+			for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++)
+				nm += d->module_live[m];
+			for (uint32_t k = 0; d->kname && k < DPATH_MAX_KERNELS; k++)
+				nk += d->kname[k] != NULL;
+			if (nm)
+				log_info("gpu%u: session %llu: loading %u modules (%u kernels) again", gpu_dev(srv, gpu),
+					 (unsigned long long)d->session, nm, nk);
 		}
+		restore_pump(srv, gpu);
 		return;
 	}
 	if (type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY) && d->wait_type == OOO_MSG_QUEUE_CREATE) {
@@ -876,7 +952,26 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 			continue;
 		}
 		d->attached = false;
-		/* modules and kernels stay: the next executor loads them again (restore_modules) */
+		/*
+		 * Modules and kernels stay: the next executor loads them again
+		 * (restore_pump). But an executor that died while loading them
+		 * again may have died of them (or of the time they took, past the
+		 * watchdog): they are lost then, not tried on every next executor.
+		 */
+		if (d->restoring) {
+			unsigned lost = 0;
+			for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++)
+				if (d->module_live[m] && !d->module_lost[m]) {
+					module_lose(d, m);
+					lost++;
+				}
+			if (lost)
+				log_warn("gpu%u: session %llu: the executor died while loading its modules again: %u "
+					 "modules lost (their kernels' launches fail until the tenant loads them again)",
+					 gpu_dev(srv, gpu), (unsigned long long)d->session, lost);
+			d->restoring = false;
+			d->rs_out = 0;
+		}
 		/* odd epoch: the tenant fails what it has in flight and holds new submissions */
 		if (d->hdr && !(__atomic_load_n(&d->hdr->epoch, __ATOMIC_RELAXED) & 1)) {
 			__atomic_add_fetch(&d->hdr->epoch, 1, __ATOMIC_RELEASE);

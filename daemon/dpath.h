@@ -55,6 +55,21 @@ struct sdpath {
 	 * tenant's module and kernel handles stay valid.
 	 */
 	int module_fd[DPATH_MAX_MODULES];
+	/*
+	 * A live module whose image is gone (it did not load again, the executor
+	 * died while loading it again, or the class no longer allows its kind):
+	 * still the tenant's and charged, its slot kept taken on each new
+	 * executor (EXEC_MODULE_LOST) until the tenant unloads it.
+	 */
+	uint8_t module_lost[DPATH_MAX_MODULES];
+	/*
+	 * A restore in progress on the current executor: modules from slot
+	 * rs_mod on and kernels from index rs_kern on are still to send,
+	 * rs_out sent and not answered. Sent a few at a time over the GPU
+	 * (RESTORE_WINDOW), then the ping that ends the re-attach.
+	 */
+	bool restoring;
+	uint32_t rs_mod, rs_kern, rs_out;
 	uint32_t module_kind[DPATH_MAX_MODULES];
 	uint64_t module_len[DPATH_MAX_MODULES];
 	char **kname;     /* [DPATH_MAX_KERNELS], NULL: no kernel there */

@@ -424,12 +424,12 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 	}
 	if (want) {
 		m = (int)want - 1;
-		if (want > DP_MAX_MODULES || s->modules[m]) {
+		if (want > DP_MAX_MODULES || s->modules[m] || s->mlost[m]) {
 			snprintf(why, cap, "module slot %u is taken or out of range", want - 1);
 			return -EEXIST;
 		}
 	} else {
-		for (m = 0; m < DP_MAX_MODULES && s->modules[m]; m++)
+		for (m = 0; m < DP_MAX_MODULES && (s->modules[m] || s->mlost[m]); m++)
 			;
 		if (m == DP_MAX_MODULES) {
 			snprintf(why, cap, "the session has %d modules loaded", DP_MAX_MODULES);
@@ -560,10 +560,41 @@ int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region)
 	return 0;
 }
 
+int dp_module_lost(struct datapath *dp, uint64_t id, uint32_t module)
+{
+	struct dp_session *s = dp_session_get(dp, id, true);
+
+	if (!s)
+		return -ENOMEM;
+	if (module >= DP_MAX_MODULES || s->modules[module])
+		return -EEXIST;
+	s->mlost[module] = true;
+	return 0;
+}
+
+int dp_kernel_lost(struct datapath *dp, uint64_t id, uint32_t module, uint32_t kernel)
+{
+	struct dp_session *s = dp_session_get(dp, id, false);
+
+	if (!s || module >= DP_MAX_MODULES || kernel >= DP_MAX_KERNELS || s->kmodule[kernel])
+		return -EEXIST;
+	s->kmodule[kernel] = (uint16_t)(module + 1); /* freed with its module (unload), never launched */
+	s->kernels[kernel].live = false;
+	return 0;
+}
+
 int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 
+	if (s && module < DP_MAX_MODULES && s->mlost[module]) {
+		/* a lost slot: nothing ran from it, only its reserved kernel indices go */
+		s->mlost[module] = false;
+		for (int k = 0; k < DP_MAX_KERNELS; k++)
+			if (s->kmodule[k] == module + 1)
+				s->kmodule[k] = 0;
+		return 0;
+	}
 	if (!s || module >= DP_MAX_MODULES || !s->modules[module])
 		return -ENOENT;
 	co_module_unload(dp, s, module); /* held launches of its kernels are issued first */
@@ -598,6 +629,10 @@ int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char 
 	int k, v;
 
 	memset(out, 0, sizeof(*out));
+	if (s && module < DP_MAX_MODULES && s->mlost[module]) {
+		snprintf(why, cap, "module %u was lost when the GPU executor restarted: unload it and load it again", module);
+		return -ENOENT;
+	}
 	if (!s || module >= DP_MAX_MODULES || !s->modules[module]) {
 		snprintf(why, cap, "no module %u in this session", module);
 		return -ENOENT;

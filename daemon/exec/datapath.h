@@ -106,6 +106,7 @@ struct dp_session {
 	struct ring sq, cq;
 	struct vbufs bufs;
 	CUmodule modules[DP_MAX_MODULES];
+	bool mlost[DP_MAX_MODULES]; /* a restored slot whose module could not be loaded again: taken until unloaded */
 	CUfunction funcs[DP_MAX_KERNELS];
 	struct co_class *kfuse[DP_MAX_KERNELS]; /* fusion class of a fusible PTX kernel, referenced */
 	void *pmods[DP_MAX_MODULES];           /* parsed PTX of a module (struct co_pmod), referenced */
@@ -188,6 +189,14 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
 		   uint32_t *module, char *why, size_t cap);
 int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module);
+/*
+ * A restore failed: slot `module` stays taken (lost) until the tenant
+ * unloads it, or kernel index `kernel` of module `module` stays taken (its
+ * launches refused) until its module goes, so that no later load or lookup
+ * takes the tenant's old handle. -EEXIST if the slot or index is in use.
+ */
+int dp_module_lost(struct datapath *dp, uint64_t id, uint32_t module);
+int dp_kernel_lost(struct datapath *dp, uint64_t id, uint32_t module, uint32_t kernel);
 /* Map and register a host region from a sealed memfd (fd stays the caller's). */
 int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint64_t size, char *why, size_t cap);
 int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region);

@@ -78,10 +78,18 @@ struct exec_host {
 	uint64_t size;
 };
 
+/*
+ * MODULE_LOAD's kind for a slot whose module was lost in an earlier restart
+ * (its image could not be loaded again): no image; the new executor keeps
+ * the slot taken, so that no other module takes the tenant's handle, until
+ * the tenant unloads it.
+ */
+#define EXEC_MODULE_LOST 0x4c4f5354u
+
 struct exec_module {
 	uint64_t req;
 	uint64_t session;
-	uint32_t kind;   /* enum ooo_module_kind */
+	uint32_t kind;   /* enum ooo_module_kind, or EXEC_MODULE_LOST */
 	uint32_t module; /* UNLOAD: the module; LOAD: 0, or the slot + 1 it must take (oood restoring it after a restart) */
 	uint64_t len;
 };

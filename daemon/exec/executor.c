@@ -549,6 +549,10 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 		h = shard_of(S, m.session);
 		if (type == EXEC_MSG_MODULE_UNLOAD) {
 			rep.status = dp_module_unload(&h->dp, m.session, m.module);
+		} else if (m.kind == EXEC_MODULE_LOST) {
+			rep.status = m.module ? dp_module_lost(&h->dp, m.session, m.module - 1) : -EINVAL;
+			rep.addr = m.module ? m.module - 1 : 0;
+			snprintf(rep.reason, sizeof(rep.reason), "%s", rep.status < 0 ? "cannot keep the lost slot" : "");
 		} else if (nfd < 1) {
 			rep.status = -EBADF;
 			snprintf(rep.reason, sizeof(rep.reason), "module load without its image");
@@ -557,6 +561,9 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 			rep.status = dp_module_load(&h->dp, m.session, m.kind, fds[0], m.len, m.module, &mod,
 						    rep.reason, sizeof(rep.reason));
 			rep.addr = mod;
+			/* a restore that failed keeps its slot taken: the tenant's handle names no other module */
+			if (rep.status < 0 && m.module)
+				(void)dp_module_lost(&h->dp, m.session, m.module - 1);
 		}
 		shard_unlock(S, h);
 		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
@@ -590,6 +597,8 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 		h = shard_of(S, k.session);
 		rep.status = dp_kernel_get(&h->dp, k.session, k.module, k.name, k.kernel, &rep.k, rep.reason,
 					   sizeof(rep.reason));
+		if (rep.status < 0 && k.kernel)
+			(void)dp_kernel_lost(&h->dp, k.session, k.module, k.kernel - 1);
 		shard_unlock(S, h);
 		rc = send_msg(fd, EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY, &rep, sizeof(rep));
 	}

@@ -245,8 +245,8 @@ static int fault(const char *sock, const char *ptx, bool results)
 	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
 	ooo_queue *q = NULL, *oq = NULL;
 	ooo_buf *ob = NULL, *sb = NULL;
-	ooo_module *m = NULL, *om = NULL;
-	ooo_kernel *k = NULL, *ok = NULL;
+	ooo_module *m = NULL, *om = NULL, *oa = NULL;
+	ooo_kernel *k = NULL, *ok = NULL, *ok0 = NULL;
 	uint32_t pat[1024], back[1024];
 	uint32_t one[3] = { 1, 1, 1 };
 	uint64_t bad = 0x10;
@@ -262,9 +262,15 @@ static int fault(const char *sock, const char *ptx, bool results)
 	CHECK(ooo_memcpy_htod(oq, ooo_buf_addr(ob), pat, sizeof(pat)) == 0 && ooo_queue_sync(oq, 10000) == 0,
 	      "fill other");
 	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "poke", &k) == 0, "load poke");
-	/* the other tenant's handles, taken before the fault: a second module first, so its slot is not 0 */
-	CHECK(ooo_module_load(other, OOO_PTX, img, len, &om) == 0 && ooo_module_unload(om) == 0 &&
-		      ooo_module_load(other, OOO_PTX, img, len, &om) == 0 && ooo_kernel_get(om, "poke", &ok) == 0,
+	/*
+	 * The other tenant's handles, taken before the fault, in a slot and at an
+	 * index that a first-free reload would not give them: module A in slot 0,
+	 * B in slot 1, A unloaded; B's kernel looked up twice (indices 0 and 1),
+	 * the second used after the restart.
+	 */
+	CHECK(ooo_module_load(other, OOO_PTX, img, len, &oa) == 0 && ooo_module_load(other, OOO_PTX, img, len, &om) == 0 &&
+		      ooo_module_unload(oa) == 0 && ooo_kernel_get(om, "poke", &ok0) == 0 &&
+		      ooo_kernel_get(om, "poke", &ok) == 0,
 	      "other: load poke");
 	CHECK(ooo_launch(q, k, one, one, 0, &bad, sizeof(bad)) == 0, "launch poke");
 	r = ooo_queue_sync(q, 30000);
@@ -292,14 +298,14 @@ static int fault(const char *sock, const char *ptx, bool results)
 		CHECK(back[0] == pat[0] && !memcmp(back + 2, pat + 2, sizeof(pat) - 8), "other: poke wrote outside its word");
 		CHECK(ooo_buf_alloc(s, 4096, 0, &sb) == 0, "alloc faulting tenant's buffer");
 		at = sb ? ooo_buf_addr(sb) : 0;
-		for (int i = 0; i < 1000; i++) {
+		for (int i = 0; sb && i < 1000; i++) {
 			r = ooo_launch(q, k, one, one, 0, &at, sizeof(at));
 			if (r != -OOO_EDEVRESET)
 				break;
 			usleep(10000);
 		}
-		CHECK(r == 0, "faulting tenant: launch its kernel after the restart: %d", r);
-		r = ooo_queue_sync(q, 30000);
+		CHECK(sb && r == 0, "faulting tenant: launch its kernel after the restart: %d", r);
+		r = sb ? ooo_queue_sync(q, 30000) : -1;
 		CHECK(r == 0, "faulting tenant: its kernel after the restart: %d (%s)", r, ooo_strerror(r));
 		if (results && sb) {
 			uint32_t v = 0;
@@ -309,8 +315,25 @@ static int fault(const char *sock, const char *ptx, bool results)
 		printf("module handles after the restart: both sessions' kernels launched%s\n",
 		       results ? " and wrote their results" : "");
 	}
+	/* a module loaded now takes the free slot 0, and the restored one in slot 1 still runs */
+	{
+		ooo_module *oc = NULL;
+		ooo_kernel *kc = NULL;
+		uint64_t at = ooo_buf_addr(ob) + 8;
+
+		CHECK(ooo_module_load(other, OOO_PTX, img, len, &oc) == 0 && ooo_kernel_get(oc, "poke", &kc) == 0,
+		      "other: load after the restart");
+		CHECK(kc && ooo_launch(oq, kc, one, one, 0, &at, sizeof(at)) == 0, "other: launch the new module");
+		at -= 4;
+		CHECK(ooo_launch(oq, ok0, one, one, 0, &at, sizeof(at)) == 0, "other: launch the restored index 0");
+		r = ooo_queue_sync(oq, 30000);
+		CHECK(r == 0, "other: new and restored kernels after the restart: %d (%s)", r, ooo_strerror(r));
+		ooo_kernel_free(kc);
+		CHECK(ooo_module_unload(oc) == 0, "other: unload the new module");
+	}
 	CHECK(ooo_module_unload(om) == 0, "other: unload after the restart");
 	ooo_kernel_free(ok);
+	ooo_kernel_free(ok0);
 	ooo_buf_free(sb);
 	ooo_kernel_free(k);
 	ooo_module_unload(m);
