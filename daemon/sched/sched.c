@@ -74,6 +74,7 @@ struct flight {
 	uint32_t partition;
 	uint32_t n;
 	bool fused;
+	bool urgent;       /* an urgent launch led it */
 	uint64_t *keys;    /* SCHED_MAX_BUNDLE cost keys */
 	uint32_t *queues;  /* and the members' queues */
 };
@@ -99,6 +100,7 @@ struct sched {
 	struct flight *flights; /* partitions * cap */
 	uint32_t cap;           /* bundles in flight per partition at most: max_inflight + reserve_inflight */
 	uint32_t inflight[SCHED_MAX_PARTITIONS];
+	uint32_t urgent_inflight[SCHED_MAX_PARTITIONS]; /* of those, bundles an urgent launch led */
 	uint64_t busy_until[SCHED_MAX_PARTITIONS]; /* predicted end of the partition's work in flight */
 	uint64_t next_token;
 	uint64_t stamp;         /* one per partition pass of sched_poll */
@@ -512,6 +514,17 @@ static void pop_head(struct sched *s, uint32_t item)
 	s->pending--;
 }
 
+/*
+ * May launch l lead a bundle on partition p? While it has a slot (cap), an
+ * urgent launch may; an ordinary one only while fewer than max_inflight
+ * bundles that ordinary launches led are in flight (the urgent ones do not
+ * take the best-effort work's slots, only the reserve above them).
+ */
+static bool may_lead(const struct sched *s, uint32_t p, const struct sched_launch *l)
+{
+	return s->inflight[p] < s->cap && (l->urgent || s->inflight[p] - s->urgent_inflight[p] < s->cfg.max_inflight);
+}
+
 static struct flight *flight_take(struct sched *s, uint32_t p)
 {
 	struct flight *f = &s->flights[p * s->cap];
@@ -536,8 +549,7 @@ static void collect(struct sched *s, uint32_t seg[SCHED_MAX_PARTITIONS + 1])
 		uint32_t qi = s->active[a];
 		const struct queue *q = &s->queues[qi];
 
-		if (q->blocked || q->fenced || s->inflight[q->partition] >= s->cap ||
-		    (s->inflight[q->partition] >= s->cfg.max_inflight && !s->items[q->head].l.urgent))
+		if (q->blocked || q->fenced || !may_lead(s, q->partition, &s->items[q->head].l))
 			continue;
 		s->ctmp[n].deadline = s->items[q->head].l.deadline_ns;
 		s->ctmp[n].queue = qi;
@@ -660,8 +672,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 
 			if (s->cand[c].item == NIL || (ks != NIL && s->classes[ks].held))
 				continue; /* dispatched, or its class is held */
-			if (s->inflight[p] >= s->cfg.max_inflight && !s->items[s->cand[c].item].l.urgent)
-				continue; /* the slots left are the urgent launches' reserve */
+			if (!may_lead(s, p, &s->items[s->cand[c].item].l))
+				continue; /* the ordinary slots are taken: the rest are the urgent launches' reserve */
 			if (nb >= max) {
 				wake = now;
 				break;
@@ -749,6 +761,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			f->partition = p;
 			f->n = nt;
 			f->fused = b->fused;
+			f->urgent = e->urgent;
+			s->urgent_inflight[p] += e->urgent;
 			for (uint32_t k = 0; k < nt; k++) {
 				uint32_t it = s->cand[take[k]].item;
 				const struct sched_launch *x = &s->items[it].l;
@@ -815,6 +829,7 @@ int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_
 				q->fenced = false;
 		}
 		f->used = false;
+		s->urgent_inflight[f->partition] -= f->urgent;
 		if (--s->inflight[f->partition] == 0)
 			s->busy_until[f->partition] = now;
 		return 0;

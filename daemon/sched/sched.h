@@ -59,8 +59,9 @@ struct sched_cfg {
 	uint32_t max_inflight;     /* bundles in flight per partition (>= 1) */
 	/*
 	 * More bundles in flight per partition, for bundles led by an urgent
-	 * launch only (sched_launch.urgent): a latency-critical queue's launch
-	 * does not wait for a slot behind a best-effort backlog that holds all
+	 * launch (sched_launch.urgent): a latency-critical queue's launch does
+	 * not wait for a slot behind a best-effort backlog that holds all
+	 * max_inflight, and the urgent bundles do not count in the others'
 	 * max_inflight. max_inflight + reserve_inflight <= 64.
 	 */
 	uint32_t reserve_inflight;
@@ -174,9 +175,9 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * `now` when out filled up while launches that may go were left (poll
  * again at once); UINT64_MAX when nothing is held. A partition without a
  * free in-flight slot holds nothing: its next completion is the event.
- * Only an urgent launch may lead a bundle while the partition has
- * max_inflight bundles or more in flight (up to max_inflight +
- * reserve_inflight); the others wait for a completion.
+ * A partition has max_inflight + reserve_inflight slots: an urgent launch
+ * may lead a bundle into any free one, an ordinary launch only while fewer
+ * than max_inflight bundles led by ordinary launches are in flight.
  *
  * A non-full bundle of a compiled class is held only if its partition has
  * a bundle in flight, and now + idle_margin_ns < busy_until, and now +

@@ -101,10 +101,11 @@ static void test_config(void **state)
 }
 
 /*
- * The urgent reserve: with max_inflight bundles in flight (urgent ones
- * counted too), only urgent launches lead more, up to reserve_inflight, in
- * deadline order among themselves; the others wait until fewer than
- * max_inflight are in flight. A bad reserve is refused.
+ * The urgent reserve: with max_inflight bundles of ordinary launches in
+ * flight, only urgent launches lead more, up to max_inflight +
+ * reserve_inflight in all, in deadline order among themselves; urgent
+ * bundles do not count in the ordinary launches' max_inflight, but every
+ * bundle takes one of the partition's slots. A bad reserve is refused.
  */
 static void test_urgent_reserve(void **state)
 {
@@ -164,14 +165,30 @@ static void test_urgent_reserve(void **state)
 	/* 3 in flight (2 ordinary + 1 urgent): id 12 (ordinary, earlier deadline) may not take the reserve */
 	assert_int_equal(sched_poll(s, 8 * US, out, 16, NULL), 1);
 	assert_int_equal(out[0].ids[0], 25);
+	struct sched_bundle u2 = out[0];
 	assert_int_equal(sched_complete(s, be[0].token, 10 * US, 9 * US), 0);
-	/* 3 in flight again, none urgent waiting: id 12 still waits for an ordinary slot */
-	assert_int_equal(sched_poll(s, 10 * US, out, 16, NULL), 0);
-	assert_int_equal(sched_complete(s, be[1].token, 10 * US, 11 * US), 0);
-	assert_int_equal(sched_poll(s, 12 * US, out, 16, NULL), 0); /* 2 urgent in flight: max_inflight */
-	assert_int_equal(sched_complete(s, ur[1].token, 10 * US, 13 * US), 0);
-	assert_int_equal(sched_poll(s, 14 * US, out, 16, NULL), 1);
+	/* 1 ordinary + 2 urgent in flight: id 12 takes the free ordinary slot */
+	assert_int_equal(sched_poll(s, 10 * US, out, 16, NULL), 1);
 	assert_int_equal(out[0].ids[0], 12);
+	/* every slot taken (2 ordinary, 2 urgent): an urgent launch waits too */
+	l.id = 30;
+	l.queue = 7;
+	l.deadline_ns = 5 * US;
+	assert_int_equal(sched_submit(s, &l), 0);
+	assert_int_equal(sched_poll(s, 11 * US, out, 16, NULL), 0);
+	assert_int_equal(sched_complete(s, u2.token, 10 * US, 12 * US), 0);
+	assert_int_equal(sched_poll(s, 13 * US, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 30);
+	/* an ordinary one does not take a slot freed by an urgent bundle while 2 ordinary ones run */
+	l.urgent = false;
+	l.id = 31;
+	l.queue = 6;
+	assert_int_equal(sched_submit(s, &l), 0);
+	assert_int_equal(sched_complete(s, ur[1].token, 10 * US, 14 * US), 0);
+	assert_int_equal(sched_poll(s, 15 * US, out, 16, NULL), 0);
+	assert_int_equal(sched_complete(s, be[1].token, 10 * US, 16 * US), 0);
+	assert_int_equal(sched_poll(s, 17 * US, out, 16, NULL), 1);
+	assert_int_equal(out[0].ids[0], 31);
 	sched_free(s);
 }
 
@@ -1129,6 +1146,16 @@ static void m_drop(uint32_t qi)
 	q->blocked = false;
 }
 
+/* Bundles in flight on p that an ordinary (not urgent) launch led. */
+static uint32_t m_ordinary(uint32_t p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < M.dn[p]; i++)
+		n += !M.urgent[M.dev[p][(M.dhead[p] + i) % NCAP].ids[0]];
+	return n;
+}
+
 static bool m_ready(uint64_t k) { return k == K1 || k == K2 || (k == K3 && M.k3_ready); }
 
 /* Poll at now and check the bundles against the model; returns how many. */
@@ -1152,9 +1179,10 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 		assert_true(p < NPART);
 		assert_true(bu->n >= 1);
 		assert_int_equal(bu->fused, bu->n > 1);
-		/* never more than max_inflight, or max_inflight + the reserve for a bundle an urgent launch leads */
+		/* never more than max_inflight + the reserve, and max_inflight of bundles ordinary launches lead */
 		assert_true(bu->ids[0] < M.nid);
-		assert_true(M.dn[p] < (M.urgent[bu->ids[0]] ? NCAP : NINF));
+		assert_true(M.dn[p] < NCAP);
+		assert_true(M.urgent[bu->ids[0]] || m_ordinary(p) < NINF);
 		M.reserve_used += M.dn[p] >= NINF;
 		f = &M.dev[p][(M.dhead[p] + M.dn[p]) % NCAP];
 		M.dn[p]++;
@@ -1210,7 +1238,7 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 		if (!q->n || q->blocked || q->fenced || moved[qi])
 			continue;
 		id = q->fifo[q->head];
-		if (M.dn[p] >= (M.urgent[id] ? NCAP : NINF))
+		if (M.dn[p] >= NCAP || (!M.urgent[id] && m_ordinary(p) >= NINF))
 			continue;
 		assert_true(m_ready(M.klass[id]));
 		assert_true(M.dn[p] > 0);
