@@ -61,10 +61,18 @@
 /*
  * Bundles in flight on a partition beyond max_inflight, for those led by a
  * launch of a queue above the executor's lowest live priority tier
- * (sched_cfg.reserve_inflight): a latency-critical tenant's bundle does not
- * wait for a best-effort backlog's slots.
+ * (sched_cfg.reserve_inflight, which also keeps such bundles out of the
+ * others' max_inflight). Off (0): measured on an H100 (bench/results/
+ * 2026-12-06-urgent-reserve-h100-7046365.txt), 4 with bundles above the
+ * lowest tier on the launcher's first ring halved the mix's critical p99
+ * (closed loop: 159-200 -> 79-140 us) but cost best effort 6-25%, and with
+ * the critical tenant open loop at 10k req/s its backlog grew to p99
+ * 0.4-0.5 s against 4-49 ms before, which its closed-loop capacity
+ * (17-18k req/s) does not explain: not understood yet, so not on.
  */
-#define CO_RESERVE 4u
+#ifndef CO_RESERVE
+#define CO_RESERVE 0u
+#endif
 #define CO_SLOTS (CO_MAX_STREAMS * CO_INFLIGHT_PER_STREAM + CO_RESERVE) /* descriptor tables: one per bundle in flight at most */
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
@@ -267,8 +275,8 @@ struct coalescer {
 	 * look. The driver calls of a bundle (cuLaunchKernel, its event records
 	 * and stream waits) cost the serving thread nothing but the hand-over.
 	 * Two rings: the first (CO_LQ_FIRST) has the bundles of reserved
-	 * partitions and those on streams above the lowest live priority tier,
-	 * and the launcher issues it before the next bundle of the other
+	 * partitions (and, with an urgent reserve, CO_RESERVE, those on streams
+	 * above the lowest live priority tier), and the launcher issues it before the next bundle of the other
 	 * (CO_LQ_SHARED), so that a class with SMs of its own, or a higher
 	 * priority, does not queue behind the others on the CPU either. A
 	 * stream's bundles all go to one ring (by its partition and tier), so
@@ -1364,11 +1372,15 @@ static void launcher_wake(struct coalescer *co)
 
 static void co_results(struct datapath *dp);
 
-/* Hand b to the launcher: on the first ring (a reserved partition, or a stream above the lowest tier), or the other. */
+/*
+ * Hand b to the launcher: on the first ring (a reserved partition; with an
+ * urgent reserve, CO_RESERVE, also a stream above the lowest tier), or the
+ * other.
+ */
 static void launcher_push(struct datapath *dp, struct dp_bundle *b)
 {
 	struct coalescer *co = dp->co;
-	struct co_lring *l = &co->lr[b->part || b->stream >= co->nstreams ? CO_LQ_FIRST : CO_LQ_SHARED];
+	struct co_lring *l = &co->lr[b->part || (CO_RESERVE && b->stream >= co->nstreams) ? CO_LQ_FIRST : CO_LQ_SHARED];
 	uint32_t tail = atomic_load_explicit(&l->tail, memory_order_relaxed);
 
 	/* never full: bundles in flight (the scheduler's bound per partition) are fewer than CO_LQ; a guard */
