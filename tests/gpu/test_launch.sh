@@ -28,12 +28,18 @@ jit_classes() {
 }
 $ctl sched --help >/dev/null 2>&1 || fail "this oooctl has no 'sched' command"
 {
-	# the executor's counters come about once a second, and vadd's class may still be compiling (beside
-	# a new spare executor that starts when the first domain claims one): wait until they stand still
-	prev=-1
+	# the executor's counters come about once a second, and vadd's classes may still be compiling (beside
+	# a new spare executor that starts when the first domain claims one): wait until they stand still for
+	# three readings (one equal pair was not enough on an H100: two of vadd's compiles landed after it)
+	prev=-1 same=0
 	c0=$(jit_classes)
-	for _ in $(seq 20); do
-		[ "$c0" = "$prev" ] && break
+	for _ in $(seq 30); do
+		if [ "$c0" = "$prev" ]; then
+			same=$((same + 1))
+			[ "$same" -ge 2 ] && break
+		else
+			same=0
+		fi
 		prev=$c0
 		sleep 1.2
 		c0=$(jit_classes)
