@@ -82,7 +82,7 @@
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
 #define CO_ISSUE_EVERY 512u    /* bundles between two measures of the executor's busy time per bundle (sched_set_issue_ns) */
 #define CO_LQ 128u             /* a launcher ring: bundles dispatched, not yet issued or not yet looked at */
-#define CO_LQ_FIRST 0          /* the ring issued first: reserved partitions' bundles, and those above the lowest tier */
+#define CO_LQ_FIRST 0          /* the ring issued first: reserved partitions' bundles (with CO_RESERVE, also those above the lowest tier) */
 #define CO_LQ_SHARED 1
 #define CO_LAUNCH_SPIN_NS 300000u /* the launcher polls this long after its last bundle before it sleeps */
 
@@ -1071,8 +1071,8 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 				.cost_key = (uint64_t)c->id << 32 ^ (cmd->e.launch.grid[0] * cmd->e.launch.grid[1] *
 								      cmd->e.launch.grid[2]),
 				.deadline_ns = cmd->deadline_ns,
-				/* its bundles outrank others on the GPU: they may use the partition's reserve too */
-				.urgent = stream_tier(co, prio_tier(q->prio)) > 0,
+				/* its bundles outrank others on the GPU: they may use the partition's reserve (if any) */
+				.urgent = CO_RESERVE && stream_tier(co, prio_tier(q->prio)) > 0,
 			};
 			if (!l.blocks)
 				l.blocks = 1;

@@ -107,6 +107,22 @@ static void test_config(void **state)
  * bundles do not count in the ordinary launches' max_inflight, but every
  * bundle takes one of the partition's slots. A bad reserve is refused.
  */
+/* Launches of queues q0 .. q0 + 2 (ids id0 + q), deadlines deadline + q * step, urgent or not. */
+static void sub_three(struct sched *s, bool urgent, uint32_t q0, uint64_t id0, uint64_t deadline, uint64_t step)
+{
+	for (uint32_t q = q0; q < q0 + 3; q++) {
+		struct sched_launch l = { .id = id0 + q,
+					  .queue = q,
+					  .blocks = 1,
+					  .capacity = 1,
+					  .cost_key = 99,
+					  .deadline_ns = deadline + q * step,
+					  .urgent = urgent };
+
+		assert_int_equal(sched_submit(s, &l), 0);
+	}
+}
+
 static void test_urgent_reserve(void **state)
 {
 	struct sched_cfg c = cfg_of(8, 2, 1);
@@ -119,22 +135,11 @@ static void test_urgent_reserve(void **state)
 	c.reserve_inflight = 2;
 	s = mk_cfg(&c);
 	/* best effort fills the two ordinary slots, and one more waits */
-	for (uint32_t q = 0; q < 3; q++) {
-		l.id = 10 + q;
-		l.queue = q;
-		l.deadline_ns = 1000 * US;
-		assert_int_equal(sched_submit(s, &l), 0);
-	}
+	sub_three(s, false, 0, 10, 1000 * US, 0);
 	assert_int_equal(sched_poll(s, 0, out, 16, NULL), 2);
 	assert_int_equal(sched_poll(s, 1 * US, out, 16, NULL), 0);
 	/* urgent launches of three queues, later deadlines than the waiting one: two go (the reserve), one waits */
-	l.urgent = true;
-	for (uint32_t q = 3; q < 6; q++) {
-		l.id = 20 + q;
-		l.queue = q;
-		l.deadline_ns = 2000 * US + q;
-		assert_int_equal(sched_submit(s, &l), 0);
-	}
+	sub_three(s, true, 3, 20, 2000 * US, 1);
 	assert_int_equal(sched_poll(s, 2 * US, out, 16, NULL), 2);
 	assert_int_equal(out[0].ids[0], 23);
 	assert_int_equal(out[1].ids[0], 24);
@@ -143,22 +148,10 @@ static void test_urgent_reserve(void **state)
 
 	/* the same, with completions: which slot a freed one is depends on the count in flight */
 	s = mk_cfg(&c);
-	l.urgent = false;
-	for (uint32_t q = 0; q < 3; q++) {
-		l.id = 10 + q;
-		l.queue = q;
-		l.deadline_ns = 1000 * US;
-		assert_int_equal(sched_submit(s, &l), 0);
-	}
+	sub_three(s, false, 0, 10, 1000 * US, 0);
 	struct sched_bundle be[2];
 	assert_int_equal(sched_poll(s, 0, be, 2, NULL), 2);
-	l.urgent = true;
-	for (uint32_t q = 3; q < 6; q++) {
-		l.id = 20 + q;
-		l.queue = q;
-		l.deadline_ns = 2000 * US + q;
-		assert_int_equal(sched_submit(s, &l), 0);
-	}
+	sub_three(s, true, 3, 20, 2000 * US, 1);
 	struct sched_bundle ur[2];
 	assert_int_equal(sched_poll(s, 2 * US, ur, 2, NULL), 2);
 	assert_int_equal(sched_complete(s, ur[0].token, 5 * US, 7 * US), 0);
@@ -171,6 +164,7 @@ static void test_urgent_reserve(void **state)
 	assert_int_equal(sched_poll(s, 10 * US, out, 16, NULL), 1);
 	assert_int_equal(out[0].ids[0], 12);
 	/* every slot taken (2 ordinary, 2 urgent): an urgent launch waits too */
+	l.urgent = true;
 	l.id = 30;
 	l.queue = 7;
 	l.deadline_ns = 5 * US;
