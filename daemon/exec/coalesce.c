@@ -213,7 +213,6 @@ struct co_part {
 	uint32_t sms;        /* what the partition has */
 	uint32_t asked;      /* reserved ones: what the plan asked (before rounding to the split granule) */
 	struct co_stream str[CO_MAX_SI]; /* tier t's are t * nstreams .. (t + 1) * nstreams - 1 */
-	uint32_t next_stream[CO_TIERS];
 };
 
 struct coalescer {
@@ -1494,41 +1493,6 @@ static uint32_t stream_tier(const struct coalescer *co, uint32_t t)
 }
 
 /*
- * The stream of partition p a bundle of qs goes on, among tier t's. Where
- * members' queues still have a bundle in flight there, the stream most of
- * those are on (it keeps their order with no wait); else the stream with
- * the fewest bundles in flight, the search starting after the last one
- * chosen so that ties spread.
- */
-static uint32_t stream_choose(struct coalescer *co, uint32_t p, uint32_t t, struct dp_queue *const *qs, uint32_t n)
-{
-	struct co_part *pt = &co->part[p];
-	uint32_t votes[CO_MAX_SI] = { 0 }, best = UINT32_MAX, most = 0, first = t * co->nstreams;
-
-	if (co->nstreams == 1)
-		return first;
-	for (uint32_t k = 0; k < n; k++) {
-		const struct dp_bundle *l = qs[k]->last;
-
-		if (l && !l->done && l->part == p && l->stream / co->nstreams == t && ++votes[l->stream] > most) {
-			most = votes[l->stream];
-			best = l->stream;
-		}
-	}
-	if (best != UINT32_MAX)
-		return best;
-	best = pt->next_stream[t];
-	for (uint32_t i = 1; i < co->nstreams; i++) {
-		uint32_t x = (pt->next_stream[t] + i) % co->nstreams;
-
-		if (pt->str[first + x].nflight < pt->str[first + best].nflight)
-			best = x;
-	}
-	pt->next_stream[t] = (best + 1) % co->nstreams;
-	return first + best;
-}
-
-/*
  * What b (on stream si of partition p) waits for first: the members'
  * earlier bundles on other streams, the latest of them on each other stream
  * (a stream's bundles end in order), referenced until the launcher has
@@ -1602,7 +1566,8 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			qs[k]->tier_live = true;
 		}
 	}
-	uint32_t si = stream_choose(co, p, stream_tier(co, tier), qs, n);
+	/* the scheduler's lane: a queue with bundles in flight stays on their stream (order kept without a wait) */
+	uint32_t si = stream_tier(co, tier) * co->nstreams + sb->lane % co->nstreams;
 	struct co_stream *cs = &co->part[p].str[si];
 
 	if (!b || bundle_params(b, need) < 0 || (timed && tev_get(dp, &b->start, 1) < 0) ||
@@ -1916,7 +1881,6 @@ static void part_install(struct coalescer *co, uint32_t p, const struct partitio
 		if (k < co->nsi)
 			cs->stream = s ? part_stream_k(s, i, k) : co->prim[k];
 	}
-	memset(pt->next_stream, 0, sizeof(pt->next_stream));
 	pt->sms = s ? part_sms(s, i) : co->sms;
 }
 

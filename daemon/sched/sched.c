@@ -36,6 +36,7 @@ struct queue {
 	uint32_t apos;      /* index in sched.active, NIL when it has no launch waiting */
 	uint32_t partition; /* of its launches */
 	uint32_t inflight;  /* its launches dispatched and not completed */
+	uint32_t lane;      /* while inflight: the lane of its last bundle (its next one goes there too) */
 	bool blocked;
 	bool fenced;        /* moved: waits until nothing of it is in flight on the old partition */
 };
@@ -72,6 +73,7 @@ struct flight {
 	bool used;
 	uint64_t token;
 	uint32_t partition;
+	uint32_t lane;
 	uint32_t n;
 	bool fused;
 	bool urgent;       /* an urgent launch led it */
@@ -102,6 +104,9 @@ struct sched {
 	uint32_t inflight[SCHED_MAX_PARTITIONS];
 	uint32_t urgent_inflight[SCHED_MAX_PARTITIONS]; /* of those, bundles an urgent launch led */
 	uint64_t busy_until[SCHED_MAX_PARTITIONS]; /* predicted end of the partition's work in flight */
+	uint32_t lanes;                            /* cfg.streams, at least 1 */
+	uint32_t lane_inflight[SCHED_MAX_PARTITIONS][SCHED_MAX_LANES]; /* bundles in flight on each lane */
+	uint32_t next_lane[SCHED_MAX_PARTITIONS];  /* where the search for the emptiest lane starts (ties in turn) */
 	uint64_t next_token;
 	uint64_t stamp;         /* one per partition pass of sched_poll */
 	/*
@@ -165,12 +170,13 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 	if (!cfg || !cfg->max_queues || cfg->max_queues > (1u << 20) || !cfg->max_items || cfg->max_items > (1u << 24) ||
 	    !cfg->partitions || cfg->partitions > SCHED_MAX_PARTITIONS || !cfg->max_inflight || cfg->max_inflight > 64 ||
 	    cfg->reserve_inflight > 64 - cfg->max_inflight ||
-	    cfg->ewma_shift > 16 || cfg->streams > 64)
+	    cfg->ewma_shift > 16 || cfg->streams > SCHED_MAX_LANES)
 		return -EINVAL;
 	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->cap = cfg->max_inflight + cfg->reserve_inflight;
+	s->lanes = cfg->streams > 1 ? cfg->streams : 1;
 	nf = cfg->partitions * s->cap;
 	nq = cfg->max_queues;
 	s->items = calloc(cfg->max_items, sizeof(*s->items));
@@ -638,6 +644,25 @@ static void class_dispatched(struct klass *k, uint32_t p, uint32_t q, uint32_t n
 	k->seen[slot].at = now;
 }
 
+/*
+ * The lane of p with the fewest bundles in flight, the search starting at
+ * next_lane[p] so that ties go in turn; *least gets that count.
+ */
+static uint32_t lane_emptiest(const struct sched *s, uint32_t p, uint32_t *least)
+{
+	const uint32_t *n = s->lane_inflight[p];
+	uint32_t best = s->next_lane[p];
+
+	for (uint32_t i = 1; i < s->lanes; i++) {
+		uint32_t l = (s->next_lane[p] + i) % s->lanes;
+
+		if (n[l] < n[best])
+			best = l;
+	}
+	*least = n[best];
+	return best;
+}
+
 size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_t max, uint64_t *wake_ns)
 {
 	uint32_t seg[SCHED_MAX_PARTITIONS + 1];
@@ -667,7 +692,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			struct sched_bundle *b;
 			uint32_t take[SCHED_MAX_BUNDLE], nt = 1, ks = s->cand[c].ks;
 			uint64_t sum, pred, share_until = UINT64_MAX;
-			bool full = false;
+			uint32_t lane, least;
+			bool full = false, leader_free, free_join;
 			struct flight *f;
 
 			if (s->cand[c].item == NIL || (ks != NIL && s->classes[ks].held))
@@ -680,6 +706,16 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			}
 			e = &s->items[s->cand[c].item].l;
 			b = &out[nb];
+			/*
+			 * Its lane: the leader's queue's while it has launches in flight, else the
+			 * emptiest. Queues with nothing in flight join only while that lane is
+			 * one of the emptiest (no later start than another lane would give them).
+			 */
+			lane = lane_emptiest(s, p, &least);
+			leader_free = s->queues[e->queue].inflight == 0;
+			if (!leader_free)
+				lane = s->queues[e->queue].lane;
+			free_join = s->lane_inflight[p][lane] <= least;
 			sum = e->blocks;
 			pred = sched_predict(s, e->cost_key);
 			take[0] = c;
@@ -694,8 +730,13 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				for (uint32_t x = s->cand[c].next; x != NIL && sum < e->capacity && nt < SCHED_MAX_BUNDLE;
 				     x = s->cand[x].next) {
 					const struct sched_launch *xl = &s->items[s->cand[x].item].l;
+					const struct queue *xq = &s->queues[xl->queue];
 					uint64_t xp;
 
+					if (xq->inflight ? xq->lane != lane : !free_join) {
+						prev = x; /* another lane's: it leads a bundle there (not full for that) */
+						continue;
+					}
 					if (sum + xl->blocks > e->capacity) {
 						full = true;
 						prev = x;
@@ -743,6 +784,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			if (ks != NIL)
 				class_dispatched(&s->classes[ks], p, e->queue, nt, now);
 			b->partition = p;
+			b->lane = lane;
 			b->n = nt;
 			b->fused = nt > 1;
 			if (b->fused && !fusing_pays(s, e->cost_key, nt) && ++s->classes[ks].nopay % SCHED_NOPAY_PROBE) {
@@ -759,6 +801,10 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			f->used = true;
 			f->token = b->token;
 			f->partition = p;
+			f->lane = lane;
+			s->lane_inflight[p][lane]++;
+			if (leader_free)
+				s->next_lane[p] = (lane + 1) % s->lanes;
 			f->n = nt;
 			f->fused = b->fused;
 			f->urgent = e->urgent;
@@ -771,6 +817,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				f->keys[k] = x->cost_key;
 				f->queues[k] = x->queue;
 				s->queues[x->queue].inflight++;
+				s->queues[x->queue].lane = lane;
 				if (x->deadline_ns < sat_add(now, pred))
 					s->st.deadline_misses++;
 				pop_head(s, it);
@@ -830,6 +877,7 @@ int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_
 		}
 		f->used = false;
 		s->urgent_inflight[f->partition] -= f->urgent;
+		s->lane_inflight[f->partition][f->lane]--;
 		if (--s->inflight[f->partition] == 0)
 			s->busy_until[f->partition] = now;
 		return 0;

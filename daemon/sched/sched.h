@@ -50,6 +50,7 @@
 
 #define SCHED_MAX_PARTITIONS 16u
 #define SCHED_MAX_BUNDLE 256u /* members of one bundle */
+#define SCHED_MAX_LANES 64u   /* sched_cfg.streams at most */
 #define SCHED_NOPAY_PROBE 16u /* of a class's bundles that fusing would not pay for, one in this many is fused anyway */
 
 struct sched_cfg {
@@ -69,7 +70,12 @@ struct sched_cfg {
 	uint64_t default_cost_ns;  /* predicted duration of a launch never seen */
 	uint32_t ewma_shift;       /* cost model: new = old + (sample - old) >> shift */
 	uint64_t idle_margin_ns;   /* a partial bundle goes once its partition is predicted idle within this (0 allowed) */
-	uint32_t streams;          /* streams the caller runs a partition's bundles on (0 or 1: one, in order) */
+	/*
+	 * Streams the caller runs a partition's bundles on (0 or 1: one, in
+	 * order): each bundle names its lane (sched_bundle.lane), the stream
+	 * to run it on. See sched_poll for how lanes are chosen.
+	 */
+	uint32_t streams;
 	/*
 	 * A bundle of one launch is held (see sched_poll) only if launches of its
 	 * class came from two or more queues within this long before now: a
@@ -93,6 +99,7 @@ struct sched_launch {
 
 struct sched_bundle {
 	uint32_t partition;
+	uint32_t lane;       /* the partition's stream to run it on, 0 .. streams - 1 (0 with one stream) */
 	bool fused;          /* false: the members run as separate launches */
 	uint32_t n;
 	uint64_t ids[SCHED_MAX_BUNDLE];
@@ -200,6 +207,18 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * caller's issue time per bundle (sched_set_issue_ns; a bundle shorter
  * than that gains nothing from company); k <= 1, a bundle of a full
  * capacity, and a launch alone count whole.
+ *
+ * Lanes (streams > 1): a queue with launches in flight is bound to the lane
+ * of its last bundle, so that its next launch runs after them by stream
+ * order alone. A bundle's lane is its leader's, or, for a leader with
+ * nothing in flight, the lane with the fewest bundles in flight (ties
+ * taken in turn). It packs only launches of queues bound to its lane, and
+ * launches of queues with nothing in flight while its lane has no more
+ * bundles in flight than any other lane: independent tenants are not
+ * queued behind one another's bundles on one stream while another stream
+ * is emptier, so their bundles run side by side on the GPU. A candidate of
+ * the class left out for its lane leads a bundle of its own lane (it does
+ * not make the bundle full).
  *
  * Fusing that does not pay: a bundle of two or more whose leader's cost key
  * has both a fused bundle and a launch alone timed, and whose fused time

@@ -389,12 +389,14 @@ static int prio_rounds(const char *sock)
 }
 
 /*
- * Order across the coalescer's streams: 8 sessions, one queue each, launch
- * k0 (v + 1) and k1 (2 v + 1) in patterns of different periods, so that a
- * bundle of one kernel gathers queues whose previous launch went in bundles
- * on different streams; each queue's words must come out as its launches in
- * order make them. results false: only that every launch and sync succeeds
- * (tests/fakecuda runs no kernel).
+ * Order across the coalescer's streams: 8 sessions, one queue each, every
+ * other one at priority 10 (below the class's: the lower stream tier),
+ * launch k0 (v + 1) and k1 (2 v + 1) in patterns of different periods, so
+ * that a bundle of one kernel gathers queues whose previous launch went in
+ * bundles on other streams (a bundle goes on its highest member's tier); each
+ * queue's words must come out as its launches in order make them. results
+ * false: only that every launch and sync succeeds (tests/fakecuda runs no
+ * kernel).
  */
 static int order(const char *sock, bool results)
 {
@@ -405,6 +407,13 @@ static int order(const char *sock, bool results)
 	int r, n = 0;
 
 	while (n < SESSIONS && kt_open(sock, THREADS * 4, &t[n], n) == 0) {
+		struct ooo_queue_opts o = { .sz = sizeof(o), .priority = 10 };
+
+		if (n % 2) {
+			ooo_queue_destroy(t[n].q);
+			t[n].q = NULL;
+			CHECK(ooo_queue_create(t[n].s, &o, &t[n].q) == 0, "session %d: queue with priority 10", n);
+		}
 		CHECK(ooo_kernel_get(t[n].m, "k1", &k1[n]) == 0, "k1 of session %d", n);
 		CHECK((r = ooo_memset(t[n].q, ooo_buf_addr(t[n].b), 0, THREADS, 4)) == 0, "memset %d: %d", n, r);
 		n++;

@@ -998,19 +998,21 @@ static void test_sort_many(void **state)
 #define NINF 3u
 #define NRES 2u             /* the urgent reserve (every fifth pool queue's launches are urgent) */
 #define NCAP (NINF + NRES)
+#define NLANES 3u           /* sched_cfg.streams */
 
 struct mq {
 	uint32_t id;        /* queue id */
 	uint32_t partition;
 	bool blocked, fenced;
 	uint32_t inflight;
+	uint32_t lane;      /* while inflight: of its last bundle */
 	uint32_t fifo[4096];
 	uint32_t head, n;
 };
 
 struct mflight {
 	uint64_t token, start, end;
-	uint32_t n;
+	uint32_t n, lane;
 	uint32_t ids[SCHED_MAX_BUNDLE];
 };
 
@@ -1026,6 +1028,8 @@ struct model {
 	struct mflight dev[NPART][NCAP];
 	bool urgent[MAXID];
 	uint32_t reserve_used; /* bundles dispatched into the reserve */
+	uint32_t lane_n[NPART][NLANES]; /* bundles in flight on each lane */
+	uint32_t lanes_used;            /* bundles dispatched on a lane other than 0 */
 	uint32_t dhead[NPART], dn[NPART];
 	uint64_t last_end[NPART];
 	uint64_t busy_until[NPART]; /* the scheduler's prediction, as sched.h defines it */
@@ -1055,6 +1059,7 @@ static void m_complete_until(uint64_t now)
 				if (--q->inflight == 0)
 					q->fenced = false;
 			}
+			M.lane_n[p][f->lane]--;
 			M.dhead[p] = (M.dhead[p] + 1) % NCAP;
 			if (--M.dn[p] == 0)
 				M.busy_until[p] = now;
@@ -1167,7 +1172,7 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 	assert_true(*wake > now || *wake == UINT64_MAX);
 	for (size_t b = 0; b < n; b++) {
 		struct sched_bundle *bu = &big[b];
-		uint32_t p = bu->partition, sum = 0;
+		uint32_t p = bu->partition, sum = 0, least;
 		struct mflight *f;
 
 		assert_true(p < NPART);
@@ -1183,6 +1188,25 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 		got[p] = true;
 		f->token = bu->token;
 		f->n = bu->n;
+		/*
+		 * Lanes: a queue with launches in flight stays on its lane; one with
+		 * nothing in flight is in a bundle only on one of the emptiest lanes.
+		 */
+		assert_true(bu->lane < NLANES);
+		least = UINT32_MAX;
+		for (uint32_t l = 0; l < NLANES; l++)
+			least = M.lane_n[p][l] < least ? M.lane_n[p][l] : least;
+		for (uint32_t k = 0; k < bu->n; k++) {
+			const struct mq *q = &M.q[M.qidx_of_id[(uint32_t)bu->ids[k]]];
+
+			if (q->inflight)
+				assert_int_equal(bu->lane, q->lane);
+			else
+				assert_true(M.lane_n[p][bu->lane] <= least);
+		}
+		f->lane = bu->lane;
+		M.lane_n[p][bu->lane]++;
+		M.lanes_used += bu->lane != 0;
 		f->start = M.last_end[p] > now ? M.last_end[p] : now;
 		f->end = f->start + (5 + rnd() % 11) * US;
 		M.last_end[p] = f->end;
@@ -1208,6 +1232,7 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 			q->head = (q->head + 1) % 4096;
 			q->n--;
 			q->inflight++;
+			q->lane = bu->lane;
 			M.state[id] = 2;
 			f->ids[k] = id;
 			M.pending--;
@@ -1269,6 +1294,7 @@ static void test_model_many_queues(void **state)
 	c.max_items = 2048;
 	c.idle_margin_ns = 3 * US;
 	c.reserve_inflight = NRES;
+	c.streams = NLANES;
 	M.s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(M.s, K1, true), 0);
 	assert_int_equal(sched_class_ready(M.s, K2, true), 0);
@@ -1330,8 +1356,9 @@ static void test_model_many_queues(void **state)
 	for (uint32_t id = 0; id < M.nid; id++)
 		assert_true(M.state[id] == 3 || M.state[id] == 4);
 	assert_true(M.reserve_used > 0); /* the reserve was exercised */
-	print_message("model: %u launches, %u dispatched, %u dropped, %u bundles in the urgent reserve\n", M.nid,
-		      M.dispatched, M.dropped, M.reserve_used);
+	assert_true(M.lanes_used > 0);   /* and the lanes */
+	print_message("model: %u launches, %u dispatched, %u dropped, %u bundles in the urgent reserve, %u on lanes 1..%u\n",
+		      M.nid, M.dispatched, M.dropped, M.reserve_used, M.lanes_used, NLANES - 1);
 	sched_free(M.s);
 }
 
@@ -1545,6 +1572,107 @@ static void test_streams(void **state)
 	(void)state;
 }
 
+/*
+ * Lanes (streams > 1): a queue with launches in flight stays on its lane; a
+ * leader with nothing in flight takes the emptiest lane (ties in turn);
+ * queues with nothing in flight join a bundle only on one of the emptiest
+ * lanes; a candidate left out for its lane leads its own bundle there.
+ */
+static void test_lanes(void **state)
+{
+	struct sched_cfg c = cfg_of(16, 16, 1);
+	struct sched *s;
+	uint64_t wake = 0, tok[8];
+
+	c.streams = 4;
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	/* deadlines within the slack margin: every bundle goes at once, nothing is held */
+	sub(s, 1, 0, K, 1, 1 * US);
+	sub(s, 2, 1, K, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
+	assert_int_equal(out[0].n, 2);
+	assert_int_equal(out[0].lane, 0);
+	tok[0] = out[0].token;
+	/* free queues 2 and 3 lead (earlier deadlines) on the emptiest lane, 1, without queues 0 and 1 (lane 0) */
+	sub(s, 3, 0, K, 1, 2 * US);
+	sub(s, 4, 1, K, 1, 2 * US);
+	sub(s, 5, 2, K, 1, 1 * US);
+	sub(s, 6, 3, K, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
+	assert_int_equal(out[0].n, 2);
+	assert_int_equal(out[0].lane, 1);
+	assert_int_equal(out[0].ids[0], 5);
+	assert_int_equal(out[0].ids[1], 6);
+	assert_int_equal(out[1].n, 2);
+	assert_int_equal(out[1].lane, 0);
+	assert_int_equal(out[1].ids[0], 3);
+	assert_int_equal(out[1].ids[1], 4);
+	tok[1] = out[0].token;
+	tok[2] = out[1].token;
+	/* lanes 0: 2, 1: 1, 2 and 3: 0. Free queues 4 and 5 share lane 2; queue 1 stays on lane 0 */
+	sub(s, 7, 4, K, 1, 1 * US);
+	sub(s, 8, 1, K, 1, 2 * US);
+	sub(s, 9, 5, K, 1, 3 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
+	assert_int_equal(out[0].lane, 2);
+	assert_int_equal(out[0].n, 2);
+	assert_int_equal(out[0].ids[0], 7);
+	assert_int_equal(out[0].ids[1], 9);
+	assert_int_equal(out[1].lane, 0);
+	assert_int_equal(out[1].n, 1);
+	assert_int_equal(out[1].ids[0], 8);
+	tok[3] = out[0].token;
+	tok[4] = out[1].token;
+	/* lanes 0: 3, 1: 1, 2: 1, 3: 0. Free queue 6 does not join queue 0's bundle on busy lane 0: lane 3 */
+	sub(s, 10, 0, K, 1, 1 * US);
+	sub(s, 11, 6, K, 1, 2 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
+	assert_int_equal(out[0].lane, 0);
+	assert_int_equal(out[0].n, 1);
+	assert_int_equal(out[0].ids[0], 10);
+	assert_int_equal(out[1].lane, 3);
+	assert_int_equal(out[1].n, 1);
+	assert_int_equal(out[1].ids[0], 11);
+	tok[5] = out[0].token;
+	tok[6] = out[1].token;
+	/* everything of queue 0 completes: it is free again and goes to the emptiest lane */
+	assert_int_equal(sched_complete(s, tok[0], 5 * US, 1 * US), 0);
+	assert_int_equal(sched_complete(s, tok[2], 5 * US, 1 * US), 0);
+	assert_int_equal(sched_complete(s, tok[5], 5 * US, 1 * US), 0);
+	assert_int_equal(sched_complete(s, tok[1], 5 * US, 1 * US), 0); /* lanes 0: 1 (queue 1), 1: 0, 2: 1, 3: 1 */
+	sub(s, 12, 0, K, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 1 * US, out, 16, &wake), 1);
+	assert_int_equal(out[0].lane, 1);
+	assert_int_equal(sched_complete(s, out[0].token, 5 * US, 2 * US), 0);
+	assert_int_equal(sched_complete(s, tok[3], 5 * US, 2 * US), 0);
+	assert_int_equal(sched_complete(s, tok[4], 5 * US, 2 * US), 0);
+	assert_int_equal(sched_complete(s, tok[6], 5 * US, 2 * US), 0);
+	/* all lanes empty: ties go in turn, from the lane after the last one a free leader took (2) */
+	sub(s, 13, 7, 0, 1, 1 * US);
+	sub(s, 14, 8, 0, 1, 1 * US);
+	sub(s, 15, 9, 0, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 2 * US, out, 16, &wake), 3);
+	assert_int_equal(out[0].lane, 2);
+	assert_int_equal(out[1].lane, 3);
+	assert_int_equal(out[2].lane, 0);
+	sched_free(s);
+
+	/* one stream: everything on lane 0, packed together as before */
+	c.streams = 1;
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sub(s, 1, 0, K, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
+	sub(s, 2, 0, K, 1, 1 * US);
+	sub(s, 3, 1, K, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
+	assert_int_equal(out[0].n, 2);
+	assert_int_equal(out[0].lane, 0);
+	sched_free(s);
+	(void)state;
+}
+
 /* The compiler's queue: round-robin over owners, an owner's newest job first; a flood does not starve. */
 static void test_fairq(void **state)
 {
@@ -1605,7 +1733,7 @@ int main(void)
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
 		cmocka_unit_test(test_tm_bucket),	  cmocka_unit_test(test_fusing_pays),
 		cmocka_unit_test(test_streams),		  cmocka_unit_test(test_urgent_reserve),
-		cmocka_unit_test(test_fairq),
+		cmocka_unit_test(test_fairq),		  cmocka_unit_test(test_lanes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
