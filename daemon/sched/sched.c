@@ -663,6 +663,18 @@ static uint32_t lane_emptiest(const struct sched *s, uint32_t p, uint32_t *least
 	return best;
 }
 
+/* The lane of p with the most bundles in flight, the lowest of equals. */
+static uint32_t lane_busiest(const struct sched *s, uint32_t p)
+{
+	const uint32_t *n = s->lane_inflight[p];
+	uint32_t best = 0;
+
+	for (uint32_t l = 1; l < s->lanes; l++)
+		if (n[l] > n[best])
+			best = l;
+	return best;
+}
+
 size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_t max, uint64_t *wake_ns)
 {
 	uint32_t seg[SCHED_MAX_PARTITIONS + 1];
@@ -693,7 +705,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			uint32_t take[SCHED_MAX_BUNDLE], nt = 1, ks = s->cand[c].ks;
 			uint64_t sum, pred, share_until = UINT64_MAX;
 			uint32_t lane, least;
-			bool full = false, leader_free, free_join;
+			bool full = false, leader_free, free_join, spread;
 			struct flight *f;
 
 			if (s->cand[c].item == NIL || (ks != NIL && s->classes[ks].held))
@@ -706,18 +718,23 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			}
 			e = &s->items[s->cand[c].item].l;
 			b = &out[nb];
-			/*
-			 * Its lane: the leader's queue's while it has launches in flight, else the
-			 * emptiest. Queues with nothing in flight join only while that lane is
-			 * one of the emptiest (no later start than another lane would give them).
-			 */
-			lane = lane_emptiest(s, p, &least);
-			leader_free = s->queues[e->queue].inflight == 0;
-			if (!leader_free)
-				lane = s->queues[e->queue].lane;
-			free_join = s->lane_inflight[p][lane] <= least;
 			sum = e->blocks;
 			pred = sched_predict(s, e->cost_key);
+			/*
+			 * Its lane: the leader's queue's while it has launches in flight. Else,
+			 * where side by side pays, the emptiest, and queues with nothing in
+			 * flight join only while that lane is one of the emptiest (no later
+			 * start than another lane would give them); where it does not, the
+			 * busiest, and they always join.
+			 */
+			spread = s->lanes > 1 && s->issue_ns && pred / SCHED_LANE_RATIO >= s->issue_ns;
+			leader_free = s->queues[e->queue].inflight == 0;
+			lane = lane_emptiest(s, p, &least);
+			if (!leader_free)
+				lane = s->queues[e->queue].lane;
+			else if (!spread)
+				lane = lane_busiest(s, p);
+			free_join = !spread || s->lane_inflight[p][lane] <= least;
 			take[0] = c;
 			if (ks != NIL) {
 				/*
@@ -803,7 +820,7 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 			f->partition = p;
 			f->lane = lane;
 			s->lane_inflight[p][lane]++;
-			if (leader_free)
+			if (leader_free && spread)
 				s->next_lane[p] = (lane + 1) % s->lanes;
 			f->n = nt;
 			f->fused = b->fused;

@@ -51,6 +51,9 @@
 #define SCHED_MAX_PARTITIONS 16u
 #define SCHED_MAX_BUNDLE 256u /* members of one bundle */
 #define SCHED_MAX_LANES 64u   /* sched_cfg.streams at most */
+#ifndef SCHED_LANE_RATIO
+#define SCHED_LANE_RATIO 2u   /* lanes spread bundles whose predicted time is at least this many issue times (sched_poll) */
+#endif
 #define SCHED_NOPAY_PROBE 16u /* of a class's bundles that fusing would not pay for, one in this many is fused anyway */
 
 struct sched_cfg {
@@ -210,15 +213,22 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  *
  * Lanes (streams > 1): a queue with launches in flight is bound to the lane
  * of its last bundle, so that its next launch runs after them by stream
- * order alone. A bundle's lane is its leader's, or, for a leader with
- * nothing in flight, the lane with the fewest bundles in flight (ties
- * taken in turn). It packs only launches of queues bound to its lane, and
- * launches of queues with nothing in flight while its lane has no more
- * bundles in flight than any other lane: independent tenants are not
- * queued behind one another's bundles on one stream while another stream
- * is emptier, so their bundles run side by side on the GPU. A candidate of
- * the class left out for its lane leads a bundle of its own lane (it does
- * not make the bundle full).
+ * order alone; a bundle packs only launches of queues bound to its lane or
+ * bound to none, and its lane is its leader's if the leader's queue is
+ * bound. A candidate of the class left out for its lane leads a bundle of
+ * its own lane (it does not make the bundle full). How the others go
+ * depends on whether running side by side pays, that is whether the
+ * leader's predicted time is at least SCHED_LANE_RATIO times the caller's
+ * issue time per bundle (sched_set_issue_ns; unknown: no):
+ *  - it pays (long kernels: one stream would be the bound): a leader bound
+ *    to no lane takes the lane with the fewest bundles in flight (ties in
+ *    turn), and launches of unbound queues join only while the bundle's
+ *    lane has no more bundles in flight than any other, so independent
+ *    tenants' bundles run side by side instead of one behind another;
+ *  - it does not (short kernels: issuing bundles is the bound): an unbound
+ *    leader takes the lane with the most bundles in flight (ties: the
+ *    lowest), and unbound launches always join, so bundles stay few and
+ *    large, on one stream where they can.
  *
  * Fusing that does not pay: a bundle of two or more whose leader's cost key
  * has both a fused bundle and a launch alone timed, and whose fused time

@@ -1030,6 +1030,8 @@ struct model {
 	uint32_t reserve_used; /* bundles dispatched into the reserve */
 	uint32_t lane_n[NPART][NLANES]; /* bundles in flight on each lane */
 	uint32_t lanes_used;            /* bundles dispatched on a lane other than 0 */
+	uint64_t issue_ns;              /* told to the scheduler (sched_set_issue_ns) */
+	uint32_t spread_bundles;        /* dispatched where side by side paid */
 	uint32_t dhead[NPART], dn[NPART];
 	uint64_t last_end[NPART];
 	uint64_t busy_until[NPART]; /* the scheduler's prediction, as sched.h defines it */
@@ -1172,7 +1174,8 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 	assert_true(*wake > now || *wake == UINT64_MAX);
 	for (size_t b = 0; b < n; b++) {
 		struct sched_bundle *bu = &big[b];
-		uint32_t p = bu->partition, sum = 0, least;
+		uint32_t p = bu->partition, sum = 0, least, most;
+		bool spread;
 		struct mflight *f;
 
 		assert_true(p < NPART);
@@ -1189,20 +1192,29 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 		f->token = bu->token;
 		f->n = bu->n;
 		/*
-		 * Lanes: a queue with launches in flight stays on its lane; one with
-		 * nothing in flight is in a bundle only on one of the emptiest lanes.
+		 * Lanes: a queue with launches in flight stays on its lane. Where
+		 * side by side pays, one with nothing in flight is in a bundle only
+		 * on one of the emptiest lanes; where it does not, a leader with
+		 * nothing in flight takes the busiest lane.
 		 */
 		assert_true(bu->lane < NLANES);
 		least = UINT32_MAX;
-		for (uint32_t l = 0; l < NLANES; l++)
+		most = 0;
+		for (uint32_t l = 0; l < NLANES; l++) {
 			least = M.lane_n[p][l] < least ? M.lane_n[p][l] : least;
+			most = M.lane_n[p][l] > most ? M.lane_n[p][l] : most;
+		}
+		spread = M.issue_ns && sched_predict(M.s, M.cost_key[bu->ids[0]]) / SCHED_LANE_RATIO >= M.issue_ns;
+		M.spread_bundles += spread;
 		for (uint32_t k = 0; k < bu->n; k++) {
 			const struct mq *q = &M.q[M.qidx_of_id[(uint32_t)bu->ids[k]]];
 
 			if (q->inflight)
 				assert_int_equal(bu->lane, q->lane);
-			else
+			else if (spread)
 				assert_true(M.lane_n[p][bu->lane] <= least);
+			else if (k == 0)
+				assert_int_equal(M.lane_n[p][bu->lane], most);
 		}
 		f->lane = bu->lane;
 		M.lane_n[p][bu->lane]++;
@@ -1325,6 +1337,11 @@ static void test_model_many_queues(void **state)
 		} else if (r < 55) {
 			m_drop(qi);
 		} else if (r < 56) {
+			static const uint64_t issue[4] = { 0, 1 * US, 4 * US, 100 * US };
+
+			M.issue_ns = issue[rnd() % 4];
+			sched_set_issue_ns(M.s, M.issue_ns);
+		} else if (r < 57) {
 			M.k3_ready = !M.k3_ready;
 			assert_int_equal(sched_class_ready(M.s, K3, M.k3_ready), 0);
 		}
@@ -1356,9 +1373,11 @@ static void test_model_many_queues(void **state)
 	for (uint32_t id = 0; id < M.nid; id++)
 		assert_true(M.state[id] == 3 || M.state[id] == 4);
 	assert_true(M.reserve_used > 0); /* the reserve was exercised */
-	assert_true(M.lanes_used > 0);   /* and the lanes */
-	print_message("model: %u launches, %u dispatched, %u dropped, %u bundles in the urgent reserve, %u on lanes 1..%u\n",
-		      M.nid, M.dispatched, M.dropped, M.reserve_used, M.lanes_used, NLANES - 1);
+	assert_true(M.lanes_used > 0);   /* and the lanes, */
+	assert_true(M.spread_bundles > 0 && M.spread_bundles < M.dispatched); /* spread and not */
+	print_message("model: %u launches, %u dispatched, %u dropped, %u bundles in the urgent reserve, %u on lanes 1..%u, "
+		      "%u where side by side paid\n",
+		      M.nid, M.dispatched, M.dropped, M.reserve_used, M.lanes_used, NLANES - 1, M.spread_bundles);
 	sched_free(M.s);
 }
 
@@ -1573,10 +1592,13 @@ static void test_streams(void **state)
 }
 
 /*
- * Lanes (streams > 1): a queue with launches in flight stays on its lane; a
- * leader with nothing in flight takes the emptiest lane (ties in turn);
+ * Lanes (streams > 1): a queue with launches in flight stays on its lane,
+ * and a candidate left out for its lane leads its own bundle there. Where
+ * side by side pays (predicted time >= SCHED_LANE_RATIO issue times), a
+ * leader with nothing in flight takes the emptiest lane (ties in turn) and
  * queues with nothing in flight join a bundle only on one of the emptiest
- * lanes; a candidate left out for its lane leads its own bundle there.
+ * lanes; where it does not, such a leader takes the busiest lane and they
+ * always join.
  */
 static void test_lanes(void **state)
 {
@@ -1587,6 +1609,7 @@ static void test_lanes(void **state)
 	c.streams = 4;
 	s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sched_set_issue_ns(s, 1 * US); /* 10 us predicted: side by side pays */
 	/* deadlines within the slack margin: every bundle goes at once, nothing is held */
 	sub(s, 1, 0, K, 1, 1 * US);
 	sub(s, 2, 1, K, 1, 1 * US);
@@ -1656,6 +1679,38 @@ static void test_lanes(void **state)
 	assert_int_equal(out[0].lane, 2);
 	assert_int_equal(out[1].lane, 3);
 	assert_int_equal(out[2].lane, 0);
+	sched_free(s);
+
+	/* short kernels (issue time unknown, then 6 us against 10 us predicted): few, large bundles */
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sub(s, 1, 0, K, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
+	assert_int_equal(out[0].lane, 0); /* the busiest of equals: the lowest */
+	sub(s, 2, 1, K, 1, 1 * US);
+	sub(s, 3, 0, K, 1, 2 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
+	assert_int_equal(out[0].lane, 0); /* free queue 1 leads on the busiest lane, and queue 0 (lane 0) joins */
+	assert_int_equal(out[0].n, 2);
+	sched_set_issue_ns(s, 1 * US); /* side by side pays: free queue 2 takes an empty lane, queue 0 stays */
+	sub(s, 4, 2, K, 1, 1 * US);
+	sub(s, 5, 0, K, 1, 2 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
+	assert_int_equal(out[0].lane, 1);
+	assert_int_equal(out[0].n, 1);
+	assert_int_equal(out[1].lane, 0);
+	assert_int_equal(out[1].ids[0], 5);
+	sched_set_issue_ns(s, 6 * US); /* 10 / 2 < 6: it does not pay. Lanes 0: 3, 1: 1 */
+	sub(s, 6, 3, K, 1, 1 * US);
+	sub(s, 7, 2, K, 1, 2 * US);
+	sub(s, 8, 4, K, 1, 3 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
+	assert_int_equal(out[0].lane, 0); /* free queue 3 on the busiest lane, free queue 4 joins */
+	assert_int_equal(out[0].n, 2);
+	assert_int_equal(out[0].ids[0], 6);
+	assert_int_equal(out[0].ids[1], 8);
+	assert_int_equal(out[1].lane, 1); /* queue 2 is bound to lane 1 */
+	assert_int_equal(out[1].ids[0], 7);
 	sched_free(s);
 
 	/* one stream: everything on lane 0, packed together as before */
