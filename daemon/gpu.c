@@ -129,7 +129,8 @@ static void spawn(struct server *srv, struct gpu *g)
 		snprintf(fill, sizeof(fill), "%u", srv->policy->shard_sessions);
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
 		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--fuse-copies",
-		      srv->policy->fuse_copies ? "yes" : "no", "--streams", streams,
+		      srv->policy->fuse_copies ? "yes" : "no", "--spread-lanes", srv->policy->spread_lanes ? "yes" : "no",
+		      "--streams", streams,
 		      "--threads", threads, "--shard-sessions", fill, "--fence", strcmp(g->domain, OOO_DOMAIN_FENCED) ? "no" : "yes", (char *)NULL);
 		_exit(127);
 	}

@@ -213,6 +213,7 @@ struct co_part {
 	uint32_t sms;        /* what the partition has */
 	uint32_t asked;      /* reserved ones: what the plan asked (before rounding to the split granule) */
 	struct co_stream str[CO_MAX_SI]; /* tier t's are t * nstreams .. (t + 1) * nstreams - 1 */
+	uint32_t next_stream[CO_TIERS];  /* without lanes: where stream_choose's search starts */
 };
 
 struct coalescer {
@@ -220,6 +221,7 @@ struct coalescer {
 	CUcontext ctx;
 	CUdevice cudev;
 	uint32_t nstreams; /* of every partition, at each tier */
+	bool lanes;        /* oood.conf spread_lanes: the scheduler's lanes choose the streams */
 	uint32_t ntiers;   /* CO_TIERS, or 1 where the device has one stream priority */
 	uint32_t nsi;      /* ntiers * nstreams: the streams of a partition */
 	int tier_prio[CO_TIERS]; /* the CUDA stream priority of each tier's streams */
@@ -1493,6 +1495,41 @@ static uint32_t stream_tier(const struct coalescer *co, uint32_t t)
 }
 
 /*
+ * Without lanes (spread_lanes = no): the stream of partition p a bundle of
+ * qs goes on, among tier t's. Where members' queues still have a bundle in
+ * flight there, the stream most of those are on (it keeps their order with
+ * no wait); else the stream with the fewest bundles in flight, the search
+ * starting after the last one chosen so that ties spread.
+ */
+static uint32_t stream_choose(struct coalescer *co, uint32_t p, uint32_t t, struct dp_queue *const *qs, uint32_t n)
+{
+	struct co_part *pt = &co->part[p];
+	uint32_t votes[CO_MAX_SI] = { 0 }, best = UINT32_MAX, most = 0, first = t * co->nstreams;
+
+	if (co->nstreams == 1)
+		return first;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct dp_bundle *l = qs[k]->last;
+
+		if (l && !l->done && l->part == p && l->stream / co->nstreams == t && ++votes[l->stream] > most) {
+			most = votes[l->stream];
+			best = l->stream;
+		}
+	}
+	if (best != UINT32_MAX)
+		return best;
+	best = pt->next_stream[t];
+	for (uint32_t i = 1; i < co->nstreams; i++) {
+		uint32_t x = (pt->next_stream[t] + i) % co->nstreams;
+
+		if (pt->str[first + x].nflight < pt->str[first + best].nflight)
+			best = x;
+	}
+	pt->next_stream[t] = (best + 1) % co->nstreams;
+	return first + best;
+}
+
+/*
  * What b (on stream si of partition p) waits for first: the members'
  * earlier bundles on other streams, the latest of them on each other stream
  * (a stream's bundles end in order), referenced until the launcher has
@@ -1566,8 +1603,12 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 			qs[k]->tier_live = true;
 		}
 	}
-	/* the scheduler's lane: a queue with bundles in flight stays on their stream (order kept without a wait) */
-	uint32_t si = stream_tier(co, tier) * co->nstreams + sb->lane % co->nstreams;
+	/*
+	 * With lanes, the scheduler's lane (a queue with bundles in flight stays
+	 * on their stream: order kept without a wait); else stream_choose.
+	 */
+	uint32_t si = co->lanes ? stream_tier(co, tier) * co->nstreams + sb->lane % co->nstreams
+				: stream_choose(co, p, stream_tier(co, tier), qs, n);
 	struct co_stream *cs = &co->part[p].str[si];
 
 	if (!b || bundle_params(b, need) < 0 || (timed && tev_get(dp, &b->start, 1) < 0) ||
@@ -1874,6 +1915,7 @@ static void part_install(struct coalescer *co, uint32_t p, const struct partitio
 {
 	struct co_part *pt = &co->part[p];
 
+	memset(pt->next_stream, 0, sizeof(pt->next_stream));
 	for (uint32_t k = 0; k < CO_MAX_SI; k++) {
 		struct co_stream *cs = &pt->str[k];
 
@@ -2238,6 +2280,8 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	cfg.max_inflight = co->max_inflight;
 	cfg.reserve_inflight = CO_RESERVE;
 	cfg.streams = co->nstreams;
+	co->lanes = dp->spread_lanes && co->nstreams > 1;
+	cfg.lanes = co->lanes ? co->nstreams : 1;
 	pthread_mutex_init(&co->mu, NULL);
 	pthread_cond_init(&co->cv, NULL);
 	if (api->p_cuCtxGetCurrent(&co->ctx) != CUDA_SUCCESS || !co->ctx || api->p_cuCtxGetDevice(&d) != CUDA_SUCCESS ||

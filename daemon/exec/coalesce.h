@@ -13,10 +13,10 @@
  * dynamic shared memory size); a bundle of two or more runs as one launch of
  * the class's fused kernel on one of the partition's streams, with a
  * descriptor table as its parameter or copied before it; a bundle of one runs
- * the tenant's own kernel there. A bundle goes on the stream of its
- * scheduler lane (a queue with bundles in flight keeps its lane; see
- * sched.h) in its tier, and waits for its members' earlier bundles on other
- * streams (another tier or partition) first.
+ * the tenant's own kernel there. A bundle goes where most of its members'
+ * earlier bundles still run, else on the least busy stream (with
+ * spread_lanes, on its scheduler lane's stream: see sched.h), and waits for
+ * its members' earlier bundles on other streams first.
  * Fused kernels are compiled in a background thread; until one is ready its
  * class's launches go alone. Each member completes on its own, in its queue's
  * order: its queue's next commands follow the bundle (its end event), and a

@@ -141,6 +141,7 @@ struct datapath {
 	unsigned blocked; /* sessions blocked after the last pass */
 	bool fuse;         /* coalesce fusible launches (the scheduler and the JIT) */
 	bool fuse_copies;  /* and small copies, as launches of the copy kernel (coalesce.h) */
+	bool spread_lanes; /* the scheduler's lanes choose bundles' streams (oood.conf spread_lanes) */
 	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */
 	struct memory *mem; /* the executor's device memory (windows, when fenced) */
 	uint32_t streams;  /* streams the coalescer runs bundles on (1 .. 8; 0: 1) */

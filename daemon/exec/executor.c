@@ -1046,6 +1046,7 @@ int executor_main(int argc, char **argv)
 		{ "fuse", required_argument, NULL, 'F' },      { "streams", required_argument, NULL, 'S' },
 		{ "fence", required_argument, NULL, 'f' },     { "fuse-copies", required_argument, NULL, 'C' },
 		{ "threads", required_argument, NULL, 'T' },   { "shard-sessions", required_argument, NULL, 'P' },
+		{ "spread-lanes", required_argument, NULL, 'L' },
 		{ 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
@@ -1056,7 +1057,7 @@ int executor_main(int argc, char **argv)
 	CUcontext ctx = NULL;
 	unsigned long dev = 0, streams = 1, threads = 1, fill = 16;
 	char *end;
-	bool fuse = true, fence = false, fuse_copies = true;
+	bool fuse = true, fence = false, fuse_copies = true, spread_lanes = false;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1084,6 +1085,11 @@ int executor_main(int argc, char **argv)
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
 				return EXEC_EXIT_USAGE;
 			fuse_copies = !strcmp(optarg, "yes");
+			break;
+		case 'L':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+				return EXEC_EXIT_USAGE;
+			spread_lanes = !strcmp(optarg, "yes");
 			break;
 		case 'S':
 			errno = 0;
@@ -1169,6 +1175,7 @@ int executor_main(int argc, char **argv)
 		h->dp.cc_minor = (int)r.cc_minor;
 		h->dp.fuse = fuse;
 		h->dp.fuse_copies = fuse_copies;
+		h->dp.spread_lanes = spread_lanes;
 		h->dp.fence = fence;
 		h->dp.mem = &mem;
 		h->dp.streams = (uint32_t)streams;

@@ -104,7 +104,7 @@ struct sched {
 	uint32_t inflight[SCHED_MAX_PARTITIONS];
 	uint32_t urgent_inflight[SCHED_MAX_PARTITIONS]; /* of those, bundles an urgent launch led */
 	uint64_t busy_until[SCHED_MAX_PARTITIONS]; /* predicted end of the partition's work in flight */
-	uint32_t lanes;                            /* cfg.streams, at least 1 */
+	uint32_t lanes;                            /* cfg.lanes, at least 1 */
 	uint32_t lane_inflight[SCHED_MAX_PARTITIONS][SCHED_MAX_LANES]; /* bundles in flight on each lane */
 	uint32_t next_lane[SCHED_MAX_PARTITIONS];  /* where the search for the emptiest lane starts (ties in turn) */
 	uint64_t next_token;
@@ -170,13 +170,13 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 	if (!cfg || !cfg->max_queues || cfg->max_queues > (1u << 20) || !cfg->max_items || cfg->max_items > (1u << 24) ||
 	    !cfg->partitions || cfg->partitions > SCHED_MAX_PARTITIONS || !cfg->max_inflight || cfg->max_inflight > 64 ||
 	    cfg->reserve_inflight > 64 - cfg->max_inflight ||
-	    cfg->ewma_shift > 16 || cfg->streams > SCHED_MAX_LANES)
+	    cfg->ewma_shift > 16 || cfg->streams > 64 || cfg->lanes > SCHED_MAX_LANES)
 		return -EINVAL;
 	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->cap = cfg->max_inflight + cfg->reserve_inflight;
-	s->lanes = cfg->streams > 1 ? cfg->streams : 1;
+	s->lanes = cfg->lanes > 1 ? cfg->lanes : 1;
 	nf = cfg->partitions * s->cap;
 	nq = cfg->max_queues;
 	s->items = calloc(cfg->max_items, sizeof(*s->items));

@@ -73,12 +73,13 @@ struct sched_cfg {
 	uint64_t default_cost_ns;  /* predicted duration of a launch never seen */
 	uint32_t ewma_shift;       /* cost model: new = old + (sample - old) >> shift */
 	uint64_t idle_margin_ns;   /* a partial bundle goes once its partition is predicted idle within this (0 allowed) */
+	uint32_t streams;          /* streams the caller runs a partition's bundles on (0 or 1: one, in order) */
 	/*
-	 * Streams the caller runs a partition's bundles on (0 or 1: one, in
-	 * order): each bundle names its lane (sched_bundle.lane), the stream
-	 * to run it on. See sched_poll for how lanes are chosen.
+	 * Lanes (0 or 1: none; at most SCHED_MAX_LANES): each bundle names its
+	 * lane (sched_bundle.lane), the stream the caller runs it on, so that
+	 * independent queues' bundles run side by side. See sched_poll.
 	 */
-	uint32_t streams;
+	uint32_t lanes;
 	/*
 	 * A bundle of one launch is held (see sched_poll) only if launches of its
 	 * class came from two or more queues within this long before now: a
@@ -102,7 +103,7 @@ struct sched_launch {
 
 struct sched_bundle {
 	uint32_t partition;
-	uint32_t lane;       /* the partition's stream to run it on, 0 .. streams - 1 (0 with one stream) */
+	uint32_t lane;       /* the partition's stream to run it on, 0 .. lanes - 1 (0 without lanes) */
 	bool fused;          /* false: the members run as separate launches */
 	uint32_t n;
 	uint64_t ids[SCHED_MAX_BUNDLE];
@@ -211,7 +212,7 @@ int sched_class_ready(struct sched *s, uint64_t klass, bool ready);
  * than that gains nothing from company); k <= 1, a bundle of a full
  * capacity, and a launch alone count whole.
  *
- * Lanes (streams > 1): a queue with launches in flight is bound to the lane
+ * Lanes (cfg.lanes > 1): a queue with launches in flight is bound to the lane
  * of its last bundle, so that its next launch runs after them by stream
  * order alone; a bundle packs only launches of queues bound to its lane or
  * bound to none, and its lane is its leader's if the leader's queue is

@@ -285,6 +285,23 @@ d=$(settle 1 fused_launches)
 ok "copies as launches of the copy kernel: dp_check copies, check and threads right, $d copies in fused launches"
 fake_stop
 
+# spread_lanes = yes: the scheduler's lanes choose the bundles' streams; the data path and fused
+# launches as without, and a queue's order across streams (tiers) still kept by waits
+FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'spread_lanes = yes\n'
+c0=$(counter fused_launches)
+for mode in check many threads copies; do
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (spread_lanes = yes): $out"
+	echo "$out" | grep -q '^ok' || fail "dp_check $mode (spread_lanes = yes): $out"
+done
+d=$(settle 1 fused_launches)
+[ "$d" -gt 0 ] || fail "spread_lanes = yes: no fused launch: $($ctl sched 2>&1 | head -24)"
+c0=$(counter stream_waits)
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order (spread_lanes = yes): $out"
+w=$(settle 1 stream_waits)
+[ "$w" -gt 0 ] || fail "spread_lanes = yes: dp_check order: no stream waited for another ($out)"
+ok "spread_lanes = yes: dp_check check, many, threads, copies and order right, $d launches fused, $w stream waits"
+fake_stop
+
 # serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
 # sessions with its own coalescer); the data path, fused launches and copies, the summed counters,
 # and a faulting kernel (every shard stops, the executor is replaced) as with one

@@ -83,6 +83,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_int_equal(p->shard_sessions, 16);
 	assert_true(p->fuse);
 	assert_true(p->fuse_copies);
+	assert_false(p->spread_lanes);
 }
 
 static void test_default_text(void **state)
@@ -834,6 +835,10 @@ static void test_executor_keys(void **state)
 	policy_free(p);
 	check_err("[daemon]\nlibcuda = lib/libcuda.so\n", 2, "library name or an absolute path");
 	check_err("[daemon]\nexecutor = maybe\n", 2, "executor must be yes or no");
+	check_err("[daemon]\nspread_lanes = 4\n", 2, "spread_lanes must be yes or no");
+	p = parse_ok("[daemon]\nspread_lanes = yes\n");
+	assert_true(p->spread_lanes);
+	policy_free(p);
 	check_err("[daemon]\nexecutor_user = \x01x\n", 2, "control characters");
 	check_err("[daemon]\nexecutor_user = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", 2,
 		  "must be 1..63 characters");

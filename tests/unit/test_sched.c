@@ -998,7 +998,7 @@ static void test_sort_many(void **state)
 #define NINF 3u
 #define NRES 2u             /* the urgent reserve (every fifth pool queue's launches are urgent) */
 #define NCAP (NINF + NRES)
-#define NLANES 3u           /* sched_cfg.streams */
+#define NLANES 3u           /* sched_cfg.streams and lanes */
 
 struct mq {
 	uint32_t id;        /* queue id */
@@ -1307,6 +1307,7 @@ static void test_model_many_queues(void **state)
 	c.idle_margin_ns = 3 * US;
 	c.reserve_inflight = NRES;
 	c.streams = NLANES;
+	c.lanes = NLANES;
 	M.s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(M.s, K1, true), 0);
 	assert_int_equal(sched_class_ready(M.s, K2, true), 0);
@@ -1607,6 +1608,9 @@ static void test_lanes(void **state)
 	uint64_t wake = 0, tok[8];
 
 	c.streams = 4;
+	c.lanes = SCHED_MAX_LANES + 1;
+	assert_int_equal(sched_new(&c, &s), -EINVAL);
+	c.lanes = 4;
 	s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(s, K, true), 0);
 	sched_set_issue_ns(s, 1 * US); /* 10 us predicted: side by side pays */
@@ -1713,10 +1717,11 @@ static void test_lanes(void **state)
 	assert_int_equal(out[1].ids[0], 7);
 	sched_free(s);
 
-	/* one stream: everything on lane 0, packed together as before */
-	c.streams = 1;
+	/* no lanes (4 streams): everything on lane 0, packed together as before */
+	c.lanes = 1;
 	s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sched_set_issue_ns(s, 1 * US); /* side by side would pay */
 	sub(s, 1, 0, K, 1, 1 * US);
 	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
 	sub(s, 2, 0, K, 1, 1 * US);

@@ -128,6 +128,9 @@ void bench_gpu_usage(FILE *f)
 		"  --fuse-copies yes|no ooo: the private oood's executor runs small copies as fused\n"
 		"                       launches of its copy kernel (oood.conf fuse_copies;\n"
 		"                       default oood's)\n"
+		"  --spread-lanes yes|no ooo: the private oood's executor runs independent\n"
+		"                       tenants' bundles on their own streams where that pays\n"
+		"                       (oood.conf spread_lanes; default oood's, no)\n"
 		"  --mps-control PATH   mps, lease: the control program (default nvidia-cuda-mps-control\n"
 		"                       in PATH, else /usr/local/nvidia/bin)\n"
 		"  --ooo-run PATH       lease: ooo-run (default: next to this binary, else PATH)\n"
@@ -436,7 +439,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_MPS, O_OOO_RUN,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_SPREAD_LANES, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_CRIT_CLASS, O_DOMAINS, O_FENCE,
 };
@@ -466,6 +469,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "shard-sessions", required_argument, NULL, O_SHARD_SESSIONS },
 		{ "wait-spin-us", required_argument, NULL, O_WAIT_SPIN },
 		{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
+		{ "spread-lanes", required_argument, NULL, O_SPREAD_LANES },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
 		{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
@@ -663,6 +667,12 @@ int bench_gpu_main(int argc, char **argv)
 			else
 				o->fuse_copies = strcmp(optarg, "yes") ? 1 : 2;
 			break;
+		case O_SPREAD_LANES:
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+				rc = bench_usage_error("--spread-lanes wants yes or no, not '%s'", optarg);
+			else
+				o->spread_lanes = strcmp(optarg, "yes") ? 1 : 2;
+			break;
 		case O_MPS:
 			rc = copy_path("--mps-control", optarg, o->mps_control, sizeof(o->mps_control));
 			break;
@@ -762,6 +772,11 @@ int bench_gpu_main(int argc, char **argv)
 	if (o->socket[0] && o->fuse_copies) {
 		rc = bench_usage_error(
 			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
+		goto out;
+	}
+	if (o->socket[0] && o->spread_lanes) {
+		rc = bench_usage_error(
+			"--spread-lanes sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
 	if (o->socket[0] && (o->threads || o->streams || o->shard_sessions || o->wait_spin_us)) {
