@@ -31,6 +31,26 @@ void dpath_init(struct server *srv)
 {
 	list_init(&srv->dpaths);
 	list_init(&srv->xreqs);
+	for (uint32_t g = 0; g < EXEC_MAX; g++) {
+		list_init(&srv->restoring[g]);
+		srv->restore_out[g] = 0;
+	}
+}
+
+/* A session's restore on its GPU's executor begins (restore_pump sends it) or ends. */
+static void restore_begin(struct server *srv, struct sdpath *d)
+{
+	if (!d->restoring)
+		list_add_tail(&srv->restoring[d->gpu], &d->rs_node);
+	d->restoring = true;
+	d->rs_mod = d->rs_kern = d->rs_out = 0;
+}
+
+static void restore_end(struct sdpath *d)
+{
+	if (d->restoring)
+		list_del(&d->rs_node);
+	d->restoring = false;
 }
 
 
@@ -54,8 +74,10 @@ static struct xreq *xreq_new(struct server *srv, struct conn *c, uint32_t seq, u
 	return x;
 }
 
-static void xreq_free(struct xreq *x)
+static void xreq_free(struct server *srv, struct xreq *x)
 {
+	if (x->restore && srv->restore_out[x->gpu])
+		srv->restore_out[x->gpu]--;
 	list_del(&x->node);
 	if (x->fd >= 0)
 		close(x->fd);
@@ -166,7 +188,7 @@ void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const s
 	x->len = req->len;
 	if (x->fd < 0) {
 		int e = fd < 0 || errno != EMFILE ? -EBADF : -EMFILE;
-		xreq_free(x);
+		xreq_free(srv, x);
 		session_uncharge(s, OOO_RES_MODULES, 1);
 		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, e,
 				   e == -EMFILE ? "oood is out of descriptors to keep the module's image"
@@ -176,7 +198,7 @@ void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const s
 	m.req = x->req;
 	r = gpu_send_fds(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &m, sizeof(m), &fd, 1);
 	if (r < 0) {
-		xreq_free(x);
+		xreq_free(srv, x);
 		session_uncharge(s, OOO_RES_MODULES, 1);
 		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -OOO_EDEVRESET, "cannot reach the executor: %s",
 				   strerror(-r));
@@ -222,14 +244,14 @@ void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const st
 	x->module = req->module;
 	x->name = strdup(k.name); /* k.name is terminated: wire_decode checked it */
 	if (!x->name) {
-		xreq_free(x);
+		xreq_free(srv, x);
 		server_reply_error(srv, c, OOO_MSG_KERNEL_GET, seq, -ENOMEM, "out of memory");
 		return;
 	}
 	k.req = x->req;
 	r = gpu_send(srv, d->gpu, EXEC_MSG_KERNEL_GET, &k, sizeof(k), -1);
 	if (r < 0) {
-		xreq_free(x);
+		xreq_free(srv, x);
 		server_reply_error(srv, c, OOO_MSG_KERNEL_GET, seq, -OOO_EDEVRESET, "cannot reach the executor: %s",
 				   strerror(-r));
 	}
@@ -286,7 +308,7 @@ void dpath_host_alloc(struct server *srv, struct conn *c, uint32_t seq, uint64_t
 	x = xreq_new(srv, c, seq, OOO_MSG_HOST_ALLOC, d->gpu);
 	if (!x || send_host_map(srv, d, r, x->req) < 0) {
 		if (x)
-			xreq_free(x);
+			xreq_free(srv, x);
 		close(fd);
 		d->host_fd[r] = -1;
 		session_uncharge(s, OOO_RES_MEM_BYTES, sz);
@@ -410,7 +432,7 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 				server_reply(srv, c, x->type, x->seq, &rep, sizeof(rep), -1);
 			}
 		}
-		xreq_free(x);
+		xreq_free(srv, x);
 		return;
 	}
 }
@@ -426,6 +448,7 @@ static void poke(struct sdpath *d)
 
 static void dp_free(struct sdpath *d)
 {
+	restore_end(d);
 	list_del(&d->node);
 	if (d->hdr)
 		munmap(d->hdr, 4096);
@@ -703,6 +726,7 @@ static bool restore_next(struct server *srv, struct sdpath *d)
 			continue;
 		}
 		x->restore = true;
+		srv->restore_out[d->gpu]++; /* until xreq_free */
 		x->sess = d->sess;
 		x->module = m;
 		em.req = x->req;
@@ -715,7 +739,7 @@ static bool restore_next(struct server *srv, struct sdpath *d)
 			r = gpu_send_fds(srv, d->gpu, EXEC_MSG_MODULE_LOAD, &em, sizeof(em), &d->module_fd[m], 1);
 		}
 		if (r < 0) {
-			xreq_free(x);
+			xreq_free(srv, x);
 			log_warn("gpu%u: session %llu: module %u is not loaded again (cannot reach the executor: %s)",
 				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m, strerror(-r));
 			module_lose(d, m);
@@ -736,12 +760,13 @@ static bool restore_next(struct server *srv, struct sdpath *d)
 		if (!(x = xreq_new(srv, NULL, 0, OOO_MSG_KERNEL_GET, d->gpu)))
 			continue;
 		x->restore = true;
+		srv->restore_out[d->gpu]++; /* until xreq_free */
 		x->sess = d->sess;
 		x->module = d->kmod[k];
 		x->region = k;
 		kg.req = x->req;
 		if (gpu_send(srv, d->gpu, EXEC_MSG_KERNEL_GET, &kg, sizeof(kg), -1) < 0) {
-			xreq_free(x);
+			xreq_free(srv, x);
 			continue;
 		}
 		d->rs_out++;
@@ -757,24 +782,29 @@ static bool restore_next(struct server *srv, struct sdpath *d)
  */
 static void restore_pump(struct server *srv, uint32_t gpu)
 {
-	struct list_node *n;
-	uint32_t out = 0;
+	struct list_node *n, *tmp;
 
-	list_for_each(n, &srv->xreqs) {
-		const struct xreq *x = list_entry(n, struct xreq, node);
-		out += x->restore && x->gpu == gpu;
-	}
-	list_for_each(n, &srv->dpaths) {
-		struct sdpath *d = list_entry(n, struct sdpath, node);
+	/*
+	 * The restoring sessions in the order they began: each sends while the
+	 * window has room. One left with more to send when the window is full
+	 * ends the walk (those after it could not send either); the ones passed
+	 * have all sent and wait for answers, at least one each, so a walk
+	 * visits RESTORE_WINDOW + 1 sessions at most before it stops, whatever
+	 * the number of sessions.
+	 */
+	list_for_each_safe(n, tmp, &srv->restoring[gpu]) {
+		struct sdpath *d = list_entry(n, struct sdpath, rs_node);
 		uint64_t sid = d->session;
+		bool more;
 
-		if (d->gpu != gpu || !d->restoring)
+		while (srv->restore_out[gpu] < RESTORE_WINDOW && restore_next(srv, d))
+			;
+		more = d->rs_mod < DPATH_MAX_MODULES || (d->kname && d->rs_kern < DPATH_MAX_KERNELS);
+		if (more && srv->restore_out[gpu] >= RESTORE_WINDOW)
+			break;
+		if (d->rs_out || more)
 			continue;
-		while (out < RESTORE_WINDOW && restore_next(srv, d))
-			out++;
-		if (d->rs_out || d->rs_mod < DPATH_MAX_MODULES || (d->kname && d->rs_kern < DPATH_MAX_KERNELS))
-			continue;
-		d->restoring = false;
+		restore_end(d);
 		if (gpu_send(srv, d->gpu, EXEC_MSG_PING, &sid, sizeof(sid), -1) < 0)
 			log_warn("gpu%u: cannot finish re-attaching session %llu", gpu_dev(srv, gpu),
 				 (unsigned long long)d->session);
@@ -789,7 +819,7 @@ static void restore_done(struct server *srv, struct xreq *x)
 
 	if (d && d->rs_out)
 		d->rs_out--;
-	xreq_free(x);
+	xreq_free(srv, x);
 	restore_pump(srv, gpu);
 }
 
@@ -863,8 +893,7 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 		 * behind them on the control socket comes back after them, and its
 		 * answer makes the epoch even (dpath_on_barrier).
 		 */
-		d->restoring = true;
-		d->rs_mod = d->rs_kern = d->rs_out = 0;
+		restore_begin(srv, d);
 		{
 			unsigned nm = 0, nk = 0;
 			for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++)
@@ -921,7 +950,7 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		if (c)
 			server_reply_error(srv, c, x->type, x->seq, -OOO_EDEVRESET,
 					   "the executor of gpu%u died during the request", gpu_dev(srv, gpu));
-		xreq_free(x);
+		xreq_free(srv, x);
 	}
 
 	list_for_each_safe(dn, dtmp, &srv->dpaths) {
@@ -969,7 +998,7 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 				log_warn("gpu%u: session %llu: the executor died while loading its modules again: %u "
 					 "modules lost (their kernels' launches fail until the tenant loads them again)",
 					 gpu_dev(srv, gpu), (unsigned long long)d->session, lost);
-			d->restoring = false;
+			restore_end(d);
 			d->rs_out = 0;
 		}
 		/* odd epoch: the tenant fails what it has in flight and holds new submissions */
@@ -1031,7 +1060,7 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 void dpath_fini(struct server *srv)
 {
 	while (!list_empty(&srv->xreqs))
-		xreq_free(list_entry(srv->xreqs.next, struct xreq, node));
+		xreq_free(srv, list_entry(srv->xreqs.next, struct xreq, node));
 	while (!list_empty(&srv->dpaths)) {
 		struct sdpath *d = list_entry(srv->dpaths.next, struct sdpath, node);
 		if (d->sess)

@@ -69,6 +69,7 @@ struct sdpath {
 	 * (RESTORE_WINDOW), then the ping that ends the re-attach.
 	 */
 	bool restoring;
+	struct list_node rs_node; /* srv->restoring[gpu], while restoring */
 	uint32_t rs_mod, rs_kern, rs_out;
 	uint32_t module_kind[DPATH_MAX_MODULES];
 	uint64_t module_len[DPATH_MAX_MODULES];

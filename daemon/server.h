@@ -123,6 +123,9 @@ struct server {
 	struct list_node buffers; /* every struct buffer (buffers.c) */
 	struct list_node dpaths;  /* every struct sdpath (dpath.c) */
 	struct list_node xreqs;   /* requests forwarded to executors (dpath.c) */
+	/* per executor slot (dpath.c): sessions whose modules are being restored, oldest first, and their requests out */
+	struct list_node restoring[EXEC_MAX];
+	uint32_t restore_out[EXEC_MAX];
 	struct telemetry *tm;     /* eBPF probes (telemetry.c) */
 	struct mps mps;           /* the MPS control daemon (mps.c) */
 	struct leases leases;     /* native tenants' MPS leases (lease.c) */

@@ -240,8 +240,18 @@ static int smid(const char *sock, unsigned max)
 	return 0;
 }
 
+#define NBY 5    /* fault's bystander sessions */
+#define NBYMOD 6 /* and their modules each: 30 in all */
+
 static int fault(const char *sock, const char *ptx, bool results)
 {
+	struct {
+		ooo_session *s;
+		ooo_queue *q;
+		ooo_buf *b;
+		ooo_module *m[NBYMOD];
+		ooo_kernel *k[2];
+	} by[NBY] = { 0 };
 	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
 	ooo_queue *q = NULL, *oq = NULL;
 	ooo_buf *ob = NULL, *sb = NULL;
@@ -272,6 +282,21 @@ static int fault(const char *sock, const char *ptx, bool results)
 		      ooo_module_unload(oa) == 0 && ooo_kernel_get(om, "poke", &ok0) == 0 &&
 		      ooo_kernel_get(om, "poke", &ok) == 0,
 	      "other: load poke");
+	/*
+	 * Bystanders: more modules than oood restores at once (16 per GPU), in
+	 * several sessions, each with a kernel of its first and of its last
+	 * module; all of them launch after the restart.
+	 */
+	for (int i = 0; i < NBY; i++) {
+		CHECK((by[i].s = ooo_open(sock)) && ooo_queue_create(by[i].s, NULL, &by[i].q) == 0 &&
+			      ooo_buf_alloc(by[i].s, 4096, 0, &by[i].b) == 0,
+		      "bystander %d: session", i);
+		for (int j = 0; j < NBYMOD && by[i].s; j++)
+			CHECK(ooo_module_load(by[i].s, OOO_PTX, img, len, &by[i].m[j]) == 0, "bystander %d: module %d", i, j);
+		CHECK(by[i].m[0] && by[i].m[NBYMOD - 1] && ooo_kernel_get(by[i].m[0], "poke", &by[i].k[0]) == 0 &&
+			      ooo_kernel_get(by[i].m[NBYMOD - 1], "poke", &by[i].k[1]) == 0,
+		      "bystander %d: kernels", i);
+	}
 	CHECK(ooo_launch(q, k, one, one, 0, &bad, sizeof(bad)) == 0, "launch poke");
 	r = ooo_queue_sync(q, 30000);
 	CHECK(r == -OOO_EFAULT || r == -OOO_EDEVRESET, "sync after the fault: %d (%s)", r, ooo_strerror(r));
@@ -312,8 +337,31 @@ static int fault(const char *sock, const char *ptx, bool results)
 			CHECK(ooo_memcpy_dtoh(q, &v, ooo_buf_addr(sb), 4) == 0 && v == 42,
 			      "faulting tenant: poke after the restart wrote %#x, not 42", v);
 		}
-		printf("module handles after the restart: both sessions' kernels launched%s\n",
-		       results ? " and wrote their results" : "");
+		for (int i = 0; i < NBY; i++) {
+			for (int j = 0; j < 2 && by[i].k[j]; j++) {
+				uint64_t bat = ooo_buf_addr(by[i].b) + 4 * (uint64_t)j;
+
+				for (int t = 0; t < 1000; t++) {
+					r = ooo_launch(by[i].q, by[i].k[j], one, one, 0, &bat, sizeof(bat));
+					if (r != -OOO_EDEVRESET)
+						break;
+					usleep(10000);
+				}
+				CHECK(r == 0, "bystander %d: kernel of module %d after the restart: %d", i,
+				      j ? NBYMOD - 1 : 0, r);
+			}
+			r = ooo_queue_sync(by[i].q, 30000);
+			CHECK(r == 0, "bystander %d: its kernels after the restart: %d (%s)", i, r, ooo_strerror(r));
+			if (results) {
+				uint32_t v[2] = { 0, 0 };
+				CHECK(ooo_memcpy_dtoh(by[i].q, v, ooo_buf_addr(by[i].b), sizeof(v)) == 0 && v[0] == 42 &&
+					      v[1] == 42,
+				      "bystander %d: poke after the restart wrote %#x %#x, not 42", i, v[0], v[1]);
+			}
+		}
+		printf("module handles after the restart: both sessions' kernels launched%s; %d bystanders' %d modules "
+		       "each too\n",
+		       results ? " and wrote their results" : "", NBY, NBYMOD);
 	}
 	/* a module loaded now takes the free slot 0, and the restored one in slot 1 still runs */
 	{
@@ -332,6 +380,16 @@ static int fault(const char *sock, const char *ptx, bool results)
 		CHECK(ooo_module_unload(oc) == 0, "other: unload the new module");
 	}
 	CHECK(ooo_module_unload(om) == 0, "other: unload after the restart");
+	for (int i = 0; i < NBY; i++) {
+		ooo_kernel_free(by[i].k[0]);
+		ooo_kernel_free(by[i].k[1]);
+		for (int j = 0; j < NBYMOD; j++)
+			if (by[i].m[j])
+				CHECK(ooo_module_unload(by[i].m[j]) == 0, "bystander %d: unload module %d", i, j);
+		ooo_buf_free(by[i].b);
+		ooo_queue_destroy(by[i].q);
+		ooo_close(by[i].s);
+	}
 	ooo_kernel_free(ok);
 	ooo_kernel_free(ok0);
 	ooo_buf_free(sb);
