@@ -1604,8 +1604,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		}
 	}
 	/*
-	 * With lanes, the scheduler's lane (a queue with bundles in flight stays
-	 * on their stream: order kept without a wait); else stream_choose.
+	 * With lanes, the scheduler's lane's stream in the bundle's tier (a queue
+	 * with bundles in flight stays on its lane: within one tier, its order
+	 * holds without a wait); else stream_choose.
 	 */
 	uint32_t si = co->lanes ? stream_tier(co, tier) * co->nstreams + sb->lane % co->nstreams
 				: stream_choose(co, p, stream_tier(co, tier), qs, n);

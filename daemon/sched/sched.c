@@ -170,7 +170,8 @@ int sched_new(const struct sched_cfg *cfg, struct sched **out)
 	if (!cfg || !cfg->max_queues || cfg->max_queues > (1u << 20) || !cfg->max_items || cfg->max_items > (1u << 24) ||
 	    !cfg->partitions || cfg->partitions > SCHED_MAX_PARTITIONS || !cfg->max_inflight || cfg->max_inflight > 64 ||
 	    cfg->reserve_inflight > 64 - cfg->max_inflight ||
-	    cfg->ewma_shift > 16 || cfg->streams > 64 || cfg->lanes > SCHED_MAX_LANES)
+	    cfg->ewma_shift > 16 || cfg->streams > 64 || cfg->lanes > SCHED_MAX_LANES ||
+	    (cfg->lanes > 1 && cfg->lanes > cfg->streams))
 		return -EINVAL;
 	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;

@@ -54,6 +54,9 @@
 #ifndef SCHED_LANE_RATIO
 #define SCHED_LANE_RATIO 2u   /* lanes spread bundles whose predicted time is at least this many issue times (sched_poll) */
 #endif
+#if SCHED_LANE_RATIO < 1
+#error "SCHED_LANE_RATIO must be at least 1"
+#endif
 #define SCHED_NOPAY_PROBE 16u /* of a class's bundles that fusing would not pay for, one in this many is fused anyway */
 
 struct sched_cfg {
@@ -75,7 +78,7 @@ struct sched_cfg {
 	uint64_t idle_margin_ns;   /* a partial bundle goes once its partition is predicted idle within this (0 allowed) */
 	uint32_t streams;          /* streams the caller runs a partition's bundles on (0 or 1: one, in order) */
 	/*
-	 * Lanes (0 or 1: none; at most SCHED_MAX_LANES): each bundle names its
+	 * Lanes (0 or 1: none; at most streams and SCHED_MAX_LANES): each bundle names its
 	 * lane (sched_bundle.lane), the stream the caller runs it on, so that
 	 * independent queues' bundles run side by side. See sched_poll.
 	 */

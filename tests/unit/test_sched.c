@@ -1032,6 +1032,8 @@ struct model {
 	uint32_t lanes_used;            /* bundles dispatched on a lane other than 0 */
 	uint64_t issue_ns;              /* told to the scheduler (sched_set_issue_ns) */
 	uint32_t spread_bundles;        /* dispatched where side by side paid */
+	uint32_t bundles;
+	uint32_t lanes;                 /* sched_cfg.streams and lanes of the run */
 	uint32_t dhead[NPART], dn[NPART];
 	uint64_t last_end[NPART];
 	uint64_t busy_until[NPART]; /* the scheduler's prediction, as sched.h defines it */
@@ -1197,14 +1199,16 @@ static size_t m_poll(uint64_t now, uint64_t *wake)
 		 * on one of the emptiest lanes; where it does not, a leader with
 		 * nothing in flight takes the busiest lane.
 		 */
-		assert_true(bu->lane < NLANES);
+		assert_true(bu->lane < (M.lanes > 1 ? M.lanes : 1));
 		least = UINT32_MAX;
 		most = 0;
 		for (uint32_t l = 0; l < NLANES; l++) {
 			least = M.lane_n[p][l] < least ? M.lane_n[p][l] : least;
 			most = M.lane_n[p][l] > most ? M.lane_n[p][l] : most;
 		}
-		spread = M.issue_ns && sched_predict(M.s, M.cost_key[bu->ids[0]]) / SCHED_LANE_RATIO >= M.issue_ns;
+		spread = M.lanes > 1 && M.issue_ns &&
+			 sched_predict(M.s, M.cost_key[bu->ids[0]]) / SCHED_LANE_RATIO >= M.issue_ns;
+		M.bundles++;
 		M.spread_bundles += spread;
 		for (uint32_t k = 0; k < bu->n; k++) {
 			const struct mq *q = &M.q[M.qidx_of_id[(uint32_t)bu->ids[k]]];
@@ -1296,18 +1300,20 @@ static void m_check(void)
 	assert_int_equal(st.launches, M.dispatched);
 }
 
-static void test_model_many_queues(void **state)
+/* lanes 0: one stream, no lanes (as before lanes existed); NLANES: that many streams and lanes */
+static void model_run(uint32_t lanes)
 {
 	struct sched_cfg c = cfg_of(MQ, NINF, NPART);
 	uint64_t now = 0, wake = 0;
 	uint32_t steps = 0;
 
 	memset(&M, 0, sizeof(M));
+	M.lanes = lanes;
 	c.max_items = 2048;
 	c.idle_margin_ns = 3 * US;
 	c.reserve_inflight = NRES;
-	c.streams = NLANES;
-	c.lanes = NLANES;
+	c.streams = lanes;
+	c.lanes = lanes;
 	M.s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(M.s, K1, true), 0);
 	assert_int_equal(sched_class_ready(M.s, K2, true), 0);
@@ -1374,12 +1380,29 @@ static void test_model_many_queues(void **state)
 	for (uint32_t id = 0; id < M.nid; id++)
 		assert_true(M.state[id] == 3 || M.state[id] == 4);
 	assert_true(M.reserve_used > 0); /* the reserve was exercised */
-	assert_true(M.lanes_used > 0);   /* and the lanes, */
-	assert_true(M.spread_bundles > 0 && M.spread_bundles < M.dispatched); /* spread and not */
+	if (M.lanes > 1) {
+		assert_true(M.lanes_used > 0); /* and the lanes, */
+		assert_true(M.spread_bundles > 0 && M.spread_bundles < M.bundles); /* spread and not */
+	} else {
+		assert_int_equal(M.lanes_used, 0);
+		assert_int_equal(M.spread_bundles, 0);
+	}
 	print_message("model: %u launches, %u dispatched, %u dropped, %u bundles in the urgent reserve, %u on lanes 1..%u, "
 		      "%u where side by side paid\n",
 		      M.nid, M.dispatched, M.dropped, M.reserve_used, M.lanes_used, NLANES - 1, M.spread_bundles);
 	sched_free(M.s);
+}
+
+static void test_model_many_queues(void **state)
+{
+	model_run(0);
+	(void)state;
+}
+
+static void test_model_lanes(void **state)
+{
+	model_run(NLANES);
+	(void)state;
 }
 
 /*
@@ -1610,6 +1633,8 @@ static void test_lanes(void **state)
 	c.streams = 4;
 	c.lanes = SCHED_MAX_LANES + 1;
 	assert_int_equal(sched_new(&c, &s), -EINVAL);
+	c.lanes = 5; /* more lanes than streams */
+	assert_int_equal(sched_new(&c, &s), -EINVAL);
 	c.lanes = 4;
 	s = mk_cfg(&c);
 	assert_int_equal(sched_class_ready(s, K, true), 0);
@@ -1683,6 +1708,22 @@ static void test_lanes(void **state)
 	assert_int_equal(out[0].lane, 2);
 	assert_int_equal(out[1].lane, 3);
 	assert_int_equal(out[2].lane, 0);
+	sched_free(s);
+
+	/*
+	 * A candidate left out for its lane does not make the bundle full: with
+	 * slack and the partition busy, the bundle is held (and so is the class).
+	 */
+	s = mk_cfg(&c);
+	assert_int_equal(sched_class_ready(s, K, true), 0);
+	sched_set_issue_ns(s, 1 * US);
+	sub(s, 1, 0, K, 1, 1 * US);
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1); /* queue 0 on lane 0: busy until 2.5 us */
+	assert_int_equal(out[0].lane, 0);
+	sub(s, 2, 1, K, 1, 1000 * US); /* free: leads on lane 1 */
+	sub(s, 3, 0, K, 1, 1001 * US); /* bound to lane 0: left out */
+	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 0);
+	assert_int_equal(wake, 2500);
 	sched_free(s);
 
 	/* short kernels (issue time unknown, then 6 us against 10 us predicted): few, large bundles */
@@ -1789,7 +1830,7 @@ int main(void)
 		cmocka_unit_test(test_pipelining),	  cmocka_unit_test(test_held_class_not_blocking),
 		cmocka_unit_test(test_held_class_slots),  cmocka_unit_test(test_drop_queue),
 		cmocka_unit_test(test_drop_active_list),  cmocka_unit_test(test_sort_many),
-		cmocka_unit_test(test_model_many_queues), cmocka_unit_test(test_no_starvation_fused),
+		cmocka_unit_test(test_model_many_queues), cmocka_unit_test(test_model_lanes), cmocka_unit_test(test_no_starvation_fused),
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
 		cmocka_unit_test(test_tm_bucket),	  cmocka_unit_test(test_fusing_pays),
 		cmocka_unit_test(test_streams),		  cmocka_unit_test(test_urgent_reserve),
