@@ -1210,6 +1210,8 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(launch_ns);
 	for (unsigned i = 0; i < OOO_PRIO_TIERS; i++)
 		SCHED_D(tier_bundles[i]);
+	for (unsigned i = 0; i < OOO_SCHED_STREAMS; i++)
+		SCHED_D(stream_bundles[i]);
 	SCHED_D(commands);
 	SCHED_D(param_bundles);
 	SCHED_D(take_ns);
@@ -1470,6 +1472,14 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	for (unsigned i = 0; i < OOO_PRIO_TIERS; i++)
 		j_u64(sched_tier_names[i], c->tier_bundles[i]);
 	j_obj_end();
+	j_obj("bundles_by_stream"); /* within their tier: "0" .. streams - 1 */
+	for (unsigned i = 0; i < OOO_SCHED_STREAMS && i < (c->streams ? c->streams : 1); i++) {
+		char k[4];
+
+		snprintf(k, sizeof(k), "%u", i);
+		j_u64(k, c->stream_bundles[i]);
+	}
+	j_obj_end();
 	j_u64("param_bundles", c->param_bundles);
 	j_obj("jit");
 	j_u64("hits", c->jit_hits);
@@ -1614,6 +1624,20 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	ROW_COUNT("bundles, low priority", tier_bundles[0]);
 	ROW_COUNT("bundles, default priority", tier_bundles[1]);
 	ROW_COUNT("bundles, high priority", tier_bundles[2]);
+	{
+		/* bundles by the stream they went on within their tier, "s0/s1/...": how the streams share them */
+		unsigned ns = c->streams ? c->streams : 1;
+		size_t la = 0, lb = 0;
+
+		a[0] = b[0] = '\0';
+		for (unsigned i = 0; i < ns && i < OOO_SCHED_STREAMS; i++) {
+			if (iv && la < sizeof(a))
+				la += (size_t)snprintf(a + la, sizeof(a) - la, "%s%" PRIu64, i ? "/" : "", d->stream_bundles[i]);
+			if (lb < sizeof(b))
+				lb += (size_t)snprintf(b + lb, sizeof(b) - lb, "%s%" PRIu64, i ? "/" : "", c->stream_bundles[i]);
+		}
+		sched_row(&t, iv, "bundles by stream", a, b);
+	}
 	ROW_COUNT("table as parameter", param_bundles);
 	{
 		static const char *const nm[4] = { "launch hold p50", "launch hold p99", "launch latency p50",
@@ -3387,6 +3411,15 @@ static int do_metrics(int argc, char **argv)
 			for (unsigned k = 0; k < OOO_PRIO_TIERS; k++)
 				printf("ooo_sched_bundles_by_priority_total{gpu=\"%" PRIu32 "\",domain=\"%s\",tier=\"%s\"} %" PRIu64 "\n",
 				       sr[i].device, sr[i].domain, sched_tier_names[k], sr[i].c.tier_bundles[k]);
+		}
+		prom_family("ooo_sched_bundles_by_stream_total", "counter",
+			    "Dispatches by the stream they went on within their priority tier (0 .. streams - 1)");
+		for (size_t i = 0; i < nsr; i++) {
+			if (!sr[i].have)
+				continue;
+			for (unsigned k = 0; k < OOO_SCHED_STREAMS && k < (sr[i].c.streams ? sr[i].c.streams : 1); k++)
+				printf("ooo_sched_bundles_by_stream_total{gpu=\"%" PRIu32 "\",domain=\"%s\",stream=\"%u\"} %" PRIu64 "\n",
+				       sr[i].device, sr[i].domain, k, sr[i].c.stream_bundles[k]);
 		}
 		prom_family("ooo_sched_executor_cpu_seconds_total", "counter", "CPU time of the executor (all threads)");
 		for (size_t i = 0; i < nsr; i++)

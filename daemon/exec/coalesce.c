@@ -40,7 +40,7 @@
 #define CO_SESSION_CLASSES 128u /* distinct classes one session's kernels may hold (one tenant cannot fill the table) */
 #define CO_SHAPES 16u          /* launch shapes (block, dynamic smem) per class */
 #define CO_SESSION_SHAPES 8u   /* of a class's shapes, those one session may add (one tenant cannot take them all) */
-#define CO_MAX_STREAMS 8u      /* streams of a partition at one priority (executor --streams; oood.conf streams) */
+#define CO_MAX_STREAMS OOO_SCHED_STREAMS /* streams of a partition at one priority (executor --streams; oood.conf streams) */
 /*
  * A bundle keeps its queues' priority (oood.conf priority) in tiers: below
  * the default, the default, above it, its highest-priority member's. Each
@@ -1721,6 +1721,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		co->st.max_members = b->n;
 	co->st.parts[p].bundles++;
 	co->st.tier_bundles[tier]++;
+	co->st.stream_bundles[b->stream % co->nstreams]++;
 	launcher_push(dp, b);
 	for (uint32_t k = 0; k < n; k++)
 		advance(dp, qs[k]);

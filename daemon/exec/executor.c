@@ -786,6 +786,8 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 		a->streams = b->streams;
 	for (unsigned i = 0; i < OOO_PRIO_TIERS; i++)
 		a->tier_bundles[i] += b->tier_bundles[i];
+	for (unsigned i = 0; i < OOO_SCHED_STREAMS; i++)
+		a->stream_bundles[i] += b->stream_bundles[i];
 	/* classes: by name; the last row ("") takes what does not fit, as in one coalescer */
 	for (uint32_t j = 0; j < b->nclasses && j < OOO_SCHED_CLASSES; j++) {
 		const struct ooo_sched_class_stats *c = &b->classes[j];

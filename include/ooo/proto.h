@@ -342,6 +342,8 @@ struct ooo_device_rec {
 #define OOO_PRIORITY_DEFAULT 50u
 /* Stream tiers of the coalescer's bundles: below OOO_PRIORITY_DEFAULT, at it, above it */
 #define OOO_PRIO_TIERS 3u
+/* Streams of a partition at one priority tier (oood.conf streams) at most */
+#define OOO_SCHED_STREAMS 8u
 /* A command's stages in the executor (docs/telemetry.md), as the per-class histograms index them */
 enum ooo_cmd_stage { OOO_STAGE_SUBMIT, OOO_STAGE_QUEUE, OOO_STAGE_RUN, OOO_STAGE_NOTIFY, OOO_CMD_STAGES };
 
@@ -413,6 +415,7 @@ struct ooo_sched_counters {
 	uint64_t stream_waits;   /* waits a stream made for another stream's bundle (a queue's order across streams) */
 	uint64_t launch_ns;      /* the launcher thread's busy time: issuing bundles to CUDA (driver calls) */
 	uint64_t tier_bundles[OOO_PRIO_TIERS]; /* dispatches by their members' highest queue priority: below 50, 50, above */
+	uint64_t stream_bundles[OOO_SCHED_STREAMS]; /* dispatches by the stream they went on within their tier (0 .. streams - 1) */
 };
 
 struct ooo_sched_rec {

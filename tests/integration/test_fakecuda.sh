@@ -300,6 +300,13 @@ out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || f
 w=$(settle 1 stream_waits)
 [ "$w" -gt 0 ] || fail "spread_lanes = yes: dp_check order: no stream waited for another ($out)"
 ok "spread_lanes = yes: dp_check check, many, threads, copies and order right, $d launches fused, $w stream waits"
+# oooctl sched counts the bundles by the stream they went on (4 streams, the default): they add up to all bundles
+steady bundles >/dev/null
+s=$($ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"bundles": \([0-9][0-9]*\),*$/\1/p' | head -1) # not the partitions'
+by=$(counter 0 1 2 3)
+[ "$by" -eq "$s" ] && [ "$s" -gt 0 ] || fail "oooctl sched: bundles_by_stream adds up to $by, not the $s bundles"
+$ctl sched 2>/dev/null | grep -q '^ *bundles by stream ' || fail "oooctl sched shows no 'bundles by stream' row: $($ctl sched 2>&1 | head -40)"
+ok "oooctl sched: bundles by stream add up to the $s bundles ($($ctl sched 2>/dev/null | sed -n 's/^ *bundles by stream *//p'))"
 fake_stop
 
 # serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
