@@ -112,6 +112,7 @@ struct policy {
 	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
 	bool fuse_copies;            /* and small copies, as launches of their copy kernel (default yes) */
 	bool spread_lanes;           /* bundles of independent queues on their own streams where that pays (default no) */
+	uint32_t urgent_reserve;     /* in-flight bundles per partition kept for queues above the lowest priority tier (0 .. 8, default 0) */
 	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */
 	uint32_t serving_threads;    /* threads an executor serves its sessions with, each a shard of them (1 .. 8) */
 	uint32_t shard_sessions;     /* a new session joins the first shard with fewer sessions (0: the fewest) */

@@ -62,18 +62,16 @@
  * Bundles in flight on a partition beyond max_inflight, for those led by a
  * launch of a queue above the executor's lowest live priority tier
  * (sched_cfg.reserve_inflight, which also keeps such bundles out of the
- * others' max_inflight). Off (0): measured on an H100 (bench/results/
+ * others' max_inflight): oood.conf urgent_reserve (co->reserve), at most
+ * this many. Default 0: measured on an H100 (bench/results/
  * 2026-12-06-urgent-reserve-h100-7046365.txt), 4 with bundles above the
  * lowest tier on the launcher's first ring halved the mix's critical p99
- * (closed loop: 159-200 -> 79-140 us) but cost best effort 6-25%, and with
- * the critical tenant open loop at 10k req/s its backlog grew to p99
- * 0.4-0.5 s against 4-49 ms before, which its closed-loop capacity
- * (17-18k req/s) does not explain: not understood yet, so not on.
+ * (closed loop: 159-200 -> 79-140 us) but cost best effort 6-25%. (An open
+ * loop critical tenant at 7-10k req/s falls behind with or without it:
+ * 2026-12-06-spin-iters-open-reserve-h100-db2c28b.txt.)
  */
-#ifndef CO_RESERVE
-#define CO_RESERVE 0u
-#endif
-#define CO_SLOTS (CO_MAX_STREAMS * CO_INFLIGHT_PER_STREAM + CO_RESERVE) /* descriptor tables: one per bundle in flight at most */
+#define CO_RESERVE_MAX 8u
+#define CO_SLOTS (CO_MAX_STREAMS * CO_INFLIGHT_PER_STREAM + CO_RESERVE_MAX) /* descriptor tables: one per bundle in flight at most */
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
@@ -82,7 +80,7 @@
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
 #define CO_ISSUE_EVERY 512u    /* bundles between two measures of the executor's busy time per bundle (sched_set_issue_ns) */
 #define CO_LQ 128u             /* a launcher ring: bundles dispatched, not yet issued or not yet looked at */
-#define CO_LQ_FIRST 0          /* the ring issued first: reserved partitions' bundles (with CO_RESERVE, also those above the lowest tier) */
+#define CO_LQ_FIRST 0          /* the ring issued first: reserved partitions' bundles (with a reserve, also those above the lowest tier) */
 #define CO_LQ_SHARED 1
 #define CO_LAUNCH_SPIN_NS 300000u /* the launcher polls this long after its last bundle before it sleeps */
 
@@ -222,6 +220,7 @@ struct coalescer {
 	CUdevice cudev;
 	uint32_t nstreams; /* of every partition, at each tier */
 	bool lanes;        /* oood.conf spread_lanes: the scheduler's lanes choose the streams */
+	uint32_t reserve;  /* oood.conf urgent_reserve: in-flight bundles per partition for queues above the lowest tier */
 	uint32_t ntiers;   /* CO_TIERS, or 1 where the device has one stream priority */
 	uint32_t nsi;      /* ntiers * nstreams: the streams of a partition */
 	int tier_prio[CO_TIERS]; /* the CUDA stream priority of each tier's streams */
@@ -276,7 +275,7 @@ struct coalescer {
 	 * look. The driver calls of a bundle (cuLaunchKernel, its event records
 	 * and stream waits) cost the serving thread nothing but the hand-over.
 	 * Two rings: the first (CO_LQ_FIRST) has the bundles of reserved
-	 * partitions (and, with an urgent reserve, CO_RESERVE, those on streams
+	 * partitions (and, with an urgent reserve, co->reserve, those on streams
 	 * above the lowest live priority tier), and the launcher issues it before the next bundle of the other
 	 * (CO_LQ_SHARED), so that a class with SMs of its own, or a higher
 	 * priority, does not queue behind the others on the CPU either. A
@@ -1073,7 +1072,7 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 								      cmd->e.launch.grid[2]),
 				.deadline_ns = cmd->deadline_ns,
 				/* its bundles outrank others on the GPU: they may use the partition's reserve (if any) */
-				.urgent = CO_RESERVE && stream_tier(co, prio_tier(q->prio)) > 0,
+				.urgent = co->reserve && stream_tier(co, prio_tier(q->prio)) > 0,
 			};
 			if (!l.blocks)
 				l.blocks = 1;
@@ -1140,7 +1139,7 @@ static int bundle_params(struct dp_bundle *b, size_t need)
 
 static int slot_take(struct coalescer *co)
 {
-	for (int i = 0; i < (int)(co->max_inflight + CO_RESERVE); i++)
+	for (int i = 0; i < (int)(co->max_inflight + co->reserve); i++)
 		if (!co->slot_busy[i]) {
 			co->slot_busy[i] = true;
 			return i;
@@ -1375,13 +1374,13 @@ static void co_results(struct datapath *dp);
 
 /*
  * Hand b to the launcher: on the first ring (a reserved partition; with an
- * urgent reserve, CO_RESERVE, also a stream above the lowest tier), or the
+ * urgent reserve, co->reserve, also a stream above the lowest tier), or the
  * other.
  */
 static void launcher_push(struct datapath *dp, struct dp_bundle *b)
 {
 	struct coalescer *co = dp->co;
-	struct co_lring *l = &co->lr[b->part || (CO_RESERVE && b->stream >= co->nstreams) ? CO_LQ_FIRST : CO_LQ_SHARED];
+	struct co_lring *l = &co->lr[b->part || (co->reserve && b->stream >= co->nstreams) ? CO_LQ_FIRST : CO_LQ_SHARED];
 	uint32_t tail = atomic_load_explicit(&l->tail, memory_order_relaxed);
 
 	/* never full: bundles in flight (the scheduler's bound per partition) are fewer than CO_LQ; a guard */
@@ -2280,7 +2279,8 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	if (co->max_inflight < CO_INFLIGHT)
 		co->max_inflight = CO_INFLIGHT;
 	cfg.max_inflight = co->max_inflight;
-	cfg.reserve_inflight = CO_RESERVE;
+	co->reserve = dp->urgent_reserve < CO_RESERVE_MAX ? dp->urgent_reserve : CO_RESERVE_MAX;
+	cfg.reserve_inflight = co->reserve;
 	cfg.streams = co->nstreams;
 	co->lanes = dp->spread_lanes && co->nstreams > 1;
 	cfg.lanes = co->lanes ? co->nstreams : 1;
@@ -2333,8 +2333,8 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		}
 		co->part[0].str[i].stream = co->prim[i];
 	}
-	if (api->p_cuMemAlloc(&co->dev, (size_t)(co->max_inflight + CO_RESERVE) * CO_SLOT_BYTES) != CUDA_SUCCESS ||
-	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)(co->max_inflight + CO_RESERVE) * CO_SLOT_BYTES, 0) !=
+	if (api->p_cuMemAlloc(&co->dev, (size_t)(co->max_inflight + co->reserve) * CO_SLOT_BYTES) != CUDA_SUCCESS ||
+	    api->p_cuMemHostAlloc((void **)&co->host, (size_t)(co->max_inflight + co->reserve) * CO_SLOT_BYTES, 0) !=
 		    CUDA_SUCCESS) {
 		snprintf(why, cap, "cannot allocate the partition's descriptor memory");
 		r = -ENOMEM;

@@ -1048,7 +1048,7 @@ int executor_main(int argc, char **argv)
 		{ "fuse", required_argument, NULL, 'F' },      { "streams", required_argument, NULL, 'S' },
 		{ "fence", required_argument, NULL, 'f' },     { "fuse-copies", required_argument, NULL, 'C' },
 		{ "threads", required_argument, NULL, 'T' },   { "shard-sessions", required_argument, NULL, 'P' },
-		{ "spread-lanes", required_argument, NULL, 'L' },
+		{ "spread-lanes", required_argument, NULL, 'L' }, { "urgent-reserve", required_argument, NULL, 'R' },
 		{ 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
@@ -1057,7 +1057,7 @@ int executor_main(int argc, char **argv)
 	struct memory mem = { 0 };
 	static struct shards S; /* large: the shards' datapaths */
 	CUcontext ctx = NULL;
-	unsigned long dev = 0, streams = 1, threads = 1, fill = 16;
+	unsigned long dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0;
 	char *end;
 	bool fuse = true, fence = false, fuse_copies = true, spread_lanes = false;
 	int c, rc;
@@ -1109,6 +1109,12 @@ int executor_main(int argc, char **argv)
 			errno = 0;
 			fill = strtoul(optarg, &end, 10);
 			if (errno || end == optarg || *end || fill > 4096)
+				return EXEC_EXIT_USAGE;
+			break;
+		case 'R':
+			errno = 0;
+			reserve = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || reserve > 8)
 				return EXEC_EXIT_USAGE;
 			break;
 		default: return EXEC_EXIT_USAGE;
@@ -1178,6 +1184,7 @@ int executor_main(int argc, char **argv)
 		h->dp.fuse = fuse;
 		h->dp.fuse_copies = fuse_copies;
 		h->dp.spread_lanes = spread_lanes;
+		h->dp.urgent_reserve = (uint32_t)reserve;
 		h->dp.fence = fence;
 		h->dp.mem = &mem;
 		h->dp.streams = (uint32_t)streams;

@@ -309,6 +309,20 @@ $ctl sched 2>/dev/null | grep -q '^ *bundles by stream ' || fail "oooctl sched s
 ok "oooctl sched: bundles by stream add up to the $s bundles ($($ctl sched 2>/dev/null | sed -n 's/^ *bundles by stream *//p'))"
 fake_stop
 
+# urgent_reserve = 4: bundles of queues above the lowest priority tier (dp_check prio's at 99, beside
+# those at 10) may take 4 more in-flight slots and go first on the launcher: the data path as without
+gpu_start 'max_sessions = 200\nmax_queues = 2048\npriority = 99\n' 'urgent_reserve = 4\n'
+for mode in prio many threads; do
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (urgent_reserve = 4): $out"
+	echo "$out" | grep -q '^ok' || fail "dp_check $mode (urgent_reserve = 4): $out"
+done
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order (urgent_reserve = 4): $out"
+c0=0
+hi=$(settle 1 high)
+[ "$hi" -gt 0 ] || fail "urgent_reserve = 4: no bundle above the lowest tier: $($ctl sched 2>&1 | head -40)"
+ok "urgent_reserve = 4: dp_check prio, many, threads and order right, $hi bundles above the lowest tier"
+fake_stop
+
 # serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
 # sessions with its own coalescer); the data path, fused launches and copies, the summed counters,
 # and a faulting kernel (every shard stops, the executor is replaced) as with one

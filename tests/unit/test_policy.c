@@ -84,6 +84,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_true(p->fuse);
 	assert_true(p->fuse_copies);
 	assert_false(p->spread_lanes);
+	assert_int_equal(p->urgent_reserve, 0);
 }
 
 static void test_default_text(void **state)
@@ -242,6 +243,7 @@ static const struct range_case daemon_ranges[] = {
 	{ "streams", 1, 8 },
 	{ "serving_threads", 1, 8 },
 	{ "shard_sessions", 0, 4096 },
+	{ "urgent_reserve", 0, 8 },
 };
 
 static uint64_t daemon_field(const struct policy *p, const char *key)
@@ -258,6 +260,8 @@ static uint64_t daemon_field(const struct policy *p, const char *key)
 		return p->serving_threads;
 	if (!strcmp(key, "shard_sessions"))
 		return p->shard_sessions;
+	if (!strcmp(key, "urgent_reserve"))
+		return p->urgent_reserve;
 	return p->shutdown_grace_ms;
 }
 

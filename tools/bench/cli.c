@@ -131,6 +131,9 @@ void bench_gpu_usage(FILE *f)
 		"  --spread-lanes yes|no ooo: the private oood's executor runs independent\n"
 		"                       tenants' bundles on their own streams where that pays\n"
 		"                       (oood.conf spread_lanes; default oood's, no)\n"
+		"  --urgent-reserve N   ooo: the private oood's executor keeps N more in-flight\n"
+		"                       bundles for queues above the lowest priority tier\n"
+		"                       (oood.conf urgent_reserve, 0..8; default oood's, 0)\n"
 		"  --mps-control PATH   mps, lease: the control program (default nvidia-cuda-mps-control\n"
 		"                       in PATH, else /usr/local/nvidia/bin)\n"
 		"  --ooo-run PATH       lease: ooo-run (default: next to this binary, else PATH)\n"
@@ -439,7 +442,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_SPREAD_LANES, O_MPS, O_OOO_RUN,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_SPREAD_LANES, O_URGENT_RESERVE, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_CRIT_CLASS, O_DOMAINS, O_FENCE,
 };
@@ -470,6 +473,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "wait-spin-us", required_argument, NULL, O_WAIT_SPIN },
 		{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
 		{ "spread-lanes", required_argument, NULL, O_SPREAD_LANES },
+		{ "urgent-reserve", required_argument, NULL, O_URGENT_RESERVE },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
 		{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
@@ -652,6 +656,9 @@ int bench_gpu_main(int argc, char **argv)
 		case O_STREAMS:
 			rc = parse_key_value("--streams", optarg, 1, 8, &o->streams);
 			break;
+		case O_URGENT_RESERVE:
+			rc = parse_key_value("--urgent-reserve", optarg, 0, 8, &o->urgent_reserve);
+			break;
 		case O_THREADS:
 			rc = parse_key_value("--threads", optarg, 1, 8, &o->threads);
 			break;
@@ -779,10 +786,11 @@ int bench_gpu_main(int argc, char **argv)
 			"--spread-lanes sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
-	if (o->socket[0] && (o->threads || o->streams || o->shard_sessions || o->wait_spin_us)) {
+	if (o->socket[0] && (o->threads || o->streams || o->shard_sessions || o->wait_spin_us || o->urgent_reserve)) {
 		rc = bench_usage_error("%s sets the private oood's policy: a running oood (--socket) has its own",
 				       o->threads ? "--threads" : o->streams ? "--streams" :
-				       o->shard_sessions ? "--shard-sessions" : "--wait-spin-us");
+				       o->shard_sessions ? "--shard-sessions" :
+				       o->urgent_reserve ? "--urgent-reserve" : "--wait-spin-us");
 		goto out;
 	}
 	if (o->socket[0] && o->rundir[0]) {

@@ -620,6 +620,8 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 	/* the executor's keys the command line set (stored as value + 1) */
 	if (o->streams)
 		fprintf(f, "streams = %u\n", o->streams - 1);
+	if (o->urgent_reserve)
+		fprintf(f, "urgent_reserve = %u\n", o->urgent_reserve - 1);
 	if (o->threads)
 		fprintf(f, "serving_threads = %u\n", o->threads - 1);
 	if (o->shard_sessions)
