@@ -76,8 +76,12 @@ static struct xreq *xreq_new(struct server *srv, struct conn *c, uint32_t seq, u
 
 static void xreq_free(struct server *srv, struct xreq *x)
 {
-	if (x->restore && srv->restore_out[x->gpu])
-		srv->restore_out[x->gpu]--;
+	if (x->restore) {
+		if (srv->restore_out[x->gpu])
+			srv->restore_out[x->gpu]--;
+		else
+			log_warn("gpu%u: restore requests miscounted (none out, one freed)", x->gpu);
+	}
 	list_del(&x->node);
 	if (x->fd >= 0)
 		close(x->fd);
@@ -893,17 +897,25 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 		 * behind them on the control socket comes back after them, and its
 		 * answer makes the epoch even (dpath_on_barrier).
 		 */
-		restore_begin(srv, d);
 		{
 			unsigned nm = 0, nk = 0;
+			uint64_t sid = d->session;
+
 			for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++)
 				nm += d->module_live[m];
 			for (uint32_t k = 0; d->kname && k < DPATH_MAX_KERNELS; k++)
 				nk += d->kname[k] != NULL;
-			if (nm)
-				log_info("gpu%u: session %llu: loading %u modules (%u kernels) again", gpu_dev(srv, gpu),
-					 (unsigned long long)d->session, nm, nk);
+			if (!nm) {
+				/* nothing to load again (kernels go with their modules): the ping at once, not behind others' restores */
+				if (gpu_send(srv, gpu, EXEC_MSG_PING, &sid, sizeof(sid), -1) < 0)
+					log_warn("gpu%u: cannot finish re-attaching session %llu", gpu_dev(srv, gpu),
+						 (unsigned long long)sid);
+				return;
+			}
+			log_info("gpu%u: session %llu: loading %u modules (%u kernels) again", gpu_dev(srv, gpu),
+				 (unsigned long long)sid, nm, nk);
 		}
+		restore_begin(srv, d);
 		restore_pump(srv, gpu);
 		return;
 	}

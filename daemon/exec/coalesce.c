@@ -70,6 +70,9 @@
  * loop critical tenant at 7-10k req/s falls behind with or without it:
  * 2026-12-06-spin-iters-open-reserve-h100-db2c28b.txt.)
  */
+#ifdef CO_RESERVE
+#error "CO_RESERVE is gone: the reserve is oood.conf urgent_reserve (executor --urgent-reserve)"
+#endif
 #define CO_RESERVE_MAX 8u
 #define CO_SLOTS (CO_MAX_STREAMS * CO_INFLIGHT_PER_STREAM + CO_RESERVE_MAX) /* descriptor tables: one per bundle in flight at most */
 #define CO_DEFAULT_SLO_US 10000u
