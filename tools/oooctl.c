@@ -1256,6 +1256,7 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 		memcpy(d->parts[i].name, pb->name, sizeof(d->parts[i].name));
 		d->parts[i].sms = pb->sms;
 		d->parts[i].max_inflight = pb->max_inflight;
+		d->parts[i].reserve_inflight = pb->reserve_inflight;
 		d->parts[i].bundles = sched_sub(pb->bundles, pa ? pa->bundles : 0);
 		d->parts[i].busy_ns = sched_sub(pb->busy_ns, pa ? pa->busy_ns : 0);
 	}
@@ -1542,6 +1543,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 		j_num("bundles_per_s", f->parts[i].bundles_s, 3);
 		j_u64("busy_ns", c->parts[i].busy_ns);
 		j_num("util_pct", sched_util_pct(f->parts[i].util), 2);
+		j_u64("reserve_inflight", c->parts[i].reserve_inflight);
 		j_obj_end();
 	}
 	j_arr_end();

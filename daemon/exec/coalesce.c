@@ -2486,6 +2486,7 @@ void co_counters(const struct datapath *dp, uint64_t now, struct ooo_sched_count
 	for (uint32_t i = 0; i < co->nparts; i++) {
 		out->parts[i].sms = co->part[i].sms;
 		out->parts[i].max_inflight = co->max_inflight;
+		out->parts[i].reserve_inflight = co->reserve;
 		memcpy(out->parts[i].name, co->part[i].klass, sizeof(out->parts[i].name));
 	}
 	sched_get_stats(co->sched, &ss);

@@ -771,14 +771,17 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 	if (b->npartitions > a->npartitions) {
 		for (uint32_t i = a->npartitions; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++)
 			a->parts[i] = (struct ooo_sched_part_stats){ .sms = b->parts[i].sms,
-								     .max_inflight = b->parts[i].max_inflight };
+								     .max_inflight = b->parts[i].max_inflight,
+								     .reserve_inflight = b->parts[i].reserve_inflight };
 		for (uint32_t i = a->npartitions; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++)
 			memcpy(a->parts[i].name, b->parts[i].name, sizeof(a->parts[i].name));
 		a->npartitions = b->npartitions;
 	}
 	for (uint32_t i = 0; i < b->npartitions && i < OOO_SCHED_PARTITIONS; i++) {
-		if (i < npa) /* each shard has its own bundles in flight on the partition */
+		if (i < npa) { /* each shard has its own bundles in flight on the partition */
 			a->parts[i].max_inflight += b->parts[i].max_inflight;
+			a->parts[i].reserve_inflight += b->parts[i].reserve_inflight;
+		}
 		a->parts[i].bundles += b->parts[i].bundles;
 		a->parts[i].busy_ns += b->parts[i].busy_ns;
 	}

@@ -368,6 +368,8 @@ struct ooo_sched_part_stats {
 	char name[32];           /* the tenant class it is reserved for; "" for the shared partition (index 0) */
 	uint32_t sms;            /* SMs of the partition */
 	uint32_t max_inflight;   /* bundles in flight at most */
+	uint32_t reserve_inflight; /* more for bundles above the lowest priority tier (oood.conf urgent_reserve) */
+	uint32_t reserved_;      /* zero */
 	uint64_t bundles;        /* dispatched on it */
 	uint64_t busy_ns;        /* GPU time of its bundles (CUDA event timings), summed */
 };

@@ -320,7 +320,10 @@ out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || f
 c0=0
 hi=$(settle 1 high)
 [ "$hi" -gt 0 ] || fail "urgent_reserve = 4: no bundle above the lowest tier: $($ctl sched 2>&1 | head -40)"
-ok "urgent_reserve = 4: dp_check prio, many, threads and order right, $hi bundles above the lowest tier"
+# the reserve in force, per partition: 4 for each serving thread (2 by default)
+rv=$($ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"reserve_inflight": \([0-9][0-9]*\),*$/\1/p' | head -1)
+[ "$rv" = 8 ] || fail "urgent_reserve = 4: oooctl sched says reserve_inflight '$rv', not 8 (4 for each of 2 serving threads)"
+ok "urgent_reserve = 4: dp_check prio, many, threads and order right, $hi bundles above the lowest tier, reserve_inflight $rv"
 fake_stop
 
 # serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
