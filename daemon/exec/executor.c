@@ -1043,6 +1043,25 @@ static int serve_threaded(int fd, struct memory *mem, struct shards *S)
 	return rc;
 }
 
+/* An option's yes or no; false for anything else. */
+static bool opt_yes_no(const char *arg, bool *out)
+{
+	if (strcmp(arg, "yes") && strcmp(arg, "no"))
+		return false;
+	*out = !strcmp(arg, "yes");
+	return true;
+}
+
+/* An option's decimal number in lo .. hi; false for anything else (empty, trailing junk, out of range). */
+static bool opt_num(const char *arg, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(arg, &end, 10);
+	return !errno && end != arg && !*end && *out >= lo && *out <= hi;
+}
+
 int executor_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1077,47 +1096,35 @@ int executor_main(int argc, char **argv)
 		case 'u': user = optarg; break;
 		case 'l': libcuda = optarg; break;
 		case 'F':
-			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+			if (!opt_yes_no(optarg, &fuse))
 				return EXEC_EXIT_USAGE;
-			fuse = !strcmp(optarg, "yes");
 			break;
 		case 'f':
-			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+			if (!opt_yes_no(optarg, &fence))
 				return EXEC_EXIT_USAGE;
-			fence = !strcmp(optarg, "yes");
 			break;
 		case 'C':
-			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+			if (!opt_yes_no(optarg, &fuse_copies))
 				return EXEC_EXIT_USAGE;
-			fuse_copies = !strcmp(optarg, "yes");
 			break;
 		case 'L':
-			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+			if (!opt_yes_no(optarg, &spread_lanes))
 				return EXEC_EXIT_USAGE;
-			spread_lanes = !strcmp(optarg, "yes");
 			break;
 		case 'S':
-			errno = 0;
-			streams = strtoul(optarg, &end, 10);
-			if (errno || *end || streams < 1 || streams > 8)
+			if (!opt_num(optarg, 1, 8, &streams))
 				return EXEC_EXIT_USAGE;
 			break;
 		case 'T':
-			errno = 0;
-			threads = strtoul(optarg, &end, 10);
-			if (errno || *end || threads < 1 || threads > EXEC_THREADS_MAX)
+			if (!opt_num(optarg, 1, EXEC_THREADS_MAX, &threads))
 				return EXEC_EXIT_USAGE;
 			break;
 		case 'P':
-			errno = 0;
-			fill = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || fill > 4096)
+			if (!opt_num(optarg, 0, 4096, &fill))
 				return EXEC_EXIT_USAGE;
 			break;
 		case 'R':
-			errno = 0;
-			reserve = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || reserve > 8)
+			if (!opt_num(optarg, 0, 8, &reserve))
 				return EXEC_EXIT_USAGE;
 			break;
 		default: return EXEC_EXIT_USAGE;
