@@ -431,6 +431,15 @@ static int parse_key_value(const char *opt, const char *arg, uint64_t lo, uint64
 	return 0;
 }
 
+/* yes or no, stored as 2 or 1 (0: not given, the private oood's default) */
+static int parse_yes_no(const char *opt, const char *arg, unsigned *out)
+{
+	if (strcmp(arg, "yes") && strcmp(arg, "no"))
+		return bench_usage_error("%s wants yes or no, not '%s'", opt, arg);
+	*out = strcmp(arg, "yes") ? 1 : 2;
+	return 0;
+}
+
 static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 {
 	if (!arg[0] || strlen(arg) >= cap)
@@ -669,16 +678,10 @@ int bench_gpu_main(int argc, char **argv)
 			rc = parse_key_value("--wait-spin-us", optarg, 0, 100000, &o->wait_spin_us);
 			break;
 		case O_FUSE_COPIES:
-			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
-				rc = bench_usage_error("--fuse-copies wants yes or no, not '%s'", optarg);
-			else
-				o->fuse_copies = strcmp(optarg, "yes") ? 1 : 2;
+			rc = parse_yes_no("--fuse-copies", optarg, &o->fuse_copies);
 			break;
 		case O_SPREAD_LANES:
-			if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
-				rc = bench_usage_error("--spread-lanes wants yes or no, not '%s'", optarg);
-			else
-				o->spread_lanes = strcmp(optarg, "yes") ? 1 : 2;
+			rc = parse_yes_no("--spread-lanes", optarg, &o->spread_lanes);
 			break;
 		case O_MPS:
 			rc = copy_path("--mps-control", optarg, o->mps_control, sizeof(o->mps_control));
