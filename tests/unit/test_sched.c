@@ -1615,6 +1615,16 @@ static void test_streams(void **state)
 	(void)state;
 }
 
+/* A bundle of lanes' test: its lane and its n (1 or 2) members' ids, in order (id1 unused for 1). */
+static void lane_bundle(const struct sched_bundle *b, uint32_t lane, uint32_t n, uint64_t id0, uint64_t id1)
+{
+	assert_int_equal(b->lane, lane);
+	assert_int_equal(b->n, n);
+	assert_int_equal(b->ids[0], id0);
+	if (n > 1)
+		assert_int_equal(b->ids[1], id1);
+}
+
 /*
  * Lanes (streams > 1): a queue with launches in flight stays on its lane,
  * and a candidate left out for its lane leads its own bundle there. Where
@@ -1652,14 +1662,8 @@ static void test_lanes(void **state)
 	sub(s, 5, 2, K, 1, 1 * US);
 	sub(s, 6, 3, K, 1, 1 * US);
 	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
-	assert_int_equal(out[0].n, 2);
-	assert_int_equal(out[0].lane, 1);
-	assert_int_equal(out[0].ids[0], 5);
-	assert_int_equal(out[0].ids[1], 6);
-	assert_int_equal(out[1].n, 2);
-	assert_int_equal(out[1].lane, 0);
-	assert_int_equal(out[1].ids[0], 3);
-	assert_int_equal(out[1].ids[1], 4);
+	lane_bundle(&out[0], 1, 2, 5, 6);
+	lane_bundle(&out[1], 0, 2, 3, 4);
 	tok[1] = out[0].token;
 	tok[2] = out[1].token;
 	/* lanes 0: 2, 1: 1, 2 and 3: 0. Free queues 4 and 5 share lane 2; queue 1 stays on lane 0 */
@@ -1667,25 +1671,16 @@ static void test_lanes(void **state)
 	sub(s, 8, 1, K, 1, 2 * US);
 	sub(s, 9, 5, K, 1, 3 * US);
 	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
-	assert_int_equal(out[0].lane, 2);
-	assert_int_equal(out[0].n, 2);
-	assert_int_equal(out[0].ids[0], 7);
-	assert_int_equal(out[0].ids[1], 9);
-	assert_int_equal(out[1].lane, 0);
-	assert_int_equal(out[1].n, 1);
-	assert_int_equal(out[1].ids[0], 8);
+	lane_bundle(&out[0], 2, 2, 7, 9);
+	lane_bundle(&out[1], 0, 1, 8, 0);
 	tok[3] = out[0].token;
 	tok[4] = out[1].token;
 	/* lanes 0: 3, 1: 1, 2: 1, 3: 0. Free queue 6 does not join queue 0's bundle on busy lane 0: lane 3 */
 	sub(s, 10, 0, K, 1, 1 * US);
 	sub(s, 11, 6, K, 1, 2 * US);
 	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 2);
-	assert_int_equal(out[0].lane, 0);
-	assert_int_equal(out[0].n, 1);
-	assert_int_equal(out[0].ids[0], 10);
-	assert_int_equal(out[1].lane, 3);
-	assert_int_equal(out[1].n, 1);
-	assert_int_equal(out[1].ids[0], 11);
+	lane_bundle(&out[0], 0, 1, 10, 0);
+	lane_bundle(&out[1], 3, 1, 11, 0);
 	tok[5] = out[0].token;
 	tok[6] = out[1].token;
 	/* everything of queue 0 completes: it is free again and goes to the emptiest lane */
