@@ -1173,7 +1173,8 @@ int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max)
 		if (!ring_sleep_prepare(&s->sq))
 			return -1;
 		if (n < max)
-			pfd[n++] = (struct pollfd){ .fd = s->sq_efd, .events = POLLIN };
+			pfd[n] = (struct pollfd){ .fd = s->sq_efd, .events = POLLIN };
+		n++;
 	}
 	return n;
 }

@@ -223,8 +223,10 @@ bool dp_progress(struct datapath *dp);
 
 /*
  * Before the executor sleeps: fill pfd[] with the doorbells to wait on
- * (after announcing the sleep on each ring). Returns how many, or -1 if a
- * ring filled meanwhile and the caller must not sleep.
+ * (after announcing the sleep on each ring). Returns how many there are
+ * (only the first max are written: a result above max means pfd[] must grow
+ * before the caller may sleep on it), or -1 if a ring filled meanwhile and
+ * the caller must not sleep.
  */
 int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max);
 void dp_awake(struct datapath *dp);

@@ -303,7 +303,8 @@ struct shard {
 	int wake;             /* eventfd: the main thread rings it after it changed the shard */
 	pthread_t th;
 	bool started;
-	struct pollfd *pfd;   /* the doorbells it sleeps on */
+	struct pollfd *pfd;   /* what it sleeps on: [0] its wake fd (oood's socket for serve()), then doorbells */
+	size_t pcap;          /* entries of pfd; it grows with the sessions (wait_set) */
 	struct shards *all;
 };
 
@@ -612,7 +613,7 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 #define SPIN_BUSY_NS 2000000ull /* spin this long on commands in flight before napping */
 #define SPIN_IDLE_NS 200000ull  /* and this long after the last activity before sleeping */
 #define NAP_NS 50000            /* nap length while commands are in flight */
-#define MAX_WAIT_FDS 1024
+#define WAIT_FDS_MIN 64u      /* the first wait set's doorbells; it grows with the sessions */
 #define EXEC_NICE (-10)        /* the executor's nice value when started by root */
 #define STATS_NS 1000000000ull  /* the scheduler's counters go to oood this often */
 #define CTL_EVERY 8u            /* passes between looks at oood's socket while the data path moves */
@@ -627,6 +628,35 @@ static uint64_t mono_ns(void)
 }
 
 /*
+ * Before a sleep: announce it on every session's ring and gather their
+ * doorbells into h->pfd[1..], growing it to fit every session (a session
+ * whose doorbell were left out could wait for a reply until something else
+ * woke the executor). Returns how many doorbells, or -1: a ring filled
+ * meanwhile, do not sleep. *partial: the set could not grow (no memory) and
+ * holds only the first doorbells, so sleep only in naps.
+ */
+static int wait_set(struct shard *h, bool *partial)
+{
+	*partial = false;
+	for (;;) {
+		int n = h->pcap ? dp_prepare_sleep(&h->dp, h->pfd + 1, (int)(h->pcap - 1)) : 0;
+		size_t want = n < 0 ? 0 : (size_t)n + 1 + WAIT_FDS_MIN;
+		struct pollfd *g;
+
+		if (n < 0 || (h->pcap && (size_t)n < h->pcap))
+			return n;
+		if (!(g = realloc(h->pfd, want * sizeof(*g)))) {
+			if (!h->pcap)
+				return -1; /* not even one entry: spin, as if work came */
+			*partial = true;
+			return (int)h->pcap - 1;
+		}
+		h->pfd = g;
+		h->pcap = want;
+	}
+}
+
+/*
  * Serve oood and the attached sessions until oood closes the control socket.
  * While commands are in flight the loop spins on their events for a while
  * (completion latency is what tenants feel), then naps in short sleeps that
@@ -634,8 +664,8 @@ static uint64_t mono_ns(void)
  */
 static int serve(int fd, struct memory *mem, struct shards *S)
 {
-	static struct pollfd pfd[MAX_WAIT_FDS + 1];
-	struct datapath *dp = &S->sh[0].dp;
+	struct shard *h = &S->sh[0];
+	struct datapath *dp = &h->dp;
 	uint64_t last = 0, stats_at = 0;
 	unsigned ctl_skip = 0;
 
@@ -643,6 +673,7 @@ static int serve(int fd, struct memory *mem, struct shards *S)
 		uint64_t t0 = mono_ns();
 		bool moved = dp_progress(dp);
 		int r = 0, n;
+		bool partial;
 
 		/*
 		 * oood's socket: every pass while the data path is quiet or a message
@@ -708,18 +739,18 @@ static int serve(int fd, struct memory *mem, struct shards *S)
 			if (idle < (busy ? SPIN_BUSY_NS : SPIN_IDLE_NS))
 				continue;
 		}
-		pfd[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
-		n = dp_prepare_sleep(dp, pfd + 1, MAX_WAIT_FDS);
+		n = wait_set(h, &partial);
 		if (n < 0)
 			continue;
-		if (busy || dp->blocked) {
+		h->pfd[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		if (busy || dp->blocked || partial) {
 			struct timespec ts = { 0, NAP_NS };
-			r = ppoll(pfd, (nfds_t)n + 1, &ts, NULL);
+			r = ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
 		} else if (dp->co) {
 			struct timespec ts = { STATS_NS / 1000000000ull, 0 }; /* wake to report the counters */
-			r = ppoll(pfd, (nfds_t)n + 1, &ts, NULL);
+			r = ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
 		} else {
-			r = ppoll(pfd, (nfds_t)n + 1, NULL, NULL);
+			r = ppoll(h->pfd, (nfds_t)n + 1, NULL, NULL);
 		}
 		dp_awake(dp);
 		if (r < 0 && errno != EINTR)
@@ -869,7 +900,7 @@ static void *shard_main(void *arg)
 	dp->api->p_cuCtxSetCurrent(S->ctx);
 	while (!atomic_load(&S->stop)) {
 		uint64_t t0 = mono_ns(), v;
-		bool moved, busy, blocked, fatal;
+		bool moved, busy, blocked, fatal, partial;
 		int n;
 
 		pthread_mutex_lock(&h->mu);
@@ -899,12 +930,12 @@ static void *shard_main(void *arg)
 		if (mono_ns() - last < (busy ? SPIN_BUSY_NS : SPIN_IDLE_NS))
 			continue;
 		pthread_mutex_lock(&h->mu);
-		n = dp_prepare_sleep(dp, h->pfd + 1, MAX_WAIT_FDS);
+		n = wait_set(h, &partial);
 		pthread_mutex_unlock(&h->mu);
 		if (n < 0)
 			continue;
 		h->pfd[0] = (struct pollfd){ .fd = h->wake, .events = POLLIN };
-		if (busy || blocked) {
+		if (busy || blocked || partial) {
 			struct timespec ts = { 0, NAP_NS };
 			(void)ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
 		} else if (dp->co) {
@@ -1203,8 +1234,7 @@ int executor_main(int argc, char **argv)
 		h->wake = -1;
 		if (!S.threaded)
 			continue;
-		if ((h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-		    !(h->pfd = calloc(MAX_WAIT_FDS + 1, sizeof(*h->pfd)))) {
+		if ((h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 			if (rc == 0)
 				exec_log((unsigned)dev, "serving thread %u: %s", i, strerror(errno ? errno : ENOMEM));
 			rc = rc ? rc : 1;

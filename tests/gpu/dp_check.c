@@ -40,12 +40,21 @@
  *                                launch and sync clean; prints each queue's priority
  *                                (tests/fakecuda, with the class at 99, checks the
  *                                CUDA stream priorities the fused launches ran at)
+ *   dp_check SOCK crowd N        N sessions (up to 4096) each with a queue and a buffer; then
+ *                                rounds of a pause (the executor goes to sleep) and a
+ *                                memset + sync in the last session, then the first: each sync
+ *                                must complete within 500 ms (an executor that sleeps without
+ *                                some sessions' doorbells leaves them waiting, for seconds
+ *                                or for ever); prints "ok"
+ *                                with the slowest sync, or exits 77 when RLIMIT_NOFILE
+ *                                cannot hold N sessions' descriptors
  *   dp_check SOCK threads        8 threads of one session, each on its own queue, fill,
  *                                sync and read back 2000 times at once: a completion
  *                                one thread reaps for another must still wake it (a
  *                                lost wake-up shows as a sync timing out)
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -247,6 +256,71 @@ static int many(const char *sock)
 		ooo_close(s[i]); /* queues, buffers and data paths are reclaimed with the session */
 	if (!fails)
 		printf("ok: %d queues over %d sessions\n", SESSIONS * QUEUES, SESSIONS);
+	return fails != 0;
+}
+
+/* See "crowd" above. */
+static int crowd(const char *sock, const char *count)
+{
+	enum { MAX = 4096, ROUNDS = 10, FDS_PER_SESSION = 5 };
+	const double bound_ms = 500; /* heard: microseconds; not heard: until something else wakes the executor (seconds) */
+	static ooo_session *s[MAX];
+	static ooo_queue *q[MAX];
+	static ooo_buf *b[MAX];
+	char *end;
+	unsigned long n = strtoul(count, &end, 10);
+	struct rlimit rl;
+	double worst = 0;
+	int r;
+
+	if (*end || n < 2 || n > MAX) {
+		fprintf(stderr, "dp_check crowd: N must be 2..%d\n", MAX);
+		return 2;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n * FDS_PER_SESSION + 64) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < n * FDS_PER_SESSION + 64) {
+		printf("skip: RLIMIT_NOFILE %llu holds fewer than %lu sessions' descriptors\n",
+		       (unsigned long long)rl.rlim_cur, n);
+		return 77;
+	}
+	for (unsigned long i = 0; i < n; i++) {
+		s[i] = ooo_open(sock);
+		CHECK(s[i], "session %lu: ooo_open failed", i);
+		if (fails)
+			return 1;
+		CHECK((r = ooo_buf_alloc(s[i], 4096, 0, &b[i])) == 0, "session %lu: buffer: %s", i, ooo_strerror(r));
+		CHECK(!fails && (r = ooo_queue_create(s[i], NULL, &q[i])) == 0, "session %lu: queue: %s", i,
+		      ooo_strerror(r));
+		if (fails)
+			return 1;
+	}
+	for (int round = 0; round < ROUNDS && !fails; round++) {
+		unsigned long k = round % 2 ? 0 : n - 1;
+		struct timespec t0, t1;
+		uint32_t v = 0;
+
+		usleep(50000); /* quiet: the executor spins a while, then sleeps on the doorbells */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = ooo_memset(q[k], ooo_buf_addr(b[k]), (uint32_t)round + 1, 1, 4);
+		if (r == 0)
+			r = ooo_queue_sync(q[k], 5000);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		CHECK(r == 0, "round %d: session %lu of %lu: memset + sync: %s", round, k + 1, n, ooo_strerror(r));
+		CHECK(!fails && (r = ooo_memcpy_dtoh(q[k], &v, ooo_buf_addr(b[k]), 4)) == 0 && v == (uint32_t)round + 1,
+		      "round %d: session %lu: read back %u: %s", round, k + 1, v, ooo_strerror(r));
+		double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		CHECK(ms < bound_ms, "round %d: session %lu of %lu: the sync took %.1f ms: its doorbell went unheard", round,
+		      k + 1, n, ms);
+		if (ms > worst)
+			worst = ms;
+	}
+	for (unsigned long i = 0; i < n; i++)
+		ooo_close(s[i]);
+	if (!fails)
+		printf("ok: %lu sessions, a sync in the first and the last after a quiet spell: slowest %.1f ms\n", n, worst);
 	return fails != 0;
 }
 
@@ -801,13 +875,15 @@ int main(int argc, char **argv)
 		return order(argv[1], argc == 3);
 	if (argc == 3 && !strcmp(argv[2], "copies"))
 		return copies(argv[1]);
+	if (argc == 4 && !strcmp(argv[2], "crowd"))
+		return crowd(argv[1], argv[3]);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "prio"))
 		return prio_rounds(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | reset | launches | refused | order [noresults] | shapes |"
+	fprintf(stderr, "usage: dp_check SOCK check | many | crowd N | reset | launches | refused | order [noresults] | shapes |"
 			" threads | prio | copies | bw LIBCUDA MB\n");
 	return 2;
 }

@@ -8,7 +8,7 @@
 # (the stand-in driver says the device cannot reach host memory at its host
 # address, so they go to the copy engines here, not to the copy kernel),
 # refusals of other sessions' memory, 1000 queues over
-# 100 sessions, 8 threads of one session syncing at once, launches through
+# 100 sessions, 1040 sessions heard by a sleeping executor, 8 threads of one session syncing at once, launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
 # clean; two kernels whose bundles cross the coalescer's streams: counted
 # waits), the per-session caps on fusion classes (128) and on a class's
@@ -352,5 +352,18 @@ wait_ready || fail "executor not back after the fault (3 threads)"
 [ "$(field restarts)" -gt "$r0" ] || fail "the faulting executor was not replaced (3 threads)"
 out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after the restart (3 threads): $out"
 ok "3 serving threads: dp_check check, many, threads, copies, launches right, $d launches fused; a fault replaces the executor"
+fake_stop
+
+# more sessions than one poll() set used to hold (1024): a sleeping executor still hears every
+# session's doorbell (fuse = no: no periodic wake-up would hide a missing one; one serving thread
+# holds them all)
+gpu_start 'max_sessions = 1100\nmax_queues = 2048\n' 'fuse = no\nserving_threads = 1\n'
+out=$(timeout 200 "$build/tests/gpu/dp_check" "$sock" crowd 1040 2>&1)
+case $? in
+0) echo "$out" | grep -q '^ok' || fail "dp_check crowd 1040: $out"
+   ok "dp_check crowd: $(echo "$out" | tail -1)" ;;
+77) echo "$name: dp_check crowd 1040 skipped: $out" ;;
+*) fail "dp_check crowd 1040: $out" ;;
+esac
 fake_stop
 echo "$passed passed, 0 failed"
