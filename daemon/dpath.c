@@ -454,6 +454,8 @@ static void dp_free(struct sdpath *d)
 {
 	restore_end(d);
 	list_del(&d->node);
+	if (d->area_charged && d->sess)
+		session_uncharge(d->sess, OOO_RES_MEM_BYTES, DPATH_AREA_SIZE);
 	if (d->hdr)
 		munmap(d->hdr, 4096);
 	for (uint32_t i = 0; i < OOO_HOST_REGIONS; i++) {
@@ -563,12 +565,29 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 			return;
 		}
 	}
+	/*
+	 * The executor pins the session's area (cuMemHostRegister): it is the
+	 * tenant's pinned host memory, charged to mem_limit like its host
+	 * regions and device buffers, so sessions cannot pin the host's memory
+	 * away.
+	 */
+	if (session_charge(s, OOO_RES_MEM_BYTES, DPATH_AREA_SIZE) < 0) {
+		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_ELIMIT,
+				   "the session's shared area (%llu MiB of pinned host memory) would exceed the tenant's "
+				   "mem_limit of %llu (%llu in use)",
+				   (unsigned long long)(DPATH_AREA_SIZE >> 20),
+				   (unsigned long long)s->tenant->terms.limit[OOO_RES_MEM_BYTES],
+				   (unsigned long long)s->tenant->used[OOO_RES_MEM_BYTES]);
+		return;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
+		session_uncharge(s, OOO_RES_MEM_BYTES, DPATH_AREA_SIZE);
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -ENOMEM, "out of memory");
 		return;
 	}
 	list_add_tail(&srv->dpaths, &d->node);
+	d->area_charged = true;
 	d->sess = s;
 	d->session = s->id;
 	d->gpu = (uint32_t)gpu;

@@ -356,8 +356,8 @@ fake_stop
 
 # more sessions than one poll() set used to hold (1024): a sleeping executor still hears every
 # session's doorbell (fuse = no: no periodic wake-up would hide a missing one; one serving thread
-# holds them all)
-gpu_start 'max_sessions = 1100\nmax_queues = 2048\n' 'fuse = no\nserving_threads = 1\n'
+# holds them all; each session's 33 MiB area is charged to mem_limit, hence 64G)
+gpu_start 'max_sessions = 1100\nmax_queues = 2048\nmem_limit = 64G\n' 'fuse = no\nserving_threads = 1\n'
 out=$(timeout 200 "$build/tests/gpu/dp_check" "$sock" crowd 1040 2>&1)
 case $? in
 0) echo "$out" | grep -q '^ok' || fail "dp_check crowd 1040: $out"
@@ -365,5 +365,15 @@ case $? in
 77) echo "$name: dp_check crowd 1040 skipped: $out" ;;
 *) fail "dp_check crowd 1040: $out" ;;
 esac
+fake_stop
+
+# a session's area (33 MiB, pinned by the executor) is charged to the tenant's mem_limit: under
+# 100M the third attach is refused with the reason, and the charges return when the sessions end
+gpu_start 'mem_limit = 100M\n'
+out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" crowd 4 2>&1) && fail "dp_check crowd 4 under mem_limit = 100M passed: $out"
+echo "$out" | grep -q 'session 2: .*pinned host memory.*mem_limit' || fail "dp_check crowd 4 under 100M: $out"
+for _ in $(seq 50); do [ -z "$(tenant_mem)" ] && break; sleep 0.1; done
+[ -z "$(tenant_mem)" ] || fail "the sessions' areas are still charged after they closed: $(tenant_mem)"
+ok "session areas charged to mem_limit: $(echo "$out" | grep -o 'the session.s shared area.*' | head -1)"
 fake_stop
 echo "$passed passed, 0 failed"
