@@ -412,6 +412,9 @@ static void check_memory(const struct kernels *k, struct partition_set *set)
 		args[1] = &n;
 		args[2] = &kk;
 		if ((r = api.p_cuMemcpyHtoD(a, host, sizeof(host))) != CUDA_SUCCESS ||
+		    /* a copy from pageable memory may return before its DMA lands, and the partition's stream
+		       (non-blocking) does not wait for the legacy stream: wait here */
+		    (r = api.p_cuCtxSynchronize()) != CUDA_SUCCESS ||
 		    (r = api.p_cuLaunchKernel(k->xform, NWORDS / 256, 1, 1, 256, 1, 1, 0, s, args, NULL)) != CUDA_SUCCESS ||
 		    (r = drain(s, "c: cuMemAlloc")) != CUDA_SUCCESS ||
 		    (r = api.p_cuMemcpyDtoH(host, a, sizeof(host))) != CUDA_SUCCESS) {
@@ -454,6 +457,9 @@ static void check_memory(const struct kernels *k, struct partition_set *set)
 		args[1] = &n;
 		args[2] = &kk;
 		if ((r = api.p_cuMemcpyHtoD(v, host, sizeof(host))) != CUDA_SUCCESS ||
+		    /* a copy from pageable memory may return before its DMA lands, and the partition's stream
+		       (non-blocking) does not wait for the legacy stream: wait here */
+		    (r = api.p_cuCtxSynchronize()) != CUDA_SUCCESS ||
 		    (r = api.p_cuLaunchKernel(k->xform, NWORDS / 256, 1, 1, 256, 1, 1, 0, s, args, NULL)) != CUDA_SUCCESS ||
 		    (r = drain(s, "c: VMM")) != CUDA_SUCCESS ||
 		    (r = api.p_cuMemcpyDtoH(host, v, sizeof(host))) != CUDA_SUCCESS) {
