@@ -292,8 +292,9 @@ static int crowd(const char *sock, const char *count)
 		if (fails)
 			return 1;
 		CHECK((r = ooo_buf_alloc(s[i], 4096, 0, &b[i])) == 0, "session %lu: buffer: %s", i, ooo_strerror(r));
-		CHECK(!fails && (r = ooo_queue_create(s[i], NULL, &q[i])) == 0, "session %lu: queue: %s", i,
-		      ooo_strerror(r));
+		if (fails)
+			return 1;
+		CHECK((r = ooo_queue_create(s[i], NULL, &q[i])) == 0, "session %lu: queue: %s", i, ooo_strerror(r));
 		if (fails)
 			return 1;
 	}

@@ -368,12 +368,23 @@ esac
 fake_stop
 
 # a session's area (33 MiB, pinned by the executor) is charged to the tenant's mem_limit: under
-# 100M the third attach is refused with the reason, and the charges return when the sessions end
+# 100M the third attach is refused with the reason (each session's 4 KiB buffer is charged 2 MiB,
+# the charge granule: 2 x (33 + 2) + 2 = 72 MiB in use, and 33 more would pass 100), and the
+# charges return when the sessions end. A holder session of the same tenant stays open across it,
+# so the tenant's account outlives them and must come back to the holder's own charge.
 gpu_start 'mem_limit = 100M\n'
+"$build/tests/gpu/buf_check" "$sock" hold 4096 >"$rundir/hold.out" 2>&1 &
+holder=$!
+for _ in $(seq 100); do grep -q '^held' "$rundir/hold.out" && break; sleep 0.1; done
+grep -q '^held' "$rundir/hold.out" || fail "buf_check hold 4096: $(cat "$rundir/hold.out")"
+held=$(tenant_mem)
+[ -n "$held" ] || fail "the holder's buffer is not charged"
 out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" crowd 4 2>&1) && fail "dp_check crowd 4 under mem_limit = 100M passed: $out"
 echo "$out" | grep -q 'session 2: .*pinned host memory.*mem_limit' || fail "dp_check crowd 4 under 100M: $out"
-for _ in $(seq 50); do [ -z "$(tenant_mem)" ] && break; sleep 0.1; done
-[ -z "$(tenant_mem)" ] || fail "the sessions' areas are still charged after they closed: $(tenant_mem)"
+for _ in $(seq 50); do [ "$(tenant_mem)" = "$held" ] && break; sleep 0.1; done
+[ "$(tenant_mem)" = "$held" ] || fail "the sessions' areas are still charged after they closed: $(tenant_mem), not $held"
+kill $holder
+wait $holder 2>/dev/null
 ok "session areas charged to mem_limit: $(echo "$out" | grep -o 'the session.s shared area.*' | head -1)"
 fake_stop
 echo "$passed passed, 0 failed"
