@@ -552,24 +552,12 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 				   gpu_dev(srv, s->dp->gpu));
 		return;
 	}
-	{
-		char why[OOO_ERRMSG_MAX - 32];
-
-		gpu = gpu_pick(srv, s, req->device, why, sizeof(why));
-		if (gpu == -EINPROGRESS) {
-			gpu_park(srv, c, seq, OOO_MSG_ATTACH, req, sizeof(*req)); /* answers if it cannot */
-			return;
-		}
-		if (gpu < 0) {
-			server_reply_error(srv, c, OOO_MSG_ATTACH, seq, gpu, "no usable GPU: %s", why);
-			return;
-		}
-	}
 	/*
 	 * The executor pins the session's area (cuMemHostRegister): it is the
 	 * tenant's pinned host memory, charged to mem_limit like its host
 	 * regions and device buffers, so sessions cannot pin the host's memory
-	 * away.
+	 * away. Charged before a GPU is picked: a refused attach claims no
+	 * executor for its domain.
 	 */
 	if (session_charge(s, OOO_RES_MEM_BYTES, DPATH_AREA_SIZE) < 0) {
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_ELIMIT,
@@ -579,6 +567,21 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 				   (unsigned long long)s->tenant->terms.limit[OOO_RES_MEM_BYTES],
 				   (unsigned long long)s->tenant->used[OOO_RES_MEM_BYTES]);
 		return;
+	}
+	{
+		char why[OOO_ERRMSG_MAX - 32];
+
+		gpu = gpu_pick(srv, s, req->device, why, sizeof(why));
+		if (gpu < 0)
+			session_uncharge(s, OOO_RES_MEM_BYTES, DPATH_AREA_SIZE); /* a parked attach comes back here */
+		if (gpu == -EINPROGRESS) {
+			gpu_park(srv, c, seq, OOO_MSG_ATTACH, req, sizeof(*req)); /* answers if it cannot */
+			return;
+		}
+		if (gpu < 0) {
+			server_reply_error(srv, c, OOO_MSG_ATTACH, seq, gpu, "no usable GPU: %s", why);
+			return;
+		}
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
