@@ -132,7 +132,11 @@ static int64_t now_ms(void)
 static int notice_error(const struct ooo_msg_notice *n)
 {
 	set_last_error(n->msg);
-	return n->kind == OOO_NOTICE_REVOKED ? -OOO_EREVOKED : -OOO_ESHUTDOWN;
+	switch (n->kind) {
+	case OOO_NOTICE_REVOKED: return -OOO_EREVOKED;
+	case OOO_NOTICE_LOST: return -OOO_ECLOSED; /* the session is gone for good: open a new one */
+	default: return -OOO_ESHUTDOWN;
+	}
 }
 
 struct dpath;
@@ -1002,6 +1006,10 @@ static int dp_submit(ooo_session *s, struct dpath *d, uint32_t queue, struct ooo
 	int r;
 
 	if (dp_epoch(d)) {
+		/* a replacement that could not take the session back closes it: say so, not "again" for ever */
+		dp_read_notices(s);
+		if (s->dead)
+			return s->dead;
 		set_last_error("the GPU executor is being restarted; submit again when it is back");
 		return -OOO_EDEVRESET;
 	}

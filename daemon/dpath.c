@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -861,6 +862,27 @@ static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
 	return NULL;
 }
 
+/*
+ * A replacement executor refused to take the session back (or could not be
+ * asked): its data path cannot be served on this GPU again, and at an odd
+ * epoch its tenant would be told to submit again for ever. The session ends
+ * instead, with the reason (OOO_NOTICE_LOST: libooo answers OOO_ECLOSED).
+ * d may be freed on return.
+ */
+static void dp_lost(struct server *srv, struct sdpath *d, const char *reason)
+{
+	struct conn *o = d->sess ? d->sess->owner : NULL;
+	char msg[OOO_ERRMSG_MAX];
+
+	log_warn("gpu%u: session %llu cannot be attached again (%s): closing it", gpu_dev(srv, d->gpu),
+		 (unsigned long long)d->session, reason);
+	if (!o || srv->stopping)
+		return;
+	snprintf(msg, sizeof(msg), "gpu%u's new executor could not take this session back (%s): open a new session",
+		 gpu_dev(srv, d->gpu), reason);
+	server_notice_close(srv, o, OOO_NOTICE_LOST, msg, "its data path could not be restored");
+}
+
 void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason)
 {
 	struct sdpath *d = req ? by_req(srv, gpu, req) : NULL;
@@ -880,6 +902,8 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, status, "gpu%u: %s", gpu_dev(srv, gpu), reason);
 				d->sess->dp = NULL;
 				dp_free(d);
+			} else if (d->wait_type != OOO_MSG_ATTACH) {
+				dp_lost(srv, d, reason); /* a re-attach after a restart */
 			}
 			return;
 		}
@@ -1075,10 +1099,10 @@ void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session)
 
 void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 {
-	struct list_node *n;
+	struct list_node *n, *tmp;
 	unsigned k = 0;
 
-	list_for_each(n, &srv->dpaths) {
+	list_for_each_safe(n, tmp, &srv->dpaths) {
 		struct sdpath *d = list_entry(n, struct sdpath, node);
 
 		if (d->gpu != gpu || d->attached || d->req)
@@ -1086,6 +1110,8 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 		/* EXEC_ATTACH_RESET: what the dead executor never took is dropped, not run late */
 		if (send_attach(srv, d, EXEC_ATTACH_RESET) == 0)
 			k++;
+		else
+			dp_lost(srv, d, "it could not be sent the attach"); /* frees only d's session */
 	}
 	if (k)
 		log_info("gpu%u: attaching %u sessions again", gpu_dev(srv, gpu), k);

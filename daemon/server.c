@@ -166,6 +166,7 @@ static void slot_release(struct server *srv, struct conn *c)
 /* ---- connections ------------------------------------------------------------ */
 
 static void conn_close(struct server *srv, struct conn *c, const char *why);
+static void conn_finish(struct server *srv, struct conn *c, const char *why);
 
 /*
  * A closed connection with nothing in flight is put on the reap list and
@@ -429,6 +430,13 @@ void server_reply_fds(struct server *srv, struct conn *c, uint16_t type, uint32_
 void server_notice(struct server *srv, struct conn *c, uint32_t kind, const char *msg)
 {
 	conn_notice(srv, c, kind, msg);
+}
+
+void server_notice_close(struct server *srv, struct conn *c, uint32_t kind, const char *msg, const char *why)
+{
+	conn_notice(srv, c, kind, msg);
+	if (c->state != CONN_CLOSING && !c->close_after_send)
+		conn_finish(srv, c, why);
 }
 
 void server_reply_error(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, int status, const char *fmt,

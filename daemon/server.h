@@ -149,6 +149,12 @@ void server_reply_fds(struct server *srv, struct conn *c, uint16_t type, uint32_
 int server_take_fd(struct conn *c);
 /* An unsolicited notice (OOO_NOTICE_*) to the connection's peer. */
 void server_notice(struct server *srv, struct conn *c, uint32_t kind, const char *msg);
+/*
+ * Send the notice, then close the connection once it is sent (its session
+ * and everything the session owns are released then, possibly at once:
+ * the caller must not use them afterwards).
+ */
+void server_notice_close(struct server *srv, struct conn *c, uint32_t kind, const char *msg, const char *why);
 
 /* An SQE, submitting what is queued if the ring is full; NULL if still none. */
 struct io_uring_sqe *server_get_sqe(struct server *srv);

@@ -234,6 +234,7 @@ enum ooo_notice_kind {
 	OOO_NOTICE_SHUTDOWN = 1, /* daemon is stopping; the session will close */
 	OOO_NOTICE_REVOKED = 2,  /* policy reload no longer admits this peer */
 	OOO_NOTICE_DEVRESET = 3, /* the session's GPU executor was replaced: commands in flight failed */
+	OOO_NOTICE_LOST = 4,     /* the replacement executor could not take the session's data path back: the session closes */
 };
 
 struct ooo_msg_notice {

@@ -497,7 +497,12 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 
 CUresult cuMemHostRegister(void *p, size_t n, unsigned int fl)
 {
+	/* FAKECUDA_HOSTREG_FAIL=PATH: while PATH exists, registering host memory fails (out of memory) */
+	const char *f = getenv("FAKECUDA_HOSTREG_FAIL");
+
 	(void)fl;
+	if (f && *f && access(f, F_OK) == 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	return p && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

@@ -6,6 +6,11 @@
  *   dp_check SOCK reset          keeps a queue busy; prints "busy", waits for a line
  *                                (the executor is killed meanwhile), expects
  *                                OOO_EDEVRESET, then checks the queue works again
+ *   dp_check SOCK lost           one session fills and reads back, prints "attached", waits for a
+ *                                line (meanwhile its executor is replaced by one that refuses
+ *                                to take the session back), then submits until something other
+ *                                than OOO_EDEVRESET comes back: it must be OOO_ECLOSED with the
+ *                                reason (the session was closed, not left at an odd epoch)
  *   dp_check SOCK bw LIBCUDA MB  H2D/D2H bandwidth through ooo and, in this process,
  *                                direct pinned cuMemcpy; prints one line per mode
  *   dp_check SOCK launches       8 sessions load one fusible PTX kernel and launch it 10
@@ -220,6 +225,42 @@ static int reset(const char *sock)
 	ooo_close(s);
 	if (!fails)
 		printf("ok\n");
+	return fails != 0;
+}
+
+/* See "lost" above. */
+static int lost(const char *sock)
+{
+	ooo_session *s = ooo_open(sock);
+	ooo_buf *b;
+	ooo_queue *q;
+	char line[16];
+	uint32_t v = 0;
+	int r = 0, n = 0;
+
+	if (!s || ooo_buf_alloc(s, 4096, 0, &b) || ooo_queue_create(s, NULL, &q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	if ((r = ooo_memset(q, ooo_buf_addr(b), 7, 1, 4)) || (r = ooo_memcpy_dtoh(q, &v, ooo_buf_addr(b), 4)) || v != 7)
+		return printf("FAIL fill and read back: %d %s (%u)\n", r, ooo_strerror(r), v), 1;
+	printf("attached\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	for (; n < 2000; n++) { /* 20 s */
+		r = ooo_memset(q, ooo_buf_addr(b), 8, 1, 4);
+		if (r == 0)
+			r = ooo_queue_sync(q, 5000);
+		if (r != -OOO_EDEVRESET)
+			break;
+		usleep(10000);
+	}
+	CHECK(r == -OOO_ECLOSED, "after the refused re-attach: %d (%s), not OOO_ECLOSED, after %d tries", r,
+	      ooo_strerror(r), n);
+	CHECK(!fails && strstr(ooo_last_error(), "could not take this session back"), "the reason: %s",
+	      ooo_last_error());
+	if (!fails)
+		printf("ok: %s: %s\n", ooo_strerror(r), ooo_last_error());
+	ooo_close(s);
 	return fails != 0;
 }
 
@@ -876,6 +917,8 @@ int main(int argc, char **argv)
 		return order(argv[1], argc == 3);
 	if (argc == 3 && !strcmp(argv[2], "copies"))
 		return copies(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "lost"))
+		return lost(argv[1]);
 	if (argc == 4 && !strcmp(argv[2], "crowd"))
 		return crowd(argv[1], argv[3]);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
@@ -884,7 +927,7 @@ int main(int argc, char **argv)
 		return prio_rounds(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: dp_check SOCK check | many | crowd N | reset | launches | refused | order [noresults] | shapes |"
+	fprintf(stderr, "usage: dp_check SOCK check | many | crowd N | reset | lost | launches | refused | order [noresults] | shapes |"
 			" threads | prio | copies | bw LIBCUDA MB\n");
 	return 2;
 }

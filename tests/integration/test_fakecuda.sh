@@ -387,4 +387,29 @@ kill $holder
 wait $holder 2>/dev/null
 ok "session areas charged to mem_limit: $(echo "$out" | grep -o 'the session.s shared area.*' | head -1)"
 fake_stop
+
+# an executor replaced under a session, whose successor refuses to take the session back (pinning its
+# area fails): the session is closed with the reason (OOO_ECLOSED for the tenant), not left at an
+# odd epoch where every submission is told to try again, for ever
+noreg=$(mktemp -u /tmp/ooo-noreg-XXXXXX)
+FAKECUDA_HOSTREG_FAIL=$noreg gpu_start 'max_sessions = 200\n'
+fifo="$rundir/in"
+mkfifo "$fifo"
+timeout 120 "$build/tests/gpu/dp_check" "$sock" lost <"$fifo" >"$rundir/lost.out" 2>&1 &
+tenant=$!
+exec 9>"$fifo"
+for _ in $(seq 100); do grep -q '^attached' "$rundir/lost.out" && break; sleep 0.1; done
+grep -q '^attached' "$rundir/lost.out" || fail "dp_check lost: $(cat "$rundir/lost.out")"
+touch "$noreg"
+kill -9 "$(field executor_pid)"
+sleep 0.3
+wait_ready || fail "executor not restarted"
+echo go >&9
+exec 9>&-
+wait $tenant || { rm -f "$noreg"; fail "dp_check lost: $(cat "$rundir/lost.out")"; }
+rm -f "$noreg"
+grep -q 'cannot be attached again' "$rundir/oood.log" || fail "oood did not log the refused re-attach"
+out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after a refused re-attach: $out"
+ok "a refused re-attach closes the session with the reason ($(sed -n 's/^ok: //p' "$rundir/lost.out")); new sessions attach"
+fake_stop
 echo "$passed passed, 0 failed"
