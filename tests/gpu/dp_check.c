@@ -260,6 +260,8 @@ static int lost(const char *sock)
 	      ooo_last_error());
 	if (!fails)
 		printf("ok: %s: %s\n", ooo_strerror(r), ooo_last_error());
+	ooo_queue_destroy(q); /* the handles, on a closed session */
+	ooo_buf_free(b);
 	ooo_close(s);
 	return fails != 0;
 }
