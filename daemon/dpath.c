@@ -714,8 +714,13 @@ void dpath_release_session(struct server *srv, struct session *s)
 		if (d->host_fd[r] >= 0)
 			session_uncharge(s, OOO_RES_MEM_BYTES, d->host_size[r]);
 	}
-	/* an attach still in flight is in the executor's queue ahead of this: detach it too */
-	if ((d->attached || d->req) && !srv->stopping)
+	/*
+	 * Detach always: an attach still in flight is in the executor's queue
+	 * ahead of this, and an executor that refused a re-attach (dp_lost) may
+	 * still hold the session (made for its buffers' imports), with a
+	 * fenced window. One that does not know it answers -ENOENT, unlogged.
+	 */
+	if (!srv->stopping)
 		dpath_detach(srv, d->gpu, d->session);
 	s->dp = NULL;
 	dp_free(d);
