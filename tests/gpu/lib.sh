@@ -1,7 +1,7 @@
 # lib.sh: shared set-up of the tests/gpu scripts (sourced, not run).
 # The caller sets `name` and `build`, then calls gpu_start CONFIG_EXTRA.
 # Gives: $libcuda, gpu_require, gpu_require_nvcc ($nvcc), and from gpu_start $rundir $sock $ctl $daemon,
-# fail, field, wait_ready, tenant_mem, buffer_survives_restart, over_quota_refused, gpu_stop.
+# fail, field, wait_ready, tenant_mem, buffer_survives_restart, across_restart, over_quota_refused, gpu_stop.
 
 # Skip (exit 77) where there is no NVIDIA device.
 gpu_require() {
@@ -151,6 +151,26 @@ buffer_survives_restart() {
 	grep -q '^ok' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
 	for _ in $(seq 50); do [ "$(tenant_mem)" = "" ] && break; sleep 0.1; done
 	[ -z "$(tenant_mem)" ] || fail "tenant still charged after free: $(tenant_mem)"
+}
+
+# across_restart MODE MARK OUT [CMD]: run `dp_check SOCK MODE` in the background (output in OUT); once
+# it prints a line starting MARK, eval CMD (if given), SIGKILL the executor, wait until its successor is
+# ready, then give dp_check its line on stdin and wait for it. Returns dp_check's exit status.
+across_restart() {
+	fifo="$rundir/in.$1"
+	mkfifo "$fifo"
+	timeout 120 "$build/tests/gpu/dp_check" "$sock" "$1" <"$fifo" >"$3" 2>&1 &
+	tenant=$!
+	exec 9>"$fifo"
+	for _ in $(seq 100); do grep -q "^$2" "$3" && break; sleep 0.1; done
+	grep -q "^$2" "$3" || fail "dp_check $1: $(cat "$3")"
+	[ -z "${4:-}" ] || eval "$4"
+	kill -9 "$(field executor_pid)"
+	sleep 0.3
+	wait_ready || fail "executor not restarted"
+	echo go >&9
+	exec 9>&-
+	wait $tenant
 }
 
 # over_quota_refused: an allocation of 10 GiB under an 8 GiB mem_limit is refused (OOO_ELIMIT)

@@ -43,19 +43,7 @@ d=$(settle 1 stream_waits)
 [ "$d" -gt 0 ] || fail "order: no stream waited for another ($out): the check did not cross streams"
 echo "test_datapath: $out, $d waits of a stream for another's bundle"
 
-fifo="$rundir/in"
-mkfifo "$fifo"
-timeout 120 "$build/tests/gpu/dp_check" "$sock" reset <"$fifo" >"$rundir/reset.out" 2>&1 &
-tenant=$!
-exec 9>"$fifo"
-for _ in $(seq 100); do grep -q '^busy' "$rundir/reset.out" && break; sleep 0.1; done
-grep -q '^busy' "$rundir/reset.out" || fail "reset: $(cat "$rundir/reset.out")"
-kill -9 "$(field executor_pid)"
-sleep 0.3
-wait_ready || fail "executor not restarted"
-echo go >&9
-exec 9>&-
-wait $tenant || fail "reset: $(cat "$rundir/reset.out")"
+across_restart reset busy "$rundir/reset.out" || fail "reset: $(cat "$rundir/reset.out")"
 grep -q '^ok' "$rundir/reset.out" || fail "reset: $(cat "$rundir/reset.out")"
 echo "test_datapath: executor killed under a busy queue: $(grep '^sync after' "$rundir/reset.out"); queue works again: ok"
 

@@ -393,21 +393,11 @@ fake_stop
 # odd epoch where every submission is told to try again, for ever
 noreg=$(mktemp -u /tmp/ooo-noreg-XXXXXX)
 FAKECUDA_HOSTREG_FAIL=$noreg gpu_start 'max_sessions = 200\n'
-fifo="$rundir/in"
-mkfifo "$fifo"
-timeout 120 "$build/tests/gpu/dp_check" "$sock" lost <"$fifo" >"$rundir/lost.out" 2>&1 &
-tenant=$!
-exec 9>"$fifo"
-for _ in $(seq 100); do grep -q '^attached' "$rundir/lost.out" && break; sleep 0.1; done
-grep -q '^attached' "$rundir/lost.out" || fail "dp_check lost: $(cat "$rundir/lost.out")"
-touch "$noreg"
-kill -9 "$(field executor_pid)"
-sleep 0.3
-wait_ready || fail "executor not restarted"
-echo go >&9
-exec 9>&-
-wait $tenant || { rm -f "$noreg"; fail "dp_check lost: $(cat "$rundir/lost.out")"; }
+# shellcheck disable=SC2016 # expanded by across_restart's eval
+across_restart lost attached "$rundir/lost.out" 'touch "$noreg"'
+rc=$?
 rm -f "$noreg"
+[ "$rc" -eq 0 ] || fail "dp_check lost: $(cat "$rundir/lost.out")"
 grep -q 'cannot be attached again' "$rundir/oood.log" || fail "oood did not log the refused re-attach"
 out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after a refused re-attach: $out"
 ok "a refused re-attach closes the session with the reason ($(sed -n 's/^ok: //p' "$rundir/lost.out")); new sessions attach"
