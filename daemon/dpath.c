@@ -455,7 +455,7 @@ static void dp_free(struct sdpath *d)
 {
 	restore_end(d);
 	list_del(&d->node);
-	if (d->area_charged && d->sess)
+	if (d->sess) /* every data path's area was charged (dpath_attach) */
 		session_uncharge(d->sess, OOO_RES_MEM_BYTES, DPATH_AREA_SIZE);
 	if (d->hdr)
 		munmap(d->hdr, 4096);
@@ -591,7 +591,6 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 		return;
 	}
 	list_add_tail(&srv->dpaths, &d->node);
-	d->area_charged = true;
 	d->sess = s;
 	d->session = s->id;
 	d->gpu = (uint32_t)gpu;

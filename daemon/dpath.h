@@ -37,7 +37,6 @@ struct sdpath {
 	int memfd, sq_efd, cq_efd;
 	struct ooo_shm_hdr *hdr; /* page 0 of the area, mapped here to write the epoch */
 	bool attached; /* the current executor has it */
-	bool area_charged; /* DPATH_AREA_SIZE charged to the tenant's mem_limit (pinned host memory); dp_free returns it */
 	uint64_t req;  /* executor request in flight */
 	struct conn_ref waiter;
 	uint32_t seq;

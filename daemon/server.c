@@ -1290,9 +1290,8 @@ static void close_revoked(struct server *srv)
 			continue;
 		log_info("session %llu (uid %u) is no longer admitted by the policy, closing",
 			 (unsigned long long)c->sess->id, c->cred.uid);
-		conn_notice(srv, c, OOO_NOTICE_REVOKED, "the reloaded policy no longer admits this uid");
-		if (c->state != CONN_CLOSING)
-			conn_finish(srv, c, "revoked by a policy reload");
+		server_notice_close(srv, c, OOO_NOTICE_REVOKED, "the reloaded policy no longer admits this uid",
+				    "revoked by a policy reload");
 	}
 }
 
