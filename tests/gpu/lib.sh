@@ -1,7 +1,7 @@
 # lib.sh: shared set-up of the tests/gpu scripts (sourced, not run).
 # The caller sets `name` and `build`, then calls gpu_start CONFIG_EXTRA.
 # Gives: $libcuda, gpu_require, gpu_require_nvcc ($nvcc), and from gpu_start $rundir $sock $ctl $daemon,
-# fail, field, wait_ready, tenant_mem, buffer_survives_restart, across_restart, over_quota_refused, gpu_stop.
+# fail, field, wait_ready, tenant_mem, buffer_survives_restart, hold_buffer, across_restart, over_quota_refused, gpu_stop.
 
 # Skip (exit 77) where there is no NVIDIA device.
 gpu_require() {
@@ -151,6 +151,15 @@ buffer_survives_restart() {
 	grep -q '^ok' "$rundir/keep.out" || fail "buf_check keep: $(cat "$rundir/keep.out")"
 	for _ in $(seq 50); do [ "$(tenant_mem)" = "" ] && break; sleep 0.1; done
 	[ -z "$(tenant_mem)" ] || fail "tenant still charged after free: $(tenant_mem)"
+}
+
+# hold_buffer SIZE: a tenant (buf_check) allocates SIZE bytes and holds them, in the background
+# (its pid in $holder, its output in $rundir/hold.out); returns once it holds them.
+hold_buffer() {
+	"$build/tests/gpu/buf_check" "$sock" hold "$1" >"$rundir/hold.out" 2>&1 &
+	holder=$!
+	for _ in $(seq 100); do grep -q '^held' "$rundir/hold.out" && break; sleep 0.1; done
+	grep -q '^held' "$rundir/hold.out" || fail "buf_check hold $1: $(cat "$rundir/hold.out")"
 }
 
 # across_restart MODE MARK OUT [CMD]: run `dp_check SOCK MODE` in the background (output in OUT); once

@@ -23,10 +23,7 @@ sleep 0.5
 base=$(mem_used)
 
 # 2. SIGKILL with 4 GiB held: charge and device memory return
-"$build/tests/gpu/buf_check" "$sock" hold 4294967296 >"$rundir/hold.out" 2>&1 &
-holder=$!
-for _ in $(seq 100); do grep -q '^held' "$rundir/hold.out" && break; sleep 0.1; done
-grep -q '^held' "$rundir/hold.out" || fail "holder: $(cat "$rundir/hold.out")"
+hold_buffer 4294967296
 held=$(mem_used)
 [ $((held - base)) -ge 4000 ] || fail "device memory did not grow by 4 GiB ($base -> $held MiB)"
 kill -9 $holder

@@ -105,10 +105,7 @@ out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_che
 ok "fill and read back on the new executor"
 
 # a tenant SIGKILLed while it holds 4 GiB: its charge returns
-"$build/tests/gpu/buf_check" "$sock" hold 4294967296 >"$rundir/hold.out" 2>&1 &
-holder=$!
-for _ in $(seq 100); do grep -q '^held' "$rundir/hold.out" && break; sleep 0.1; done
-grep -q '^held' "$rundir/hold.out" || fail "buf_check hold: $(cat "$rundir/hold.out")"
+hold_buffer 4294967296
 [ "$(tenant_mem)" -ge 4294967296 ] || fail "4 GiB not charged: $(tenant_mem)"
 kill -9 $holder
 wait $holder 2>/dev/null
@@ -373,10 +370,7 @@ fake_stop
 # charges return when the sessions end. A holder session of the same tenant stays open across it,
 # so the tenant's account outlives them and must come back to the holder's own charge.
 gpu_start 'mem_limit = 100M\n'
-"$build/tests/gpu/buf_check" "$sock" hold 4096 >"$rundir/hold.out" 2>&1 &
-holder=$!
-for _ in $(seq 100); do grep -q '^held' "$rundir/hold.out" && break; sleep 0.1; done
-grep -q '^held' "$rundir/hold.out" || fail "buf_check hold 4096: $(cat "$rundir/hold.out")"
+hold_buffer 4096
 held=$(tenant_mem)
 [ -n "$held" ] || fail "the holder's buffer is not charged"
 out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" crowd 4 2>&1) && fail "dp_check crowd 4 under mem_limit = 100M passed: $out"
