@@ -229,7 +229,7 @@ $(BUILD)/libooo-sampler.so: bench/sampler.c
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lpthread
 
 # a stand-in driver for the tests on machines without a GPU (tests/fakecuda; not installed)
-$(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h
+$(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h include/ooo/jit.h
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<

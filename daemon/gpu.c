@@ -131,6 +131,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
 		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--fuse-copies",
 		      srv->policy->fuse_copies ? "yes" : "no", "--spread-lanes", srv->policy->spread_lanes ? "yes" : "no",
+		      "--chain-launches", srv->policy->chain_launches ? "yes" : "no",
 		      "--streams", streams, "--urgent-reserve", reserve,
 		      "--threads", threads, "--shard-sessions", fill, "--fence", strcmp(g->domain, OOO_DOMAIN_FENCED) ? "no" : "yes", (char *)NULL);
 		_exit(127);

@@ -57,7 +57,7 @@ enum key_type {
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_SPREAD_LANES, F_URGENT_RESERVE, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_SPREAD_LANES, F_CHAIN_LAUNCHES, F_URGENT_RESERVE, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
 	F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
@@ -87,6 +87,7 @@ static const struct key_def daemon_keys[] = {
 	{ "fuse", F_FUSE, T_BOOL, 0, 0 },
 	{ "fuse_copies", F_FUSE_COPIES, T_BOOL, 0, 0 },
 	{ "spread_lanes", F_SPREAD_LANES, T_BOOL, 0, 0 },
+	{ "chain_launches", F_CHAIN_LAUNCHES, T_BOOL, 0, 0 },
 	{ "streams", F_STREAMS, T_U32, 1, 8 },
 	{ "urgent_reserve", F_URGENT_RESERVE, T_U32, 0, 8 },
 	{ "serving_threads", F_SERVING_THREADS, T_U32, 1, 8 },
@@ -601,6 +602,8 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			p->fuse_copies = b;
 		else if (k->field == F_SPREAD_LANES)
 			p->spread_lanes = b;
+		else if (k->field == F_CHAIN_LAUNCHES)
+			p->chain_launches = b;
 		else if (k->field == F_TM_ENABLED)
 			p->telemetry.enabled = b;
 		else if (k->field == F_TM_ALL)
@@ -1133,6 +1136,7 @@ static void policy_defaults(struct policy *p)
 	p->fuse = true;
 	p->fuse_copies = true;
 	p->spread_lanes = false;
+	p->chain_launches = true;
 	p->urgent_reserve = 0;
 	p->streams = POLICY_STREAMS_DEFAULT;
 	p->serving_threads = POLICY_SERVING_THREADS_DEFAULT;

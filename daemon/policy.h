@@ -111,6 +111,7 @@ struct policy {
 	bool executor;               /* run GPU executors (default yes) */
 	bool fuse;                   /* executors coalesce launches into fused kernels (default yes) */
 	bool fuse_copies;            /* and small copies, as launches of their copy kernel (default yes) */
+	bool chain_launches;         /* a queue's consecutive launches may run chained in one fused bundle (default yes) */
 	bool spread_lanes;           /* bundles of independent queues on their own streams where that pays (default no) */
 	uint32_t urgent_reserve;     /* in-flight bundles per partition kept for queues above the lowest priority tier (0 .. 8, default 0) */
 	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */

@@ -552,6 +552,7 @@ static int cmd_fuse(int argc, char **argv)
 			j_u64("bodies", fz->nbodies);
 			j_u64("static_smem", fz->static_smem);
 			j_bool("dynamic_smem", fz->dynamic_smem);
+			j_bool("chain", fz->chain);
 			j_u64("descriptor_bytes", (uint64_t)dsize);
 			j_u64("total_blocks", total);
 			j_arr("members");
@@ -559,9 +560,11 @@ static int cmd_fuse(int argc, char **argv)
 			fprintf(o, "fused %s: %u bod%s, %zu member%s, static shared %" PRIu32 " bytes%s\n", fz->entry,
 				fz->nbodies, fz->nbodies == 1 ? "y" : "ies", nl, nl == 1 ? "" : "s", fz->static_smem,
 				fz->dynamic_smem ? ", dynamic shared: the largest member's" : "");
-			fprintf(o, "descriptor: %ld bytes: header 16, members at 16 (32 each), launch grid (%" PRIu32
-				   ",1,1)\n",
-				dsize, total);
+			fprintf(o, "descriptor: %ld bytes: header %zu, members at %zu (%zu each), launch grid (%" PRIu32
+				   ",1,1)%s\n",
+				dsize, sizeof(struct ooo_jit_desc_hdr), sizeof(struct ooo_jit_desc_hdr),
+				sizeof(struct ooo_jit_desc_member), total,
+				fz->chain ? "; members may be chained" : "");
 			fprintf(o, "  %-6s %-4s %-12s %-22s %-10s %-10s %s\n", "member", "body", "blocks", "grid",
 				"param_off", "param_size", "kernel");
 		}
@@ -571,7 +574,7 @@ static int cmd_fuse(int argc, char **argv)
 								     bodies[launches[i].body].kernel);
 			char blocks[32], grid[40];
 
-			memcpy(&d, p + 16 + i * sizeof(d), sizeof(d));
+			memcpy(&d, p + sizeof(struct ooo_jit_desc_hdr) + i * sizeof(d), sizeof(d));
 			snprintf(blocks, sizeof(blocks), "%" PRIu32 "..%" PRIu64, d.block_start,
 				 (uint64_t)d.block_start + (uint64_t)d.grid_x * d.grid_y * d.grid_z - 1);
 			snprintf(grid, sizeof(grid), "%" PRIu32 ",%" PRIu32 ",%" PRIu32, d.grid_x, d.grid_y, d.grid_z);

@@ -1199,6 +1199,7 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(retried);
 	SCHED_D(unfused_nopay);
 	SCHED_D(stream_waits);
+	SCHED_D(chained_launches);
 	SCHED_D(jit_hits);
 	SCHED_D(jit_misses);
 	SCHED_D(jit_compiles);
@@ -1469,6 +1470,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_u64("retried", c->retried);
 	j_u64("unfused_nopay", c->unfused_nopay);
 	j_u64("stream_waits", c->stream_waits);
+	j_u64("chained_launches", c->chained_launches);
 	j_obj("bundles_by_priority");
 	for (unsigned i = 0; i < OOO_PRIO_TIERS; i++)
 		j_u64(sched_tier_names[i], c->tier_bundles[i]);
@@ -1623,6 +1625,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	ROW_COUNT("retried", retried);
 	ROW_COUNT("unfused, no gain", unfused_nopay);
 	ROW_COUNT("stream waits", stream_waits);
+	ROW_COUNT("chained launches", chained_launches);
 	ROW_COUNT("bundles, low priority", tier_bundles[0]);
 	ROW_COUNT("bundles, default priority", tier_bundles[1]);
 	ROW_COUNT("bundles, high priority", tier_bundles[2]);
@@ -3372,6 +3375,7 @@ static int do_metrics(int argc, char **argv)
 			SC(retried, "Fused launches that failed to start and ran unfused"),
 			SC(unfused_nopay, "Bundles sent unfused: the fused kernel was predicted slower than its members alone"),
 			SC(stream_waits, "Waits of one of a partition's streams for another stream's bundle"),
+			SC(chained_launches, "Tenant launches run chained behind their queue's previous launch in one fused launch"),
 			SC(jit_hits, "Fusion classes found compiled"),
 			SC(jit_misses, "Fusion classes not found compiled"),
 			SC(jit_compiles, "Fused kernels compiled"),

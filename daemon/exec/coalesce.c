@@ -55,7 +55,11 @@
 #define CO_MAX_SI (CO_TIERS * CO_MAX_STREAMS) /* a partition's streams, every tier's */
 #define CO_MAX_PARTS OOO_SCHED_PARTITIONS /* the shared partition (0) and the classes' reserved ones */
 #define CO_INFLIGHT_PER_STREAM 4u /* bundles in flight per stream (and never fewer than CO_INFLIGHT in all) */
-#define CO_SLOT_BYTES (16u + 32u * SCHED_MAX_BUNDLE + SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
+#define CO_SLOT_BYTES                                                                                          \
+	(sizeof(struct ooo_jit_desc_hdr) + sizeof(struct ooo_jit_desc_member) * SCHED_MAX_BUNDLE +             \
+	 SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
+#define CO_CHAIN_MAX 16u       /* a queue's launches one bundle may chain (its head and those behind it) */
+#define CO_CHAIN_WORDS (1u + SCHED_MAX_BUNDLE) /* a stream's chain counters: the ticket, a done counter per member */
 #define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
 #define CO_INFLIGHT 8u         /* bundles in flight on the partition, at least (a queue's chain pipelines like direct launches) */
 /*
@@ -78,6 +82,7 @@
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
+#define CO_SMEM_FUSED 16u     /* the fused kernel's own static shared memory (a chain's ticket), at most */
 #define CO_TIME_EVERY 16u      /* fused bundles timed with a start event: one in this many (the cost model's samples) */
 #define CO_LOOK_EARLY_NS 1000u /* a fused bundle's end is looked for from this long before its predicted end */
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
@@ -117,6 +122,7 @@ struct co_class {
 	int state;
 	CUmodule mod;
 	CUfunction fn, fnp; /* the fused entry reading the table from device memory, and from its parameter */
+	bool chain;         /* the fused kernel runs chains (jit_fused.chain) */
 	struct co_shape shapes[CO_SHAPES];
 	uint32_t nshapes;
 };
@@ -127,6 +133,7 @@ struct co_job {
 	struct co_class *c;
 	CUmodule mod;
 	CUfunction fn, fnp;
+	bool chain;
 	int rc;
 	uint64_t ns;
 	char why[256];
@@ -149,6 +156,8 @@ struct co_member {
 	uint8_t cls;
 	uint8_t op;         /* the tenant's opcode (a copy run by the copy kernel: its copy's) */
 	bool notify;        /* its own completion carries its status */
+	bool signal;        /* fused with a chain: a later member runs after it */
+	uint16_t wait;      /* fused with a chain: 0, or 1 + the index of its queue's previous member in the bundle */
 };
 
 /*
@@ -174,6 +183,7 @@ struct dp_bundle {
 	CUevent start, end; /* start: only on the fused bundles that are timed */
 	uint64_t token, dispatch_ns, predicted_ns;
 	uint64_t expect_ns; /* fused: its end is not looked for before this (0: look on every pass) */
+	uint32_t depth;     /* the most launches of one queue it holds (> 1: a chain, if it runs fused) */
 	int slot;
 	/* for the launcher */
 	CUstream cstream;
@@ -201,6 +211,18 @@ struct co_stream {
 	uint32_t nflight;
 	uint64_t seq;         /* bundles dispatched on it */
 	uint64_t last_end_ns; /* when its last bundle's end was seen */
+};
+
+/*
+ * The values of one stream's chain counters in device memory (co->chain_dev)
+ * once its issued bundles have run (the launcher's; kept apart from
+ * co_stream, which a partition change resets: the device's counters stay).
+ * They are never reset: a chained launch adds its blocks to the ticket and
+ * each signalling member's threads to its done counter.
+ */
+struct co_chainc {
+	uint32_t ticket;
+	uint32_t done[SCHED_MAX_BUNDLE];
 };
 
 /*
@@ -258,6 +280,8 @@ struct coalescer {
 	bool cls_over;    /* a queue's class went to the overflow row: co_counters reports every row */
 	unsigned char *host;
 	CUdeviceptr dev;
+	CUdeviceptr chain_dev; /* every stream's chain counters (CO_CHAIN_WORDS each); 0: no chains */
+	bool chain;            /* oood.conf chain_launches: a queue's consecutive launches may share a fused bundle */
 	bool slot_busy[CO_SLOTS];
 	struct ev_pool {
 		CUevent *ev;
@@ -306,6 +330,7 @@ struct coalescer {
 	size_t ptab_len;    /* bytes of ptab the last bundle used (the rest is zero) */
 	_Alignas(16) unsigned char ptab[JIT_PTABLE_BYTES]; /* the table of a bundle launched with it as its parameter */
 	struct jit_desc_launch ldl[SCHED_MAX_BUNDLE];
+	struct co_chainc chainc[CO_MAX_PARTS][CO_MAX_SI];
 };
 
 /* ---- parsed modules and classes ---------------------------------------------------- */
@@ -410,6 +435,7 @@ static void compile_one(const struct cuda_api *api, struct co_job *j)
 		} else if (api->p_cuModuleGetFunction(&j->fnp, j->mod, f->entry_param) != CUDA_SUCCESS) {
 			j->fnp = NULL; /* every bundle copies its table to the device first */
 		}
+		j->chain = j->rc == 0 && f->chain;
 	}
 	jit_fused_free(f);
 	j->ns = dp_now_ns() - t0;
@@ -491,7 +517,7 @@ static int shape_of(struct datapath *dp, const struct dp_session *s, struct co_c
 	for (uint32_t i = 0; i < c->nshapes; i++)
 		mine += c->shapes[i].by == s->id;
 	if (c->nshapes == CO_SHAPES || mine >= CO_SESSION_SHAPES ||
-	    (uint64_t)e->launch.shmem + c->static_smem > CO_SMEM_DEFAULT)
+	    (uint64_t)e->launch.shmem + c->static_smem + CO_SMEM_FUSED > CO_SMEM_DEFAULT)
 		return -1;
 	memcpy(c->shapes[c->nshapes].block, e->launch.block, sizeof(e->launch.block));
 	c->shapes[c->nshapes].shmem = e->launch.shmem;
@@ -527,6 +553,7 @@ static void drain_compiles(struct datapath *dp)
 			c->mod = j->mod;
 			c->fn = j->fn;
 			c->fnp = j->fnp;
+			c->chain = j->chain;
 			c->state = CLS_READY;
 			for (uint32_t i = 0; i < c->nshapes; i++)
 				shape_capacity(dp, c, i);
@@ -1128,14 +1155,16 @@ static struct dp_bundle *bundle_new(struct coalescer *co)
 /* Room for need bytes of the members' parameters (kept with a spare bundle). */
 static int bundle_params(struct dp_bundle *b, size_t need)
 {
+	unsigned char *p;
+
 	if (need <= b->pcap)
 		return 0;
 	if (need < 4096)
 		need = 4096;
+	if (!(p = malloc(need)))
+		return -ENOMEM; /* the room it had stays */
 	free(b->params);
-	b->pcap = 0;
-	if (!(b->params = malloc(need)))
-		return -ENOMEM;
+	b->params = p;
 	b->pcap = need;
 	return 0;
 }
@@ -1177,6 +1206,15 @@ static CUresult launch_member(const struct cuda_api *api, const struct dp_bundle
 				     m->shmem, b->cstream, NULL, psize ? extra : NULL);
 }
 
+/* A chained launch of b went to its stream: what its run adds to the stream's counters. */
+static void chain_ran(struct co_chainc *cc, const struct dp_bundle *b, uint32_t total, uint32_t threads)
+{
+	cc->ticket += total;
+	for (uint32_t k = 0; k < b->n; k++)
+		if (b->m[k].signal)
+			cc->done[k] += b->m[k].grid[0] * b->m[k].grid[1] * b->m[k].grid[2] * threads;
+}
+
 /*
  * b's members as one launch of the class's fused kernel: the descriptor
  * table as the launch's parameter when it fits, else copied to b's slot of
@@ -1192,6 +1230,10 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 	CUresult r;
 	void *args[3];
 
+	struct co_chainc *cc = &co->chainc[b->part][b->stream];
+	bool chained = b->depth > 1;
+	uint32_t threads = m0->block[0] * m0->block[1] * m0->block[2];
+
 	for (uint32_t k = 0; k < b->n; k++) {
 		const struct co_member *m = &b->m[k];
 
@@ -1199,16 +1241,31 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 						       .grid = { m->grid[0], m->grid[1], m->grid[2] },
 						       .params = b->params + m->poff,
 						       .param_size = m->plen };
+		if (chained) {
+			co->ldl[k].signal = m->signal;
+			co->ldl[k].wait = m->wait;
+			if (m->wait) {
+				const struct co_member *d = &b->m[m->wait - 1];
+
+				co->ldl[k].wait_target = cc->done[m->wait - 1] + d->grid[0] * d->grid[1] * d->grid[2] * threads;
+			}
+		}
 	}
 	/* a table that fits goes as the launch's parameter: no copy to the device before the kernel */
 	if (b->fnp && (len = jit_desc_build(co->ldl, b->n, co->ptab, sizeof(co->ptab), &total, NULL)) > 0) {
 		if ((size_t)len < co->ptab_len)
 			memset(co->ptab + len, 0, co->ptab_len - (size_t)len); /* no earlier bundle's parameters */
 		co->ptab_len = (size_t)len;
+		if (chained)
+			jit_desc_chain(co->ptab, co->chain_dev + ((CUdeviceptr)b->part * CO_MAX_SI + b->stream) * CO_CHAIN_WORDS * 4u,
+				       cc->ticket);
 		args[0] = co->ptab;
 		b->param_table = true;
-		return api->p_cuLaunchKernel(b->fnp, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
-					     b->cstream, args, NULL);
+		r = api->p_cuLaunchKernel(b->fnp, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
+					  b->cstream, args, NULL);
+		if (r == CUDA_SUCCESS && chained)
+			chain_ran(cc, b, total, threads);
+		return r;
 	}
 	if (b->slot < 0)
 		return CUDA_ERROR_INVALID_VALUE; /* the table did not fit after all: its members run one by one */
@@ -1216,6 +1273,9 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 	len = jit_desc_build(co->ldl, b->n, host, CO_SLOT_BYTES, &total, NULL);
 	if (len < 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (chained)
+		jit_desc_chain(host, co->chain_dev + ((CUdeviceptr)b->part * CO_MAX_SI + b->stream) * CO_CHAIN_WORDS * 4u,
+			       cc->ticket);
 	jit_desc_args(host, co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, &a);
 	args[0] = &a.desc;
 	args[1] = &a.n_members;
@@ -1224,6 +1284,8 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 	if (r == CUDA_SUCCESS)
 		r = api->p_cuLaunchKernel(b->fn, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
 					  b->cstream, args, NULL);
+	if (r == CUDA_SUCCESS && chained)
+		chain_ran(cc, b, total, threads);
 	return r;
 }
 
@@ -1404,6 +1466,9 @@ static void bundle_looked(struct datapath *dp, struct dp_bundle *b)
 	if (b->fused) {
 		co->st.fused_bundles++;
 		co->st.fused_launches += b->n;
+		if (b->depth > 1)
+			for (uint32_t k = 0; k < b->n; k++)
+				co->st.chained_launches += b->m[k].wait != 0;
 	}
 	co->st.param_bundles += b->param_table;
 	co->st.retried += b->retried;
@@ -1571,12 +1636,79 @@ static void streams_after(struct coalescer *co, uint32_t p, uint32_t si, struct 
 
 static inline uint32_t align16(uint32_t n) { return (n + 15u) & ~15u; }
 
+/*
+ * Chains: a fused bundle of a class whose kernel runs them also takes, from
+ * each member's queue, the launches right behind its head that the same
+ * fused kernel runs (same class and shape, nothing else between), each
+ * after the one before it (<ooo/jit.h>: done counters and waits), so that
+ * a queue's chain of small kernels goes in one launch instead of one bundle
+ * per step. A level at a time over the queues (every queue's second launch
+ * before any third), while the bundle's blocks stay within the class's
+ * capacity on the partition, its members within SCHED_MAX_BUNDLE, each
+ * queue's depth within CO_CHAIN_MAX and its completions within its queue's
+ * room. Writes each queue's count (head included) to depth[], adds the
+ * members and their parameter room to *total and *need, and returns the
+ * deepest count (1: no chain).
+ */
+static uint32_t chain_plan(struct datapath *dp, struct co_class *c, uint32_t p, struct dp_queue *const *qs, uint32_t n,
+			   uint32_t *depth, uint32_t *total, size_t *need)
+{
+	struct coalescer *co = dp->co;
+	const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
+	uint32_t notes[SCHED_MAX_BUNDLE], maxd = 1;
+	uint64_t blocks = 0, cap;
+	int shape = -1;
+
+	if (!holdable(dp, qs[0]->s, e0, &shape) || !c->shapes[shape].per_sm)
+		return 1; /* occupancy unknown: no room to plan with */
+	cap = (uint64_t)c->shapes[shape].per_sm * co->part[p].sms;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct ooo_sqe *e = &qs[k]->bl[qs[k]->bl_head].e;
+
+		blocks += (uint64_t)e->launch.grid[0] * e->launch.grid[1] * e->launch.grid[2];
+		notes[k] = (e->flags & OOO_SQE_NOTIFY) != 0;
+	}
+	for (uint32_t lvl = 1; lvl < CO_CHAIN_MAX; lvl++) {
+		bool grew = false;
+
+		for (uint32_t k = 0; k < n && *total < SCHED_MAX_BUNDLE; k++) {
+			struct dp_queue *q = qs[k];
+			const struct ooo_sqe *e;
+			uint64_t g;
+			bool note;
+			int sh = -1;
+
+			if (depth[k] != lvl || lvl >= q->bl_len)
+				continue;
+			e = &q->bl[(q->bl_head + lvl) % DP_BACKLOG].e;
+			note = (e->flags & OOO_SQE_NOTIFY) != 0;
+			if (!holdable(dp, q->s, e, &sh) || sh != shape || cmd_class(co, q->s, e) != c ||
+			    (note && q->len + notes[k] + 1 > DP_QUEUE_DEPTH))
+				continue;
+			g = (uint64_t)e->launch.grid[0] * e->launch.grid[1] * e->launch.grid[2];
+			if (blocks + g > cap)
+				continue;
+			blocks += g;
+			depth[k]++;
+			notes[k] += note;
+			(*total)++;
+			*need += align16(e->launch.param_len);
+			grew = true;
+			if (depth[k] > maxd)
+				maxd = depth[k];
+		}
+		if (!grew)
+			break;
+	}
+	return maxd;
+}
+
 static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_t now)
 {
 	struct coalescer *co = dp->co;
 	struct dp_queue *qs[SCHED_MAX_BUNDLE];
 	struct dp_bundle *b = bundle_new(co);
-	uint32_t n = 0;
+	uint32_t n = 0, depth[SCHED_MAX_BUNDLE], last[SCHED_MAX_BUNDLE];
 	size_t need = 0;
 
 	for (uint32_t k = 0; k < sb->n; k++) {
@@ -1636,29 +1768,62 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	b->cstream = cs->stream;
 	b->dispatch_ns = now;
 	b->predicted_ns = sb->predicted_ns;
+	for (uint32_t k = 0; k < n; k++)
+		depth[k] = 1;
+	b->depth = 1;
 	if (fuse) {
 		/* one scheduler class is one kernel and shape: every member has the leader's class */
 		const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
 		struct co_class *c = cmd_class(co, qs[0]->s, e0);
 		bool same = c && c->state == CLS_READY;
+		uint32_t total = n;
+		size_t cneed = need;
 
 		for (uint32_t k = 1; same && k < n; k++)
 			same = cmd_class(co, qs[k]->s, &qs[k]->bl[qs[k]->bl_head].e) == c;
+		if (same && c->chain && co->chain)
+			b->depth = chain_plan(dp, c, p, qs, n, depth, &total, &cneed);
 		/* a table that does not go as the launch's parameter is copied to a slot of device memory first */
-		if (same && (c->fnp && jit_desc_size(n, need) <= JIT_PTABLE_BYTES ? true : (b->slot = slot_take(co)) >= 0)) {
+		if (same && b->depth > 1 && !(c->fnp && jit_desc_size(total, cneed) <= JIT_PTABLE_BYTES) &&
+		    (b->slot = slot_take(co)) < 0) {
+			/* no slot for the chain's table: the heads alone, if their table fits the parameter */
+			for (uint32_t k = 0; k < n; k++)
+				depth[k] = 1;
+			b->depth = 1;
+		}
+		if (b->depth > 1) {
+			need = cneed;
+			b->predicted_ns = sb->predicted_ns * b->depth;
+		}
+		if (same && (b->slot >= 0 || (c->fnp && jit_desc_size(b->depth > 1 ? total : n, need) <= JIT_PTABLE_BYTES) ||
+			     (b->slot = slot_take(co)) >= 0)) {
 			b->fuse = true;
 			b->fn = c->fn;
 			b->fnp = c->fnp;
 		}
 	}
+	if (need > b->pcap && bundle_params(b, need) < 0) {
+		/* no room for the chains' parameters: the heads alone (their room was made above) */
+		for (uint32_t k = 0; k < n; k++)
+			depth[k] = 1;
+		b->depth = 1;
+		b->predicted_ns = sb->predicted_ns;
+	}
 	streams_after(co, p, si, qs, n, b);
-	for (uint32_t k = 0, off = 0; k < n; k++) {
+	for (uint32_t lvl = 0, off = 0; lvl < b->depth; lvl++)
+	for (uint32_t k = 0; k < n; k++) {
 		struct dp_queue *q = qs[k];
 		struct dp_cmd *cmd = &q->bl[q->bl_head];
 		const struct ooo_sqe *e = &cmd->e;
 		struct dp_session *s = q->s;
 		bool notify = (e->flags & OOO_SQE_NOTIFY) != 0;
 
+		if (depth[k] <= lvl)
+			continue;
+		if (lvl) {
+			/* behind its queue's previous launch in this bundle, which counts itself for it */
+			b->m[last[k]].signal = true;
+		}
 		b->m[b->n] = (struct co_member){ .arrival = cmd->arrival_ns,
 						 .deadline = cmd->deadline_ns,
 						 .fn = co_kernel_fn(dp, s, e->launch.kernel),
@@ -1672,7 +1837,9 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 						 .queue = q->idx,
 						 .cls = q->cls,
 						 .op = cmd->op,
-						 .notify = notify };
+						 .notify = notify,
+						 .wait = (uint16_t)(lvl ? last[k] + 1 : 0) };
+		last[k] = b->n;
 		if (e->launch.param_len)
 			memcpy(b->params + off, bl_params(q, q->bl_head), e->launch.param_len);
 		off += align16(e->launch.param_len);
@@ -1769,7 +1936,8 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 		 * dispatched it (fused, it ran unfused: its time is not what the
 		 * model would learn it as).
 		 */
-		sched_complete(co->sched, b->token, b->fused == b->planned_fused ? ns : 0, now);
+		/* a chain ran its queues' launches one after another: the model learns one step */
+		sched_complete(co->sched, b->token, b->fused == b->planned_fused ? ns / (b->fused ? b->depth : 1) : 0, now);
 		co->st.parts[b->part].busy_ns += ns ? ns : b->fused ? b->predicted_ns : 0;
 		for (uint32_t k = 0; k < b->n; k++) {
 			struct ooo_sched_class_stats *cl = &co->st.classes[b->m[k].cls];
@@ -2343,6 +2511,18 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		r = -ENOMEM;
 		goto fail;
 	}
+	if (dp->chain_launches) {
+		/* every stream's chain counters, zero to start with (the launcher knows their values from then on) */
+		size_t bytes = (size_t)CO_MAX_PARTS * CO_MAX_SI * CO_CHAIN_WORDS * 4u;
+
+		if (api->p_cuMemAlloc(&co->chain_dev, bytes) != CUDA_SUCCESS ||
+		    api->p_cuMemsetD32(co->chain_dev, 0, bytes / 4u) != CUDA_SUCCESS) {
+			snprintf(why, cap, "cannot allocate the chain counters (%zu bytes of device memory)", bytes);
+			r = -ENOMEM;
+			goto fail;
+		}
+		co->chain = true;
+	}
 	if ((r = thread_start(co, api, compile_main, &co->thr, "compile", why, cap)) < 0)
 		goto fail;
 	co->thr_started = true;
@@ -2435,6 +2615,8 @@ void co_stop(struct datapath *dp)
 		api->p_cuMemFreeHost(co->host);
 	if (co->dev)
 		api->p_cuMemFree(co->dev);
+	if (co->chain_dev)
+		api->p_cuMemFree(co->chain_dev);
 	part_free(co->pset);
 	for (uint32_t i = 0; i < CO_MAX_SI; i++)
 		if (co->prim[i])

@@ -142,6 +142,7 @@ struct datapath {
 	bool fuse;         /* coalesce fusible launches (the scheduler and the JIT) */
 	bool fuse_copies;  /* and small copies, as launches of the copy kernel (coalesce.h) */
 	bool spread_lanes; /* the scheduler's lanes choose bundles' streams (oood.conf spread_lanes) */
+	bool chain_launches; /* a queue's consecutive launches may run chained in one fused bundle (oood.conf chain_launches) */
 	uint32_t urgent_reserve; /* oood.conf urgent_reserve (coalesce.c, at most CO_RESERVE_MAX) */
 	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */
 	struct memory *mem; /* the executor's device memory (windows, when fenced) */

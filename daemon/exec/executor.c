@@ -767,7 +767,7 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 				  &a->jit_compiles,    &a->jit_failures,	 &a->jit_compile_ns,   &a->loops,
 				  &a->work_ns,	       &a->commands,	 &a->param_bundles,    &a->take_ns,
 				  &a->dispatch_ns,     &a->submit_stamp_bad, &a->unfused_nopay,    &a->stream_waits,
-				  &a->launch_ns };
+				  &a->launch_ns,       &a->chained_launches };
 	const uint64_t *const add[] = { &b->bundles,	     &b->fused_bundles,	  &b->launches,
 					&b->fused_launches,   &b->direct_launches,   &b->dispatch_full,
 					&b->dispatch_slack,   &b->dispatch_idle,	  &b->dispatch_alone,
@@ -776,7 +776,7 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 					&b->loops,	     &b->work_ns,	  &b->commands,
 					&b->param_bundles,    &b->take_ns,	  &b->dispatch_ns,
 					&b->submit_stamp_bad, &b->unfused_nopay,	  &b->stream_waits,
-					&b->launch_ns };
+					&b->launch_ns,	     &b->chained_launches };
 
 	_Static_assert(sizeof(sum) / sizeof(sum[0]) == sizeof(add) / sizeof(add[0]), "counters_add: one list");
 	for (size_t i = 0; i < sizeof(sum) / sizeof(sum[0]); i++)
@@ -1102,6 +1102,7 @@ int executor_main(int argc, char **argv)
 		{ "fence", required_argument, NULL, 'f' },     { "fuse-copies", required_argument, NULL, 'C' },
 		{ "threads", required_argument, NULL, 'T' },   { "shard-sessions", required_argument, NULL, 'P' },
 		{ "spread-lanes", required_argument, NULL, 'L' }, { "urgent-reserve", required_argument, NULL, 'R' },
+		{ "chain-launches", required_argument, NULL, 'K' },
 		{ 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
@@ -1112,7 +1113,7 @@ int executor_main(int argc, char **argv)
 	CUcontext ctx = NULL;
 	unsigned long dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0;
 	char *end;
-	bool fuse = true, fence = false, fuse_copies = true, spread_lanes = false;
+	bool fuse = true, fence = false, fuse_copies = true, spread_lanes = false, chain_launches = true;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1140,6 +1141,10 @@ int executor_main(int argc, char **argv)
 			break;
 		case 'L':
 			if (!opt_yes_no(optarg, &spread_lanes))
+				return EXEC_EXIT_USAGE;
+			break;
+		case 'K':
+			if (!opt_yes_no(optarg, &chain_launches))
 				return EXEC_EXIT_USAGE;
 			break;
 		case 'S':
@@ -1225,6 +1230,7 @@ int executor_main(int argc, char **argv)
 		h->dp.fuse = fuse;
 		h->dp.fuse_copies = fuse_copies;
 		h->dp.spread_lanes = spread_lanes;
+		h->dp.chain_launches = chain_launches;
 		h->dp.urgent_reserve = (uint32_t)reserve;
 		h->dp.fence = fence;
 		h->dp.mem = &mem;

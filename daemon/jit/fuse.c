@@ -42,6 +42,7 @@ struct gen {
 	bool ptab;   /* the entry that takes the table as its parameter: parameters stay in .param space */
 	uint32_t op; /* opcode token of that statement */
 	bool fenced;  /* the function is the fence's: its flag is printed in the fused form (fence.c) */
+	bool chain;   /* a chain-capable kernel's entry body: its returns and exits go to $ooo_x<k> */
 	struct jit_buf *out, scratch;
 	struct fscope sc;
 };
@@ -287,15 +288,67 @@ static bool gen_fenced(struct gen *g, const struct ptx_module *m, const struct s
 	return true;
 }
 
+/* The opcode token of an instruction (after its @p / @!p guard). */
+static uint32_t opcode_tok(const struct ptx_module *m, const struct stmt *s)
+{
+	uint32_t op = s->first;
+
+	if (tok_punct(m, op, '@'))
+		op += tok_punct(m, op + 1, '!') ? 3 : 2;
+	return op;
+}
+
+/* Is the instruction a return or exit (ret, ret.uni, exit)? *uni: ret.uni. */
+static bool ends_thread(const struct ptx_module *m, const struct stmt *s, bool *uni)
+{
+	uint32_t op = opcode_tok(m, s);
+
+	if (s->kind != ST_INSN || op >= stmt_end(s))
+		return false;
+	*uni = tok_is(m, op, "ret.uni");
+	return *uni || tok_is(m, op, "ret") || tok_is(m, op, "exit");
+}
+
 /* Before each statement of a body: pooled .shared declarations go, ld.param of parameters is marked. */
 static bool gen_stmt(void *ctx, const struct ptx_module *m, const struct stmt *s)
 {
 	struct gen *g = ctx;
+	bool uni;
 
 	g->ldparam = g->entry && s->kind == ST_INSN && is_ldparam(g, s);
 	if (g->fenced && !gen_fenced(g, m, s))
 		return false;
+	if (g->chain && ends_thread(m, s, &uni)) {
+		/* the thread ends through the body's exit block, which counts it for the members waiting on it */
+		uint32_t op = opcode_tok(m, s);
+
+		buf_put(g->out, "\t", 1);
+		if (op > s->first) {
+			print_toks(m, s->first, op - s->first, sub_tok, g, g->out);
+			buf_put(g->out, " ", 1);
+		}
+		buf_printf(g->out, "bra%s $ooo_x%" PRIu32 ";\n", uni ? ".uni" : "", g->k);
+		return false;
+	}
 	return !(s->kind == ST_DIR && tok_is(m, s->first, ".shared"));
+}
+
+/* Does a .func the kernel reaches end its thread with `exit`? (Such a thread could not count itself.) */
+static bool funcs_exit(const struct ptx_module *m, const struct kinfo *ki)
+{
+	bool uni;
+
+	for (uint32_t j = 0; j < ki->nfuncs; j++) {
+		const struct func *f = &m->funcs[ki->funcs[j]];
+
+		for (uint32_t i = 0; i < f->body_n; i++) {
+			const struct stmt *s = &m->stmts[f->body_first + i];
+
+			if (ends_thread(m, s, &uni) && tok_is(m, opcode_tok(m, s), "exit"))
+				return true;
+		}
+	}
+	return false;
 }
 
 static void emit_stmts(struct gen *g, struct jit_buf *b)
@@ -393,6 +446,12 @@ static const char prologue_regs[] =
 	"\t.reg .b32 %ooo_vx, %ooo_vy, %ooo_vz, %ooo_gx, %ooo_gy, %ooo_gz;\n"
 	"\t.reg .b64 %ooo_pbase;\n";
 
+/* a chain-capable kernel's too */
+static const char prologue_chain_regs[] =
+	"\t.reg .pred %ooo_pc, %ooo_ps, %ooo_p1;\n"
+	"\t.reg .b32 %ooo_tb, %ooo_am, %ooo_ac, %ooo_al;\n"
+	"\t.reg .b64 %ooo_ch, %ooo_sa;\n";
+
 /* the table in device memory, at the address of the first parameter */
 static const char prologue_global[] =
 	"\tld.param.u64 %ooo_rd0, [ooo_desc];\n"
@@ -406,9 +465,36 @@ static const char prologue_param[] =
 	"\tld.param.u32 %ooo_r1, [%ooo_rd0];\n"
 	"\tld.param.u32 %ooo_r2, [%ooo_rd0+12];\n";
 
-/* finding the member; "@LD" is the table's load (ld.global.nc or ld.param) */
-static const char prologue[] =
+/*
+ * The block's number: %ctaid.x, or with a chain (the header's chain not 0)
+ * its ticket, the order in which it started: a block then waits only for
+ * blocks that are running already. "@LD" is the table's load (ld.global.nc
+ * or ld.param).
+ */
+static const char prologue_block[] = "\tmov.u32 %ooo_r0, %ctaid.x;\n";
+static const char prologue_ticket[] =
+	"\t@LD.u64 %ooo_ch, [%ooo_rd0+16];\n"
+	"\tsetp.ne.u32 %ooo_ps, %ooo_r1, %ooo_r1;\n"
+	"\tsetp.eq.u64 %ooo_pc, %ooo_ch, 0;\n"
 	"\tmov.u32 %ooo_r0, %ctaid.x;\n"
+	"\t@%ooo_pc bra $ooo_numbered;\n"
+	"\tcvta.to.global.u64 %ooo_ch, %ooo_ch;\n"
+	"\t@LD.u32 %ooo_tb, [%ooo_rd0+24];\n"
+	"\tmov.u32 %ooo_r3, %tid.x;\n"
+	"\tmov.u32 %ooo_r4, %tid.y;\n"
+	"\tor.b32 %ooo_r3, %ooo_r3, %ooo_r4;\n"
+	"\tmov.u32 %ooo_r4, %tid.z;\n"
+	"\tor.b32 %ooo_r3, %ooo_r3, %ooo_r4;\n"
+	"\tsetp.eq.u32 %ooo_p1, %ooo_r3, 0;\n"
+	"\t@%ooo_p1 atom.global.add.u32 %ooo_r0, [%ooo_ch], 1;\n"
+	"\t@%ooo_p1 st.shared.u32 [ooo_ticket], %ooo_r0;\n"
+	"\tbar.sync 0;\n"
+	"\tld.shared.u32 %ooo_r0, [ooo_ticket];\n"
+	"\tsub.u32 %ooo_r0, %ooo_r0, %ooo_tb;\n"
+	"$ooo_numbered:\n";
+
+/* finding the member of block %ooo_r0 */
+static const char prologue[] =
 	/* every member the same size: one division finds it */
 	"\tsetp.eq.u32 %ooo_p0, %ooo_r2, 0;\n"
 	"\t@%ooo_p0 bra $ooo_bsearch;\n"
@@ -426,18 +512,18 @@ static const char prologue[] =
 	"\t@%ooo_p0 bra $ooo_found;\n"
 	"\tadd.u32 %ooo_r5, %ooo_r3, %ooo_r4;\n"
 	"\tshr.u32 %ooo_r5, %ooo_r5, 1;\n"
-	"\tmul.wide.u32 %ooo_rd1, %ooo_r5, 32;\n"
+	"\tmul.wide.u32 %ooo_rd1, %ooo_r5, 48;\n"
 	"\tadd.u64 %ooo_rd1, %ooo_rd0, %ooo_rd1;\n"
-	"\t@LD.u32 %ooo_r6, [%ooo_rd1+16];\n"
+	"\t@LD.u32 %ooo_r6, [%ooo_rd1+32];\n"
 	"\tsetp.le.u32 %ooo_p0, %ooo_r6, %ooo_r0;\n"
 	"\tselp.b32 %ooo_r3, %ooo_r5, %ooo_r3, %ooo_p0;\n"
 	"\tselp.b32 %ooo_r4, %ooo_r4, %ooo_r5, %ooo_p0;\n"
 	"\tbra.uni $ooo_search;\n"
 	"$ooo_found:\n"
-	"\tmul.wide.u32 %ooo_rd1, %ooo_r3, 32;\n"
+	"\tmul.wide.u32 %ooo_rd1, %ooo_r3, 48;\n"
 	"\tadd.u64 %ooo_rd1, %ooo_rd0, %ooo_rd1;\n"
-	"\t@LD.v4.u32 {%ooo_r6, %ooo_r7, %ooo_gx, %ooo_gy}, [%ooo_rd1+16];\n"
-	"\t@LD.v2.u32 {%ooo_gz, %ooo_r8}, [%ooo_rd1+32];\n"
+	"\t@LD.v4.u32 {%ooo_r6, %ooo_r7, %ooo_gx, %ooo_gy}, [%ooo_rd1+32];\n"
+	"\t@LD.v2.u32 {%ooo_gz, %ooo_r8}, [%ooo_rd1+48];\n"
 	"\tsub.u32 %ooo_r9, %ooo_r0, %ooo_r6;\n"
 	/* a block past the member's grid (a table that does not match the launch) does nothing */
 	"\tmul.lo.u32 %ooo_r10, %ooo_gx, %ooo_gy;\n"
@@ -451,6 +537,66 @@ static const char prologue[] =
 	"\tcvt.u64.u32 %ooo_rd2, %ooo_r8;\n"
 	"\tadd.u64 %ooo_pbase, %ooo_rd0, %ooo_rd2;\n";
 
+/*
+ * A chained member: where its threads count themselves at exit (done
+ * counter 1 + its index, when it signals), and the wait for the member it
+ * runs after: the block's first thread polls that member's done counter
+ * (acquire, GPU scope) until it reaches the target, then the block's
+ * barrier lets the others on.
+ */
+static const char prologue_wait[] =
+	"\t@%ooo_pc bra $ooo_go;\n"
+	"\t@LD.u32 %ooo_r5, [%ooo_rd1+60];\n"
+	"\tsetp.ne.u32 %ooo_ps, %ooo_r5, 0;\n"
+	"\tadd.u32 %ooo_r5, %ooo_r3, 1;\n"
+	"\tmul.wide.u32 %ooo_rd2, %ooo_r5, 4;\n"
+	"\tadd.u64 %ooo_sa, %ooo_ch, %ooo_rd2;\n"
+	"\t@LD.v2.u32 {%ooo_r4, %ooo_r5}, [%ooo_rd1+64];\n"
+	"\tsetp.eq.u32 %ooo_p0, %ooo_r4, 0;\n"
+	"\t@%ooo_p0 bra $ooo_go;\n"
+	"\t@!%ooo_p1 bra $ooo_waited;\n"
+	"\tmul.wide.u32 %ooo_rd2, %ooo_r4, 4;\n"
+	"\tadd.u64 %ooo_rd2, %ooo_ch, %ooo_rd2;\n"
+	"$ooo_spin:\n"
+	"\tld.acquire.gpu.global.u32 %ooo_r6, [%ooo_rd2];\n"
+	"\tsub.u32 %ooo_r6, %ooo_r6, %ooo_r5;\n"
+	"\tsetp.lt.s32 %ooo_p0, %ooo_r6, 0;\n"
+	"\t@%ooo_p0 bra $ooo_spin;\n"
+	"$ooo_waited:\n"
+	"\tbar.sync 0;\n"
+	"$ooo_go:\n";
+
+/*
+ * A chain-capable body's exit block: its returns and exits come here. A
+ * member that signals counts its threads in its done counter, one atomic
+ * per group of lanes that ends together: the warp barrier orders the
+ * lanes' memory operations before the leader's release add.
+ */
+static const char body_exit[] =
+	"\t@!%ooo_ps bra $ooo_out;\n"
+	"\tactivemask.b32 %ooo_am;\n"
+	"\tpopc.b32 %ooo_ac, %ooo_am;\n"
+	"\tmov.u32 %ooo_al, %lanemask_lt;\n"
+	"\tand.b32 %ooo_al, %ooo_al, %ooo_am;\n"
+	"\tsetp.ne.u32 %ooo_p0, %ooo_al, 0;\n"
+	"\tbar.warp.sync %ooo_am;\n"
+	"\t@%ooo_p0 bra $ooo_out;\n"
+	"\tred.release.gpu.global.add.u32 [%ooo_sa], %ooo_ac;\n"
+	"\tret;\n";
+
+/* s with every "@LD" as the table's load */
+static void put_ld(struct jit_buf *b, const char *s, bool pt)
+{
+	for (const char *q = s, *at; *q; q = at + 3) {
+		if (!(at = strstr(q, "@LD"))) {
+			buf_puts(b, q);
+			break;
+		}
+		buf_put(b, q, (size_t)(at - q));
+		buf_puts(b, pt ? "ld.param" : "ld.global.nc");
+	}
+}
+
 int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **out, char *err, size_t errlen)
 {
 	const struct ptx_kernel *ks[JIT_MAX_BODIES];
@@ -460,7 +606,7 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	int tnum = -1;
 	uint32_t smem = 0, smem_align = 16, dsmem_align = 16;
 	uint32_t reqntid[3] = { 0, 0, 0 }, maxntid[3] = { 0, 0, 0 }, minncta = 0, maxnreg = 0;
-	bool dyn = false;
+	bool dyn = false, chain = false;
 	int rc = 0;
 
 	*out = NULL;
@@ -598,8 +744,14 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 			return rc;
 		}
 	}
+	/* chains need acquire/release at GPU scope and activemask (sm_70, PTX 6.2), and every thread to end in the body */
+	chain = tnum >= 70 && version_cmp(version, "6.2") >= 0;
+	for (size_t i = 0; i < nbodies && chain; i++)
+		chain = !funcs_exit(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
 	if (smem)
 		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", smem_align, smem);
+	if (chain)
+		buf_puts(&b, ".shared .align 4 .b32 ooo_ticket;\n");
 	if (dyn)
 		buf_printf(&b, ".extern .shared .align %" PRIu32 " .b8 ooo_dsmem[];\n", dsmem_align);
 	/* per body: data copies, function prototypes, function definitions */
@@ -672,15 +824,13 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 		buf_printf(&b, ".maxnreg %u\n", maxnreg);
 	buf_puts(&b, "{\n");
 	buf_puts(&b, prologue_regs);
+	if (chain)
+		buf_puts(&b, prologue_chain_regs);
 	buf_puts(&b, pt ? prologue_param : prologue_global);
-	for (const char *q = prologue, *at; *q; q = at + 3) {
-		if (!(at = strstr(q, "@LD"))) {
-			buf_puts(&b, q);
-			break;
-		}
-		buf_put(&b, q, (size_t)(at - q));
-		buf_puts(&b, pt ? "ld.param" : "ld.global.nc");
-	}
+	put_ld(&b, chain ? prologue_ticket : prologue_block, pt);
+	put_ld(&b, prologue, pt);
+	if (chain)
+		put_ld(&b, prologue_wait, pt);
 	if (nbodies > 1) {
 		for (size_t i = 0; i < nbodies; i++)
 			buf_printf(&b, "\tsetp.eq.u32 %%ooo_p0, %%ooo_r7, %zu;\n\t@%%ooo_p0 bra $ooo_body%zu;\n", i, i);
@@ -690,13 +840,16 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 		const struct ptx_module *m = bodies[i].mod;
 		const struct kinfo *ki = kinfo_of(m, ks[i]);
 		struct gen g = { .m = m, .ki = ki, .k = (uint32_t)i, .f = &m->funcs[ki->func], .entry = true,
-				 .ptab = pt == 1 };
+				 .ptab = pt == 1, .chain = chain };
 
 		if ((rc = fscope_build(m, ki->func, &g.sc)) < 0)
 			break;
 		buf_printf(&b, "$ooo_body%zu:\n// %s\n{\n", i, ks[i]->name);
 		emit_stmts(&g, &b);
-		buf_puts(&b, "}\n\tret;\n");
+		if (chain)
+			buf_printf(&b, "}\n$ooo_x%zu:\n%s", i, body_exit);
+		else
+			buf_puts(&b, "}\n\tret;\n");
 		fscope_free(&g.sc);
 	}
 	buf_puts(&b, "$ooo_out:\n\tret;\n}\n");
@@ -714,6 +867,7 @@ out:
 	fz->nbodies = (uint32_t)nbodies;
 	fz->static_smem = smem;
 	fz->dynamic_smem = dyn;
+	fz->chain = chain;
 	memcpy(fz->reqntid, reqntid, sizeof(reqntid));
 	*out = fz;
 	return 0;
@@ -731,7 +885,8 @@ long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t
 	for (size_t i = 0; i < n; i++) {
 		uint64_t g = (uint64_t)l[i].grid[0] * l[i].grid[1] * l[i].grid[2];
 
-		if (!g || l[i].body >= JIT_MAX_BODIES || (l[i].param_size && !l[i].params) || l[i].param_size > 32768)
+		if (!g || l[i].body >= JIT_MAX_BODIES || (l[i].param_size && !l[i].params) || l[i].param_size > 32768 ||
+		    l[i].wait > i)
 			return -EINVAL;
 		blocks += g;
 		if (blocks > 0x7fffffffu)
@@ -767,6 +922,9 @@ long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t
 			d.grid_z = l[i].grid[2];
 			d.param_off = (uint32_t)off;
 			d.param_size = l[i].param_size;
+			d.signal = l[i].signal;
+			d.wait = l[i].wait;
+			d.wait_target = l[i].wait ? l[i].wait_target : 0;
 			memcpy(p + sizeof(h) + i * sizeof(d), &d, sizeof(d));
 			if (l[i].param_size)
 				memcpy(p + off, l[i].params, l[i].param_size);
@@ -777,6 +935,16 @@ long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t
 	if (total_blocks)
 		*total_blocks = (uint32_t)blocks;
 	return (long)size;
+}
+
+void jit_desc_chain(void *table, uint64_t chain, uint32_t ticket_base)
+{
+	struct ooo_jit_desc_hdr h;
+
+	memcpy(&h, table, sizeof(h));
+	h.chain = chain;
+	h.ticket_base = ticket_base;
+	memcpy(table, &h, sizeof(h));
 }
 
 void jit_desc_args(const void *table, uint64_t dev, struct ooo_jit_args *out)

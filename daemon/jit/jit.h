@@ -129,6 +129,14 @@ struct jit_fused {
 	bool dynamic_smem;     /* some body uses dynamic shared memory */
 	uint32_t reqntid[3];   /* block shape every launch must have, or 0 */
 	uint8_t key[32];       /* jit_fuse_key of the bodies */
+	/*
+	 * Its members may be chained (<ooo/jit.h>: tickets, done counters,
+	 * waits): every body's .target is sm_70 or later and .version 6.2 or
+	 * later, and no .func a body reaches ends its thread with `exit` (a
+	 * thread that ended there would never count itself). Otherwise the
+	 * kernel has no chain code and ignores the header's chain.
+	 */
+	bool chain;
 };
 void jit_fused_free(struct jit_fused *f); /* accepts NULL */
 
@@ -149,16 +157,23 @@ struct jit_desc_launch {
 	uint32_t grid[3];
 	const void *params;
 	uint32_t param_size;
+	uint32_t wait;        /* chain: 0, or 1 + the index of the earlier launch it runs after */
+	uint32_t wait_target; /* chain: that launch's done counter value to wait for */
+	bool signal;          /* chain: a later launch waits for this one */
 };
 
 /*
  * Lay out the descriptor table of <ooo/jit.h> for `n` launches into buf
  * (cap bytes). Returns the table size, or -EINVAL (empty grid, n == 0,
- * more than 2^31 - 1 blocks) or -ENOSPC (cap too small; *need set when
- * need != NULL). *total_blocks gets the fused grid size.
+ * more than 2^31 - 1 blocks, a wait naming no earlier launch) or -ENOSPC
+ * (cap too small; *need set when need != NULL). *total_blocks gets the
+ * fused grid size. The header's chain is 0 (see jit_desc_chain).
  */
 long jit_desc_build(const struct jit_desc_launch *l, size_t n, void *buf, size_t cap, uint32_t *total_blocks,
 		    size_t *need);
+
+/* Set a built table's chain counters (device address, 0: none) and ticket base. */
+void jit_desc_chain(void *table, uint64_t chain, uint32_t ticket_base);
 
 /*
  * The size jit_desc_build gives a table of n launches whose parameter

@@ -45,6 +45,8 @@
  * the file DIR/fused-prio-P, so a test sees which CUDA stream priorities
  * the coalescer's bundles ran at.
  */
+#include <ooo/jit.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -840,7 +842,9 @@ static void copy_kernel(const struct fake_func *f, void **params, void **extra)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t off;
 
-		memcpy(&off, t + 16 + 32 * i + 20, 4);
+		memcpy(&off, t + sizeof(struct ooo_jit_desc_hdr) + sizeof(struct ooo_jit_desc_member) * i +
+				     offsetof(struct ooo_jit_desc_member, param_off),
+		       4);
 		copy_params(t + off);
 	}
 }

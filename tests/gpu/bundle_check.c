@@ -52,6 +52,11 @@
  *   -p, --pause-ms MS     pause before the second bundled round (default 50)
  *   -t, --timeout-ms MS   for each ooo_queue_sync (default 20000)
  *   -g, --gate-iters N    loop iterations of the gate kernel (default 200000, 0: none)
+ *   -l, --launches L      launches of the kernel per session and round, back to
+ *                         back on its queue (default 1, 1..64): with L > 1 oood
+ *                         may chain a queue's launches in one fused bundle, so a
+ *                         kernel whose output feeds its next launch (inout
+ *                         buffers) checks that they ran in order
  *   -o, --only LIST       only kernels (or FILE or FILE:KERNEL) in the comma-separated LIST
  *   -n, --dry-run         parse the specs and list the kernels; no daemon
  */
@@ -78,7 +83,7 @@
 
 static const char *g_sock;
 static const char *g_spec_dir;
-static unsigned g_k = 8, g_rounds = 5, g_pause_ms = 50;
+static unsigned g_k = 8, g_rounds = 5, g_pause_ms = 50, g_launches = 1;
 static int g_timeout_ms = 20000;
 static uint32_t g_gate_iters = 200000;
 static const char *g_only;
@@ -817,9 +822,14 @@ static bool sess_reset(struct tsess *t, const struct kspec *k, unsigned idx, str
 	return rc_ok(c, ooo_queue_sync(t->q, g_timeout_ms), "session %u: sync after filling the buffers", idx);
 }
 
+/* The session's launches of a round: --launches of the kernel, back to back on its queue. */
 static int sess_launch(struct tsess *t, const struct kspec *k)
 {
-	return ooo_launch(t->q, t->k, k->grid, k->block, k->smem, t->params, t->plen);
+	int rc = 0;
+
+	for (unsigned l = 0; l < g_launches && rc == 0; l++)
+		rc = ooo_launch(t->q, t->k, k->grid, k->block, k->smem, t->params, t->plen);
+	return rc;
 }
 
 /* Buffer j of session t into dst (bytes + GUARD). */
@@ -1227,7 +1237,7 @@ static bool parse_uint_opt(const char *s, unsigned long lo, unsigned long hi, un
 static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: bundle_check [-s SOCKET] [-S SPEC_DIR] [-k SESSIONS] [-r ROUNDS] [-p PAUSE_MS] [-t TIMEOUT_MS]\n"
-		   "                    [-g GATE_ITERS] [-o NAME[,NAME...]] [-n] PTXFILE... | @LISTFILE...\n"
+		   "                    [-g GATE_ITERS] [-l LAUNCHES] [-o NAME[,NAME...]] [-n] PTXFILE... | @LISTFILE...\n"
 		   "  each NAME.ptx has its ooo-jit spec lines in SPEC_DIR/NAME.cu (default: beside it);\n"
 		   "  a LISTFILE has one 'PTXFILE [SPECFILE]' a line. See the comment at the top of bundle_check.c.\n");
 	return rc;
@@ -1241,6 +1251,7 @@ int main(int argc, char **argv)
 		{ "pause-ms", required_argument, NULL, 'p' },   { "timeout-ms", required_argument, NULL, 't' },
 		{ "gate-iters", required_argument, NULL, 'g' }, { "only", required_argument, NULL, 'o' },
 		{ "dry-run", no_argument, NULL, 'n' },          { "help", no_argument, NULL, 'h' },
+		{ "launches", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pfile *files = NULL;
@@ -1252,7 +1263,7 @@ int main(int argc, char **argv)
 	double t0 = now_s();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt_long(argc, argv, "s:S:k:r:p:t:g:o:nh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:S:k:r:p:t:g:o:l:nh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			g_sock = optarg;
@@ -1287,6 +1298,11 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			g_only = optarg;
+			break;
+		case 'l':
+			if (!parse_uint_opt(optarg, 1, 64, &v))
+				return fprintf(stderr, "bundle_check: --launches wants 1..64\n"), 2;
+			g_launches = (unsigned)v;
 			break;
 		case 'n':
 			dry = true;
@@ -1340,9 +1356,10 @@ int main(int argc, char **argv)
 		else
 			nreject++;
 	}
-	printf("bundle_check: %zu kernels to run (%zu expect=reject not run) from %zu files; K=%u sessions, %u bundled "
-	       "rounds, %u ms pause, gate %s; socket %s\n",
-	       nfusible, nreject, nfiles, g_k, g_rounds, g_pause_ms, g_gate_iters ? "on" : "off",
+	printf("bundle_check: %zu kernels to run (%zu expect=reject not run) from %zu files; K=%u sessions, %u launch%s "
+	       "each, %u bundled rounds, %u ms pause, gate %s; socket %s\n",
+	       nfusible, nreject, nfiles, g_k, g_launches, g_launches == 1 ? "" : "es", g_rounds, g_pause_ms,
+	       g_gate_iters ? "on" : "off",
 	       g_sock ? g_sock : "(default: $OOO_SOCKET, $OOO_RUNDIR/oood.sock, /run/ooo/oood.sock)");
 
 	for (size_t i = 0; i < nk; i++) {

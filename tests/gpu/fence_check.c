@@ -417,8 +417,10 @@ int main(int argc, char **argv)
 				uint32_t v, pad;
 				uint64_t base, mask;
 			} pin = { out2, 7, 0, base, mask }, pout = { hp, v2, 0, base, mask };
-			struct jit_desc_launch dl[2] = { { 0, { 1, 1, 1 }, &pin, sizeof(pin) },
-							 { 0, { 1, 1, 1 }, &pout, sizeof(pout) } };
+			struct jit_desc_launch dl[2] = {
+				{ .body = 0, .grid = { 1, 1, 1 }, .params = &pin, .param_size = sizeof(pin) },
+				{ .body = 0, .grid = { 1, 1, 1 }, .params = &pout, .param_size = sizeof(pout) }
+			};
 			unsigned char tab[1024];
 			uint32_t total = 0, nm = 2, uni = 1;
 			size_t need = 0;

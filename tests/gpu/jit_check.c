@@ -968,12 +968,14 @@ static bool check_desc(struct cres *c, const uint8_t *tab, long size, const stru
 
 		memcpy(&m, tab + sizeof(h) + i * sizeof(m), sizeof(m));
 		blocks = (uint64_t)m.grid_x * m.grid_y * m.grid_z;
-		if (m.block_start != next || m.param_off % OOO_JIT_DESC_ALIGN || m.reserved ||
+		if (m.block_start != next || m.param_off % OOO_JIT_DESC_ALIGN || m.reserved[0] || m.reserved[1] ||
+		    m.signal != l[i].signal || m.wait != l[i].wait ||
 		    (uint64_t)m.param_off + m.param_size > (uint64_t)size ||
 		    m.param_off < sizeof(h) + n * sizeof(m)) {
 			cfail(c, "descriptor member %zu: block_start %u (want %llu), param_off %u, param_size %u, reserved %u, "
 				 "table %ld bytes",
-			      i, m.block_start, (unsigned long long)next, m.param_off, m.param_size, m.reserved, size);
+			      i, m.block_start, (unsigned long long)next, m.param_off, m.param_size, m.reserved[0] | m.reserved[1],
+			      size);
 			goto out;
 		}
 		for (j = 0; j < n; j++)

@@ -6,10 +6,12 @@
 # that exists): BUILD/tests/gpu/bundle_check against a private oood, K = 8
 # sessions per kernel, one launch at a time (the reference) against all 8
 # submitted back to back (5 rounds), every buffer compared bit for bit.
-# Run twice: with the default configuration (fuse = yes), where
+# Run three times: with the default configuration (fuse = yes), where
 # `oooctl sched` must then count fused launches (else the comparison never
-# saw a bundle and proves nothing), and with fuse = no, where it must count
-# none; both runs must pass, on the same kernels.
+# saw a bundle and proves nothing); with fuse = no, where it must count
+# none; and with 4 launches per session and round back to back, which oood
+# chains in one fused bundle (`oooctl sched` must count chained launches);
+# all runs must pass, on the same kernels.
 # Environment: BUNDLE_TIMEOUT_S (seconds for each bundle_check run, default 120).
 set -u
 build=${1:-build}
@@ -107,7 +109,12 @@ sched_counters() {
 		"(at most $(sched_max max_members "$out") members), $(sched_sum direct_launches "$out") direct launches," \
 		"$(sched_sum retried "$out") retried unfused; JIT: $(sched_sum compiles "$out") compiles," \
 		"$(sched_sum failures "$out") failures"
-	if [ "$f" = yes ] && [ "$fused" -eq 0 ]; then
+	if [ "$f" = chain ]; then
+		chained=$(sched_sum chained_launches "$out")
+		echo "$name: chain: $chained launches ran chained behind their queue's previous launch in a fused bundle"
+		[ "$chained" -gt 0 ] || bad "chain: oooctl sched counts no chained launch: the chains were never tested"
+	fi
+	if [ "$f" != no ] && [ "$fused" -eq 0 ]; then
 		sed 's/^/  | /' "$out"
 		bad "fuse = yes: oooctl sched counts no fused launch: the results were compared without a single bundled launch, which proves nothing"
 	elif [ "$f" = no ] && [ "$fused" -ne 0 ]; then
@@ -115,12 +122,16 @@ sched_counters() {
 	fi
 }
 
-# run_pass FUSE: a private oood with fuse = FUSE, bundle_check against it
+# run_pass FUSE [LAUNCHES]: a private oood with fuse = FUSE, bundle_check against it, each session
+# submitting LAUNCHES launches a round (default 1); the pass's files and rc_* are named FUSE, or
+# "chain" with LAUNCHES
 run_pass() {
 	f=$1
-	echo "== $name: fuse = $f"
-	bundle_start "$f"
-	timeout -k 5 "$limit" "$check" -s "$sock" @"$tmp/list" >"$tmp/check.$f" 2>&1
+	nl=${2:-1}
+	[ "$nl" -gt 1 ] && f=chain
+	echo "== $name: fuse = $1, $nl launch(es) per session and round"
+	bundle_start "$1"
+	timeout -k 5 "$limit" "$check" -s "$sock" -l "$nl" @"$tmp/list" >"$tmp/check.$f" 2>&1
 	rc=$?
 	cat "$tmp/check.$f"
 	case $rc in
@@ -144,17 +155,21 @@ run_pass() {
 
 run_pass yes
 run_pass no
+# a queue's launches back to back: oood chains them in one fused bundle (chain_launches, default yes),
+# and a kernel whose output feeds its next launch shows whether they ran in order
+run_pass yes 4
 
-# both passes must pass, on the same kernels
-# shellcheck disable=SC2154 # rc_yes and rc_no are set by run_pass through eval
-if [ "$rc_yes" -eq 0 ] && [ "$rc_no" -eq 0 ]; then
-	if cmp -s "$tmp/ok.yes" "$tmp/ok.no"; then
-		echo "$name: fuse = yes and fuse = no both pass, on the same $(wc -l <"$tmp/ok.yes") kernels"
+# every pass must pass, on the same kernels
+# shellcheck disable=SC2154 # rc_yes, rc_no and rc_chain are set by run_pass through eval
+if [ "$rc_yes" -eq 0 ] && [ "$rc_no" -eq 0 ] && [ "$rc_chain" -eq 0 ]; then
+	if cmp -s "$tmp/ok.yes" "$tmp/ok.no" && cmp -s "$tmp/ok.yes" "$tmp/ok.chain"; then
+		echo "$name: fuse = yes, fuse = no and chains all pass, on the same $(wc -l <"$tmp/ok.yes") kernels"
 	else
-		bad "fuse = yes and fuse = no passed different kernels: $(diff "$tmp/ok.yes" "$tmp/ok.no" | grep '^[<>]' | tr '\n' ' ')"
+		bad "the passes passed different kernels: yes/no: $(diff "$tmp/ok.yes" "$tmp/ok.no" | grep '^[<>]' | tr '\n' ' ')" \
+			"yes/chain: $(diff "$tmp/ok.yes" "$tmp/ok.chain" | grep '^[<>]' | tr '\n' ' ')"
 	fi
 else
-	bad "fuse = yes: bundle_check exit $rc_yes, fuse = no: exit $rc_no (both must pass)"
+	bad "bundle_check exit: fuse = yes $rc_yes, fuse = no $rc_no, chains $rc_chain (all must pass)"
 fi
 [ "$failed" -eq 0 ] || exit 1
 echo "test_bundle: OK"

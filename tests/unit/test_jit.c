@@ -507,12 +507,12 @@ static void test_desc_build(void **state)
 
 	memset(p0, 0xab, sizeof(p0));
 	assert_int_equal(jit_desc_build(l, 3, buf, 8, &total, &need), -ENOSPC);
-	assert_int_equal(need, 16 + 96 + 32 + 16 + 32);
+	assert_int_equal(need, 32 + 144 + 32 + 16 + 32);
 	n = jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL);
 	assert_int_equal(n, (long)need);
 	/* the executor's estimate (parameters each rounded to 16) is the same size */
 	assert_int_equal(jit_desc_size(3, 32 + 16 + 32), need);
-	assert_int_equal(jit_desc_size(1, 0), 16 + 32);
+	assert_int_equal(jit_desc_size(1, 0), 32 + 48);
 	assert_int_equal(total, 4 + 12 + 1);
 	memcpy(&h, buf, sizeof(h));
 	assert_int_equal(h.n_members, 3);
@@ -527,17 +527,17 @@ static void test_desc_build(void **state)
 		assert_int_equal(a.n_members, 3);
 		assert_int_equal(a.uniform_blocks, 0);
 	}
-	memcpy(&d, buf + 16 + 32, sizeof(d));
+	memcpy(&d, buf + 32 + 48, sizeof(d));
 	assert_int_equal(d.block_start, 4);
 	assert_int_equal(d.body, 1);
 	assert_int_equal(d.grid_y, 3);
 	assert_int_equal(d.grid_z, 2);
-	assert_int_equal(d.param_off, 144);
+	assert_int_equal(d.param_off, 208);
 	assert_int_equal(d.param_off % OOO_JIT_DESC_ALIGN, 0);
 	assert_memory_equal(buf + d.param_off, p1, sizeof(p1));
-	memcpy(&d, buf + 16 + 64, sizeof(d));
+	memcpy(&d, buf + 32 + 96, sizeof(d));
 	assert_int_equal(d.block_start, 16);
-	assert_int_equal(d.param_off, 160);
+	assert_int_equal(d.param_off, 224);
 	assert_memory_equal(buf + d.param_off, p0, sizeof(p0));
 
 	/* equal grid sizes (not shapes): one division finds the member */
@@ -551,6 +551,39 @@ static void test_desc_build(void **state)
 		assert_int_equal(a.uniform_blocks, 6);
 		assert_int_equal(total, 12);
 	}
+	assert_int_equal(h.chain, 0); /* no chain unless jit_desc_chain sets one */
+	assert_int_equal(d.signal, 0);
+	assert_int_equal(d.wait, 0);
+
+	/* a chain: launch 2 runs after launch 0, which signals; the header gets the counters */
+	l[0].signal = true;
+	l[2].wait = 1;
+	l[2].wait_target = 0xfffffff0u;
+	assert_int_equal(jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL), (long)need);
+	jit_desc_chain(buf, 0xdead0000u, 77);
+	memcpy(&h, buf, sizeof(h));
+	assert_int_equal(h.chain, 0xdead0000u);
+	assert_int_equal(h.ticket_base, 77);
+	memcpy(&d, buf + 32, sizeof(d));
+	assert_int_equal(d.signal, 1);
+	assert_int_equal(d.wait, 0);
+	memcpy(&d, buf + 32 + 96, sizeof(d));
+	assert_int_equal(d.signal, 0);
+	assert_int_equal(d.wait, 1);
+	assert_int_equal(d.wait_target, 0xfffffff0u);
+	/* a wait must name an earlier launch: itself or a later one is refused */
+	l[2].wait = 3;
+	assert_int_equal(jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL), -EINVAL);
+	l[2].wait = 4;
+	assert_int_equal(jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL), -EINVAL);
+	l[0].wait = 1;
+	assert_int_equal(jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL), -EINVAL);
+	l[0].wait = 0;
+	l[2].wait = 2;
+	assert_true(jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL) > 0);
+	l[2].wait = 0;
+	l[0].signal = false;
+
 	l[1].grid[2] = 0;
 	assert_int_equal(jit_desc_build(l, 3, buf, sizeof(buf), &total, NULL), -EINVAL);
 	l[1].grid[2] = 2;

@@ -95,6 +95,7 @@ struct bench_opts {
 	unsigned shard_sessions;    /* ooo: the private oood's [daemon] shard_sessions + 1; 0: its default */
 	unsigned wait_spin_us;      /* ooo: the private oood's class bench's wait_spin_us + 1; 0: its default */
 	unsigned fuse_copies;       /* ooo: the private oood's [daemon] fuse_copies: 0 its default, 1 no, 2 yes */
+	unsigned chain_launches;    /* ooo: the private oood's [daemon] chain_launches: 0 its default, 1 no, 2 yes */
 	unsigned spread_lanes;      /* ooo: the private oood's [daemon] spread_lanes: 0 its default, 1 no, 2 yes */
 	char mps_control[PATH_MAX];
 	char ooo_run[PATH_MAX];     /* lease: the ooo-run to exec tenants through */

@@ -131,6 +131,9 @@ void bench_gpu_usage(FILE *f)
 		"  --spread-lanes yes|no ooo: the private oood's executor runs independent\n"
 		"                       tenants' bundles on their own streams where that pays\n"
 		"                       (oood.conf spread_lanes; default oood's, no)\n"
+		"  --chain-launches yes|no ooo: the private oood's executor runs a queue's\n"
+		"                       consecutive launches chained in one fused bundle\n"
+		"                       (oood.conf chain_launches; default oood's, yes)\n"
 		"  --urgent-reserve N   ooo: the private oood's executor keeps N more in-flight\n"
 		"                       bundles for queues above the lowest priority tier\n"
 		"                       (oood.conf urgent_reserve, 0..8; default oood's, 0)\n"
@@ -451,7 +454,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_SPREAD_LANES, O_URGENT_RESERVE, O_MPS, O_OOO_RUN,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_SPREAD_LANES, O_CHAIN_LAUNCHES, O_URGENT_RESERVE, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_CRIT_CLASS, O_DOMAINS, O_FENCE,
 };
@@ -482,6 +485,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "wait-spin-us", required_argument, NULL, O_WAIT_SPIN },
 		{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
 		{ "spread-lanes", required_argument, NULL, O_SPREAD_LANES },
+		{ "chain-launches", required_argument, NULL, O_CHAIN_LAUNCHES },
 		{ "urgent-reserve", required_argument, NULL, O_URGENT_RESERVE },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
@@ -680,6 +684,9 @@ int bench_gpu_main(int argc, char **argv)
 		case O_FUSE_COPIES:
 			rc = parse_yes_no("--fuse-copies", optarg, &o->fuse_copies);
 			break;
+		case O_CHAIN_LAUNCHES:
+			rc = parse_yes_no("--chain-launches", optarg, &o->chain_launches);
+			break;
 		case O_SPREAD_LANES:
 			rc = parse_yes_no("--spread-lanes", optarg, &o->spread_lanes);
 			break;
@@ -782,6 +789,11 @@ int bench_gpu_main(int argc, char **argv)
 	if (o->socket[0] && o->fuse_copies) {
 		rc = bench_usage_error(
 			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
+		goto out;
+	}
+	if (o->socket[0] && o->chain_launches) {
+		rc = bench_usage_error(
+			"--chain-launches sets the private oood's executor: a running oood (--socket) has its own");
 		goto out;
 	}
 	if (o->socket[0] && o->spread_lanes) {

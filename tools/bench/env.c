@@ -611,11 +611,12 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		"max_sessions = 8192\n"
 		"libcuda = %s\n"
 		"executor = %s\n"
-		"%s%s"
+		"%s%s%s"
 		"max_domains = %u\n",
 		o->libcuda, lease ? "no" : "yes",
 		o->fuse_copies == 2 ? "fuse_copies = yes\n" : o->fuse_copies == 1 ? "fuse_copies = no\n" : "",
 		o->spread_lanes == 2 ? "spread_lanes = yes\n" : o->spread_lanes == 1 ? "spread_lanes = no\n" : "",
+		o->chain_launches == 2 ? "chain_launches = yes\n" : o->chain_launches == 1 ? "chain_launches = no\n" : "",
 		o->domains > 16 ? o->domains : 16);
 	/* the executor's keys the command line set (stored as value + 1) */
 	if (o->streams)
