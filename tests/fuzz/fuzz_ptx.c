@@ -60,7 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t i = 0; i < nb; i++) {
 				uint32_t ps = ptx_kernel_find(m, bodies[i].kernel)->param_bytes;
 
-				l[i] = (struct jit_desc_launch){ (uint32_t)i, { 1, 2, 1 }, params[i], ps < 64 ? ps : 64 };
+				l[i] = (struct jit_desc_launch){ .body = (uint32_t)i,
+								 .grid = { 1, 2, 1 },
+								 .params = params[i],
+								 .param_size = ps < 64 ? ps : 64,
+								 .wait = (uint32_t)(i & 1), /* odd members after member 0 */
+								 .signal = i == 0 };
 			}
 			if (jit_desc_build(l, nb, desc, sizeof(desc), &total, NULL) > 0 && total != 2 * nb)
 				abort();

@@ -53,6 +53,11 @@ for _ in $(seq 30); do
 done
 [ "${fused:-0}" -gt 0 ] || fail "oooctl sched counts no fused launch after dp_check launches: $($ctl sched 2>&1 | head -20)"
 ok "the coalescer fused $fused launches"
+# dp_check launches submits several launches a queue back to back: chain_launches (default yes) runs
+# them chained in fused bundles (their order on a GPU: test_bundle's chain pass)
+chained=$(counter chained_launches)
+[ "$chained" -gt 0 ] || fail "oooctl sched counts no chained launch after dp_check launches: $($ctl sched 2>&1 | head -24)"
+ok "$chained launches ran chained behind their queue's previous one"
 
 # a queue's launches in bundles on different streams of the coalescer: the later stream waits
 c0=$(counter stream_waits)

@@ -491,6 +491,68 @@ static void test_fuse_refusals(void **state)
 	ptx_module_free(t90a);
 }
 
+/*
+ * Chains: a kernel at sm_70+ and PTX 6.2+ gets the chain code (tickets,
+ * the wait, every return through the body's exit block, which counts the
+ * threads); an older target, or a .func that ends its thread with exit,
+ * gets none.
+ */
+static void test_fuse_chain(void **state)
+{
+	static const char early_exit[] = HDR
+		".func quit(.param .u32 v)\n{\n .reg .pred %p<2>;\n .reg .b32 %r<2>;\n"
+		" ld.param.u32 %r1, [v];\n setp.eq.u32 %p1, %r1, 0;\n @%p1 exit;\n ret;\n}\n"
+		".visible .entry k(.param .u32 k_p)\n{\n .reg .b32 %r<2>;\n"
+		" ld.param.u32 %r1, [k_p];\n { .param .u32 a;\n st.param.b32 [a], %r1;\n call.uni quit, (a);\n }\n"
+		" @%r1 bra $L1;\n exit;\n$L1:\n ret.uni;\n}\n";
+	struct ptx_module *m = parse_ok(vadd), *x = parse_ok(early_exit), *old;
+	struct jit_body b = { m, "vadd" }, bx = { x, "k" };
+	struct jit_fused *f = fuse_ok(&b, 1), *g;
+	char *text = strdup(vadd), *t;
+	const char *body, *end;
+
+	(void)state;
+	assert_true(f->chain);
+	assert_non_null(strstr(f->ptx, ".shared .align 4 .b32 ooo_ticket;"));
+	assert_non_null(strstr(f->ptx, "@%ooo_p1 atom.global.add.u32 %ooo_r0, [%ooo_ch], 1;"));
+	assert_non_null(strstr(f->ptx, "ld.acquire.gpu.global.u32 %ooo_r6, [%ooo_rd2];"));
+	assert_non_null(strstr(f->ptx, "red.release.gpu.global.add.u32 [%ooo_sa], %ooo_ac;"));
+	/* in the body, the return goes to the exit block; the exit block ends the thread */
+	body = strstr(f->ptx, "$ooo_body0:");
+	end = body ? strstr(body, "$ooo_x0:") : NULL;
+	assert_non_null(end);
+	assert_non_null(strstr(body, "\tbra $ooo_x0;"));
+	for (const char *r = strstr(body, "ret;"); r && r < end; r = strstr(r + 1, "ret;"))
+		fail_msg("a ret left in the body at offset %td", r - f->ptx);
+	/* the table's layout: members 48 bytes from offset 32 */
+	assert_non_null(strstr(f->ptx, "mul.wide.u32 %ooo_rd1, %ooo_r3, 48;"));
+	assert_non_null(strstr(f->ptx, "[%ooo_rd1+32];"));
+
+	/* exit in a .func: the thread would end without counting itself */
+	g = fuse_ok(&bx, 1);
+	assert_false(g->chain);
+	assert_null(strstr(g->ptx, "ooo_ticket"));
+	assert_null(strstr(g->ptx, "$ooo_x0"));
+	jit_fused_free(g);
+
+	/* sm_60: no acquire/release at GPU scope */
+	t = strstr(text, "sm_90");
+	assert_non_null(t);
+	memcpy(t, "sm_60", 5);
+	old = parse_ok(text);
+	b.mod = old;
+	g = fuse_ok(&b, 1);
+	assert_false(g->chain);
+	assert_null(strstr(g->ptx, "ld.acquire"));
+	assert_non_null(strstr(g->ptx, "}\n\tret;\n"));
+	jit_fused_free(g);
+	ptx_module_free(old);
+	free(text);
+	jit_fused_free(f);
+	ptx_module_free(x);
+	ptx_module_free(m);
+}
+
 static void test_desc_build(void **state)
 {
 	uint8_t p0[20], p1[3] = { 7, 8, 9 }, buf[512];
@@ -621,7 +683,7 @@ int main(void)
 		cmocka_unit_test(test_debug_dropped),    cmocka_unit_test(test_round_trip_hash),
 		cmocka_unit_test(test_hash_kinds),
 		cmocka_unit_test(test_reject_reasons),   cmocka_unit_test(test_accepts),
-		cmocka_unit_test(test_fuse_homogeneous), cmocka_unit_test(test_fuse_heterogeneous),
+		cmocka_unit_test(test_fuse_homogeneous), cmocka_unit_test(test_fuse_chain), cmocka_unit_test(test_fuse_heterogeneous),
 		cmocka_unit_test(test_fuse_refusals),    cmocka_unit_test(test_desc_build),
 		cmocka_unit_test(test_key),
 	};
