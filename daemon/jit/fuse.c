@@ -487,9 +487,14 @@ static const char prologue_ticket[] =
 	"\tor.b32 %ooo_r3, %ooo_r3, %ooo_r4;\n"
 	"\tsetp.eq.u32 %ooo_p1, %ooo_r3, 0;\n"
 	"\t@%ooo_p1 atom.global.add.u32 %ooo_r0, [%ooo_ch], 1;\n"
-	"\t@%ooo_p1 st.shared.u32 [ooo_ticket], %ooo_r0;\n"
+	/* the last 4 of the JIT_CHAIN_SMEM bytes a chained launch adds to the dynamic shared memory */
+	"\tmov.u32 %ooo_r4, %dynamic_smem_size;\n"
+	"\tmov.u32 %ooo_r5, ooo_dsmem;\n"
+	"\tadd.u32 %ooo_r5, %ooo_r5, %ooo_r4;\n"
+	"\tsub.u32 %ooo_r5, %ooo_r5, 4;\n"
+	"\t@%ooo_p1 st.shared.u32 [%ooo_r5], %ooo_r0;\n"
 	"\tbar.sync 0;\n"
-	"\tld.shared.u32 %ooo_r0, [ooo_ticket];\n"
+	"\tld.shared.u32 %ooo_r0, [%ooo_r5];\n"
 	"\tsub.u32 %ooo_r0, %ooo_r0, %ooo_tb;\n"
 	"$ooo_numbered:\n";
 
@@ -750,9 +755,13 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 		chain = !funcs_exit(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
 	if (smem)
 		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", smem_align, smem);
-	if (chain)
-		buf_puts(&b, ".shared .align 4 .b32 ooo_ticket;\n");
-	if (dyn)
+
+	/*
+	 * A chained launch's ticket lies past the members' dynamic shared memory,
+	 * not in a static variable, which would move where the dynamic shared
+	 * memory starts (kernels that swizzle it, Triton's, need its alignment).
+	 */
+	if (dyn || chain)
 		buf_printf(&b, ".extern .shared .align %" PRIu32 " .b8 ooo_dsmem[];\n", dsmem_align);
 	/* per body: data copies, function prototypes, function definitions */
 	for (size_t i = 0; i < nbodies && !rc; i++) {

@@ -138,6 +138,12 @@ struct jit_fused {
 	 */
 	bool chain;
 };
+
+/*
+ * Dynamic shared memory a chained launch adds to its members' (the block's
+ * ticket lies in its last 4 bytes, past every member's own).
+ */
+#define JIT_CHAIN_SMEM 16u
 void jit_fused_free(struct jit_fused *f); /* accepts NULL */
 
 /*
