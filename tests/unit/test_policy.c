@@ -84,6 +84,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_true(p->fuse);
 	assert_true(p->fuse_copies);
 	assert_false(p->spread_lanes);
+	assert_true(p->chain_launches);
 	assert_int_equal(p->urgent_reserve, 0);
 }
 
@@ -839,6 +840,10 @@ static void test_executor_keys(void **state)
 	policy_free(p);
 	check_err("[daemon]\nlibcuda = lib/libcuda.so\n", 2, "library name or an absolute path");
 	check_err("[daemon]\nexecutor = maybe\n", 2, "executor must be yes or no");
+	check_err("[daemon]\nchain_launches = maybe\n", 2, "chain_launches must be yes or no");
+	p = parse_ok("[daemon]\nchain_launches = no\n");
+	assert_false(p->chain_launches);
+	policy_free(p);
 	check_err("[daemon]\nspread_lanes = 4\n", 2, "spread_lanes must be yes or no");
 	p = parse_ok("[daemon]\nspread_lanes = yes\n");
 	assert_true(p->spread_lanes);
