@@ -517,7 +517,7 @@ static int shape_of(struct datapath *dp, const struct dp_session *s, struct co_c
 	for (uint32_t i = 0; i < c->nshapes; i++)
 		mine += c->shapes[i].by == s->id;
 	if (c->nshapes == CO_SHAPES || mine >= CO_SESSION_SHAPES ||
-	    (uint64_t)e->launch.shmem + c->static_smem + CO_SMEM_FUSED > CO_SMEM_DEFAULT)
+	    (uint64_t)e->launch.shmem + c->static_smem + (dp->co->chain ? CO_SMEM_FUSED : 0) > CO_SMEM_DEFAULT)
 		return -1;
 	memcpy(c->shapes[c->nshapes].block, e->launch.block, sizeof(e->launch.block));
 	c->shapes[c->nshapes].shmem = e->launch.shmem;
@@ -1651,24 +1651,37 @@ static inline uint32_t align16(uint32_t n) { return (n + 15u) & ~15u; }
  * deepest count (1: no chain).
  */
 static uint32_t chain_plan(struct datapath *dp, struct co_class *c, uint32_t p, struct dp_queue *const *qs, uint32_t n,
-			   uint32_t *depth, uint32_t *total, size_t *need)
+			   uint64_t step_ns, uint64_t now, uint32_t *depth, uint32_t *total, size_t *need)
 {
 	struct coalescer *co = dp->co;
 	const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
-	uint32_t notes[SCHED_MAX_BUNDLE], maxd = 1;
-	uint64_t blocks = 0, cap;
+	uint32_t notes[SCHED_MAX_BUNDLE], maxd = 1, levels = CO_CHAIN_MAX;
+	uint64_t blocks = 0, cap, due = UINT64_MAX;
 	int shape = -1;
 
 	if (!holdable(dp, qs[0]->s, e0, &shape) || !c->shapes[shape].per_sm)
 		return 1; /* occupancy unknown: no room to plan with */
 	cap = (uint64_t)c->shapes[shape].per_sm * co->part[p].sms;
 	for (uint32_t k = 0; k < n; k++) {
-		const struct ooo_sqe *e = &qs[k]->bl[qs[k]->bl_head].e;
+		const struct dp_cmd *cmd = &qs[k]->bl[qs[k]->bl_head];
+		const struct ooo_sqe *e = &cmd->e;
 
 		blocks += (uint64_t)e->launch.grid[0] * e->launch.grid[1] * e->launch.grid[2];
 		notes[k] = (e->flags & OOO_SQE_NOTIFY) != 0;
+		if (cmd->deadline_ns < due)
+			due = cmd->deadline_ns;
 	}
-	for (uint32_t lvl = 1; lvl < CO_CHAIN_MAX; lvl++) {
+	/*
+	 * Every member's completion waits for the whole bundle: no deeper than
+	 * its earliest head's deadline allows at the predicted time per step
+	 * (a chain never makes a member late that its one step would not).
+	 */
+	if (step_ns && due != UINT64_MAX) {
+		uint64_t fit = due > now ? (due - now) / step_ns : 0;
+
+		levels = fit < 1 ? 1 : fit < CO_CHAIN_MAX ? (uint32_t)fit : CO_CHAIN_MAX;
+	}
+	for (uint32_t lvl = 1; lvl < levels; lvl++) {
 		bool grew = false;
 
 		for (uint32_t k = 0; k < n && *total < SCHED_MAX_BUNDLE; k++) {
@@ -1782,7 +1795,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		for (uint32_t k = 1; same && k < n; k++)
 			same = cmd_class(co, qs[k]->s, &qs[k]->bl[qs[k]->bl_head].e) == c;
 		if (same && c->chain && co->chain)
-			b->depth = chain_plan(dp, c, p, qs, n, depth, &total, &cneed);
+			b->depth = chain_plan(dp, c, p, qs, n, sb->predicted_ns, now, depth, &total, &cneed);
 		/* a table that does not go as the launch's parameter is copied to a slot of device memory first */
 		if (same && b->depth > 1 && !(c->fnp && jit_desc_size(total, cneed) <= JIT_PTABLE_BYTES) &&
 		    (b->slot = slot_take(co)) < 0) {
@@ -2515,8 +2528,10 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		/* every stream's chain counters, zero to start with (the launcher knows their values from then on) */
 		size_t bytes = (size_t)CO_MAX_PARTS * CO_MAX_SI * CO_CHAIN_WORDS * 4u;
 
+		/* (synchronized: the bundles' streams are non-blocking, the memset is not ordered before them) */
 		if (api->p_cuMemAlloc(&co->chain_dev, bytes) != CUDA_SUCCESS ||
-		    api->p_cuMemsetD32(co->chain_dev, 0, bytes / 4u) != CUDA_SUCCESS) {
+		    api->p_cuMemsetD32(co->chain_dev, 0, bytes / 4u) != CUDA_SUCCESS ||
+		    api->p_cuCtxSynchronize() != CUDA_SUCCESS) {
 			snprintf(why, cap, "cannot allocate the chain counters (%zu bytes of device memory)", bytes);
 			r = -ENOMEM;
 			goto fail;

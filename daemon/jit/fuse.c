@@ -333,22 +333,56 @@ static bool gen_stmt(void *ctx, const struct ptx_module *m, const struct stmt *s
 	return !(s->kind == ST_DIR && tok_is(m, s->first, ".shared"));
 }
 
-/* Does a .func the kernel reaches end its thread with `exit`? (Such a thread could not count itself.) */
-static bool funcs_exit(const struct ptx_module *m, const struct kinfo *ki)
+/*
+ * Does an instruction reach global memory outside what a release and an
+ * acquire at GPU scope order? Non-coherent and uniform loads (ld.global.nc,
+ * ldu: the data must stay unchanged for the whole kernel, and the compiler
+ * may move them), texture and surface instructions, and the asynchronous
+ * proxy's bulk and tensor copies, asynchronous and bulk stores and
+ * reductions. A member reading what the member before it wrote in the same
+ * launch would not be sure to see it.
+ */
+static bool unordered_access(const struct ptx_module *m, const struct stmt *s)
+{
+	static const char *const pre[] = { "ldu", "tex", "tld4", "suld", "sust", "sured", "cp.async.bulk",
+					   "cp.reduce.async", "st.async", "red.async", "st.bulk", "multimem" };
+	uint32_t op = opcode_tok(m, s);
+	const char *o;
+	size_t n;
+
+	if (s->kind != ST_INSN || op >= stmt_end(s))
+		return false;
+	o = tok_s(m, op);
+	n = m->toks[op].len;
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (n >= strlen(pre[i]) && !memcmp(o, pre[i], strlen(pre[i])))
+			return true;
+	return n > 3 && !memcmp(o, "ld.", 3) && memmem(o, n, ".nc", 3);
+}
+
+/*
+ * Why a kernel cannot run chained (NULL: it can): a .func it reaches ends
+ * its thread with `exit` (that thread could not count itself), or it or a
+ * .func it reaches accesses memory in a way the chain's ordering does not
+ * cover (unordered_access).
+ */
+static const char *chain_refusal(const struct ptx_module *m, const struct kinfo *ki)
 {
 	bool uni;
 
-	for (uint32_t j = 0; j < ki->nfuncs; j++) {
-		const struct func *f = &m->funcs[ki->funcs[j]];
+	for (uint32_t j = 0; j <= ki->nfuncs; j++) {
+		const struct func *f = &m->funcs[j < ki->nfuncs ? ki->funcs[j] : ki->func];
 
 		for (uint32_t i = 0; i < f->body_n; i++) {
 			const struct stmt *s = &m->stmts[f->body_first + i];
 
-			if (ends_thread(m, s, &uni) && tok_is(m, opcode_tok(m, s), "exit"))
-				return true;
+			if (j < ki->nfuncs && ends_thread(m, s, &uni) && tok_is(m, opcode_tok(m, s), "exit"))
+				return "exit in a .func";
+			if (unordered_access(m, s))
+				return "non-coherent, texture or asynchronous-proxy memory access";
 		}
 	}
-	return false;
+	return NULL;
 }
 
 static void emit_stmts(struct gen *g, struct jit_buf *b)
@@ -492,6 +526,8 @@ static const char prologue_ticket[] =
 	"\tmov.u32 %ooo_r5, ooo_dsmem;\n"
 	"\tadd.u32 %ooo_r5, %ooo_r5, %ooo_r4;\n"
 	"\tsub.u32 %ooo_r5, %ooo_r5, 4;\n"
+	/* a member's dynamic shared memory need not be a multiple of 4: still past it after rounding down */
+	"\tand.b32 %ooo_r5, %ooo_r5, -4;\n"
 	"\t@%ooo_p1 st.shared.u32 [%ooo_r5], %ooo_r0;\n"
 	"\tbar.sync 0;\n"
 	"\tld.shared.u32 %ooo_r0, [%ooo_r5];\n"
@@ -752,7 +788,7 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	/* chains need acquire/release at GPU scope and activemask (sm_70, PTX 6.2), and every thread to end in the body */
 	chain = tnum >= 70 && version_cmp(version, "6.2") >= 0;
 	for (size_t i = 0; i < nbodies && chain; i++)
-		chain = !funcs_exit(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
+		chain = !chain_refusal(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
 	if (smem)
 		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", smem_align, smem);
 

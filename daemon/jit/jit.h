@@ -132,9 +132,13 @@ struct jit_fused {
 	/*
 	 * Its members may be chained (<ooo/jit.h>: tickets, done counters,
 	 * waits): every body's .target is sm_70 or later and .version 6.2 or
-	 * later, and no .func a body reaches ends its thread with `exit` (a
-	 * thread that ended there would never count itself). Otherwise the
-	 * kernel has no chain code and ignores the header's chain.
+	 * later, no .func a body reaches ends its thread with `exit` (a thread
+	 * that ended there would never count itself), and no body reaches
+	 * global memory where a GPU-scope release and acquire do not order it
+	 * (ld.global.nc, ldu, texture and surface instructions, the async
+	 * proxy's bulk copies and stores: a member could miss what the member
+	 * before it wrote). Otherwise the kernel has no chain code and ignores
+	 * the header's chain.
 	 */
 	bool chain;
 };

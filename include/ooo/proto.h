@@ -416,10 +416,10 @@ struct ooo_sched_counters {
 	uint64_t submit_stamp_bad; /* stamps more than 10 s from the executor's clock: not in cmd_submit_hist */
 	uint64_t unfused_nopay;  /* bundles of 2+ sent unfused: the fused kernel was predicted slower than its members alone */
 	uint64_t stream_waits;   /* waits a stream made for another stream's bundle (a queue's order across streams) */
-	uint64_t chained_launches; /* launches that ran chained behind their queue's previous launch in one fused bundle */
 	uint64_t launch_ns;      /* the launcher thread's busy time: issuing bundles to CUDA (driver calls) */
 	uint64_t tier_bundles[OOO_PRIO_TIERS]; /* dispatches by their members' highest queue priority: below 50, 50, above */
 	uint64_t stream_bundles[OOO_SCHED_STREAMS]; /* dispatches by the stream they went on within their tier (0 .. streams - 1) */
+	uint64_t chained_launches; /* launches that ran chained behind their queue's previous launch in one fused bundle */
 };
 
 struct ooo_sched_rec {

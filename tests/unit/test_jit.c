@@ -538,6 +538,27 @@ static void test_fuse_chain(void **state)
 	assert_null(strstr(g->ptx, "$ooo_x0"));
 	jit_fused_free(g);
 
+	/* a non-coherent load (const __restrict__, __ldg) might miss what the member before it wrote */
+	{
+		char *nc = strdup(vadd), *at = strstr(nc, "ld.global.f32");
+		struct ptx_module *mn;
+		struct jit_body bn;
+
+		assert_non_null(at);
+		nc = realloc(nc, strlen(nc) + 4);
+		at = strstr(nc, "ld.global.f32");
+		memmove(at + 12, at + 9, strlen(at + 9) + 1);
+		memcpy(at + 9, ".nc", 3);
+		assert_non_null(strstr(nc, "ld.global.nc.f32 %f1"));
+		mn = parse_ok(nc);
+		bn = (struct jit_body){ mn, "vadd" };
+		g = fuse_ok(&bn, 1);
+		assert_false(g->chain);
+		jit_fused_free(g);
+		ptx_module_free(mn);
+		free(nc);
+	}
+
 	/* sm_60: no acquire/release at GPU scope */
 	t = strstr(text, "sm_90");
 	assert_non_null(t);
