@@ -82,7 +82,7 @@
 #define CO_DEFAULT_SLO_US 10000u
 #define CO_POLL_MAX 8u
 #define CO_SMEM_DEFAULT (48u << 10) /* a fused kernel gets no opt-in shared memory */
-#define CO_SMEM_FUSED JIT_CHAIN_SMEM /* shared memory a fused launch adds to its members' (a chain's ticket) */
+#define CO_SMEM_FUSED JIT_CHAIN_SMEM /* static shared memory a fused kernel adds to its members' (a chain's ticket) */
 #define CO_TIME_EVERY 16u      /* fused bundles timed with a start event: one in this many (the cost model's samples) */
 #define CO_LOOK_EARLY_NS 1000u /* a fused bundle's end is looked for from this long before its predicted end */
 #define CO_LOOK_MAX_NS 50000u  /* and never later than this after its dispatch (a prediction a tenant trained long cannot hold completions back) */
@@ -1261,8 +1261,8 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 				       cc->ticket);
 		args[0] = co->ptab;
 		b->param_table = true;
-		r = api->p_cuLaunchKernel(b->fnp, total, 1, 1, m0->block[0], m0->block[1], m0->block[2],
-					  m0->shmem + (chained ? JIT_CHAIN_SMEM : 0), b->cstream, args, NULL);
+		r = api->p_cuLaunchKernel(b->fnp, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
+					  b->cstream, args, NULL);
 		if (r == CUDA_SUCCESS && chained)
 			chain_ran(cc, b, total, threads);
 		return r;
@@ -1282,8 +1282,8 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 	args[2] = &a.uniform_blocks;
 	r = api->p_cuMemcpyHtoDAsync(co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, host, (size_t)len, b->cstream);
 	if (r == CUDA_SUCCESS)
-		r = api->p_cuLaunchKernel(b->fn, total, 1, 1, m0->block[0], m0->block[1], m0->block[2],
-					  m0->shmem + (chained ? JIT_CHAIN_SMEM : 0), b->cstream, args, NULL);
+		r = api->p_cuLaunchKernel(b->fn, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
+					  b->cstream, args, NULL);
 	if (r == CUDA_SUCCESS && chained)
 		chain_ran(cc, b, total, threads);
 	return r;

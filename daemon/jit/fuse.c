@@ -521,16 +521,9 @@ static const char prologue_ticket[] =
 	"\tor.b32 %ooo_r3, %ooo_r3, %ooo_r4;\n"
 	"\tsetp.eq.u32 %ooo_p1, %ooo_r3, 0;\n"
 	"\t@%ooo_p1 atom.global.add.u32 %ooo_r0, [%ooo_ch], 1;\n"
-	/* the last 4 of the JIT_CHAIN_SMEM bytes a chained launch adds to the dynamic shared memory */
-	"\tmov.u32 %ooo_r4, %dynamic_smem_size;\n"
-	"\tmov.u32 %ooo_r5, ooo_dsmem;\n"
-	"\tadd.u32 %ooo_r5, %ooo_r5, %ooo_r4;\n"
-	"\tsub.u32 %ooo_r5, %ooo_r5, 4;\n"
-	/* a member's dynamic shared memory need not be a multiple of 4: still past it after rounding down */
-	"\tand.b32 %ooo_r5, %ooo_r5, -4;\n"
-	"\t@%ooo_p1 st.shared.u32 [%ooo_r5], %ooo_r0;\n"
+	"\t@%ooo_p1 st.shared.u32 [ooo_ticket], %ooo_r0;\n"
 	"\tbar.sync 0;\n"
-	"\tld.shared.u32 %ooo_r0, [%ooo_r5];\n"
+	"\tld.shared.u32 %ooo_r0, [ooo_ticket];\n"
 	"\tsub.u32 %ooo_r0, %ooo_r0, %ooo_tb;\n"
 	"$ooo_numbered:\n";
 
@@ -789,16 +782,21 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	chain = tnum >= 70 && version_cmp(version, "6.2") >= 0;
 	for (size_t i = 0; i < nbodies && chain; i++)
 		chain = !chain_refusal(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
+	/*
+	 * The block's ticket is a static shared word, which would move where the
+	 * dynamic shared memory starts: kernels that swizzle theirs (Triton's
+	 * matmul on an H100) need its alignment. Bodies with dynamic shared
+	 * memory are not chained.
+	 */
+	if (dyn)
+		chain = false;
 	if (smem)
 		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", smem_align, smem);
 
-	/*
-	 * A chained launch's ticket lies past the members' dynamic shared memory,
-	 * not in a static variable, which would move where the dynamic shared
-	 * memory starts (kernels that swizzle it, Triton's, need its alignment).
-	 */
-	if (dyn || chain)
+	if (dyn)
 		buf_printf(&b, ".extern .shared .align %" PRIu32 " .b8 ooo_dsmem[];\n", dsmem_align);
+	if (chain)
+		buf_puts(&b, ".shared .align 4 .b32 ooo_ticket;\n");
 	/* per body: data copies, function prototypes, function definitions */
 	for (size_t i = 0; i < nbodies && !rc; i++) {
 		const struct ptx_module *m = bodies[i].mod;

@@ -137,16 +137,14 @@ struct jit_fused {
 	 * global memory where a GPU-scope release and acquire do not order it
 	 * (ld.global.nc, ldu, texture and surface instructions, the async
 	 * proxy's bulk copies and stores: a member could miss what the member
-	 * before it wrote). Otherwise the kernel has no chain code and ignores
-	 * the header's chain.
+	 * before it wrote), and no body uses dynamic shared memory (the ticket's
+	 * static shared word would move where that starts). Otherwise the
+	 * kernel has no chain code and ignores the header's chain.
 	 */
 	bool chain;
 };
 
-/*
- * Dynamic shared memory a chained launch adds to its members' (the block's
- * ticket lies in its last 4 bytes, past every member's own).
- */
+/* Static shared memory a chain-capable fused kernel has besides its bodies' (the block's ticket), at most. */
 #define JIT_CHAIN_SMEM 16u
 void jit_fused_free(struct jit_fused *f); /* accepts NULL */
 

@@ -35,9 +35,7 @@
  * %ctaid.x but its ticket: the value its first thread took from word 0
  * (atomic add of 1) minus ticket_base, so blocks are numbered in the order
  * they started and a block waits only for blocks that are already running
- * (no deadlock, whatever the GPU keeps resident); a chained launch has 16
- * bytes more dynamic shared memory than its members, whose last 4 hold the
- * block's ticket. Every thread of a member
+ * (no deadlock, whatever the GPU keeps resident). Every thread of a member
  * with `signal` set adds 1 to its done counter when it returns or exits
  * (after its memory operations, release at GPU scope). A member with
  * `wait` = 1 + j does not start its body before member j's done counter
