@@ -1233,6 +1233,7 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 	struct co_chainc *cc = &co->chainc[b->part][b->stream];
 	bool chained = b->depth > 1;
 	uint32_t threads = m0->block[0] * m0->block[1] * m0->block[2];
+	CUdeviceptr counters = co->chain_dev + ((CUdeviceptr)b->part * CO_MAX_SI + b->stream) * CO_CHAIN_WORDS * 4u;
 
 	for (uint32_t k = 0; k < b->n; k++) {
 		const struct co_member *m = &b->m[k];
@@ -1257,8 +1258,7 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 			memset(co->ptab + len, 0, co->ptab_len - (size_t)len); /* no earlier bundle's parameters */
 		co->ptab_len = (size_t)len;
 		if (chained)
-			jit_desc_chain(co->ptab, co->chain_dev + ((CUdeviceptr)b->part * CO_MAX_SI + b->stream) * CO_CHAIN_WORDS * 4u,
-				       cc->ticket);
+			jit_desc_chain(co->ptab, counters, cc->ticket);
 		args[0] = co->ptab;
 		b->param_table = true;
 		r = api->p_cuLaunchKernel(b->fnp, total, 1, 1, m0->block[0], m0->block[1], m0->block[2], m0->shmem,
@@ -1274,8 +1274,7 @@ static CUresult launch_fused(struct coalescer *co, const struct cuda_api *api, s
 	if (len < 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (chained)
-		jit_desc_chain(host, co->chain_dev + ((CUdeviceptr)b->part * CO_MAX_SI + b->stream) * CO_CHAIN_WORDS * 4u,
-			       cc->ticket);
+		jit_desc_chain(host, counters, cc->ticket);
 	jit_desc_args(host, co->dev + (CUdeviceptr)b->slot * CO_SLOT_BYTES, &a);
 	args[0] = &a.desc;
 	args[1] = &a.n_members;
