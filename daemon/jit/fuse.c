@@ -361,12 +361,12 @@ static bool unordered_access(const struct ptx_module *m, const struct stmt *s)
 }
 
 /*
- * Why a kernel cannot run chained (NULL: it can): a .func it reaches ends
- * its thread with `exit` (that thread could not count itself), or it or a
- * .func it reaches accesses memory in a way the chain's ordering does not
- * cover (unordered_access).
+ * Can a kernel run chained? Not when a .func it reaches ends its thread
+ * with `exit` (that thread could not count itself), nor when it or a .func
+ * it reaches accesses memory in a way the chain's ordering does not cover
+ * (unordered_access).
  */
-static const char *chain_refusal(const struct ptx_module *m, const struct kinfo *ki)
+static bool chainable(const struct ptx_module *m, const struct kinfo *ki)
 {
 	bool uni;
 
@@ -376,13 +376,12 @@ static const char *chain_refusal(const struct ptx_module *m, const struct kinfo 
 		for (uint32_t i = 0; i < f->body_n; i++) {
 			const struct stmt *s = &m->stmts[f->body_first + i];
 
-			if (j < ki->nfuncs && ends_thread(m, s, &uni) && tok_is(m, opcode_tok(m, s), "exit"))
-				return "exit in a .func";
-			if (unordered_access(m, s))
-				return "non-coherent, texture or asynchronous-proxy memory access";
+			if ((j < ki->nfuncs && ends_thread(m, s, &uni) && tok_is(m, opcode_tok(m, s), "exit")) ||
+			    unordered_access(m, s))
+				return false;
 		}
 	}
-	return NULL;
+	return true;
 }
 
 static void emit_stmts(struct gen *g, struct jit_buf *b)
@@ -781,7 +780,7 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	/* chains need acquire/release at GPU scope and activemask (sm_70, PTX 6.2), and every thread to end in the body */
 	chain = tnum >= 70 && version_cmp(version, "6.2") >= 0;
 	for (size_t i = 0; i < nbodies && chain; i++)
-		chain = !chain_refusal(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
+		chain = chainable(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
 	/*
 	 * The block's ticket is a static shared word, which would move where the
 	 * dynamic shared memory starts: kernels that swizzle theirs (Triton's
