@@ -3486,7 +3486,7 @@ static int do_metrics(int argc, char **argv)
 			}
 		}
 		prom_family("ooo_exec_submit_stamps_bad_total", "counter",
-			    "Tenant submit stamps more than 10 s from the executor's clock (not in the submit histogram)");
+			    "Tenant submit stamps more than 10 s before or 1 s after the executor's clock (not in the submit histogram)");
 		for (size_t i = 0; i < nsr; i++)
 			if (sr[i].have)
 				printf("ooo_exec_submit_stamps_bad_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %" PRIu64 "\n", sr[i].device, sr[i].domain,

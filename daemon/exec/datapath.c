@@ -1016,11 +1016,19 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 			continue;
 		}
 		if (e.submit_us) {
-			/* modulo 2^32 us: a stamp within 10 s of our clock counts, anything else is noise */
+			/*
+			 * Modulo 2^32 us: a stamp up to 10 s before the pass's clock
+			 * read counts as it is; one up to 1 s after it is a command
+			 * that came while this pass ran (now is read once per pass,
+			 * before the reaping), taken within the pass: 0. Anything
+			 * else is noise (another time namespace, a tenant that lies).
+			 */
 			uint32_t d = (uint32_t)(now / 1000u) - e.submit_us;
 
 			if (d <= 10000000u)
 				dp_stage(dp, OOO_STAGE_SUBMIT, session_cls(s), (uint64_t)d * 1000u, 1);
+			else if (0u - d <= 1000000u)
+				dp_stage(dp, OOO_STAGE_SUBMIT, session_cls(s), 0, 1);
 			else
 				dp->submit_bad++;
 		}

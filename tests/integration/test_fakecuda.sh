@@ -215,6 +215,10 @@ for st in command_submit command_queue command_run command_notify; do
 done
 $ctl sched --interval 0 | grep -A3 'per class, the command stages' | grep -Eq '^ *default +[0-9]+[mu]?s / [0-9]+[mu]?s +' ||
 	fail "oooctl sched prints no command stages for class default: $($ctl sched --interval 0 | tail -12)"
+# every tenant here stamps with the executor's clock: none of its stamps is noise, those taken
+# after the serving pass read the clock included
+bad=$($ctl --json sched --interval 0 | tr -d ' \n' | grep -o '"submit_stamps_bad":[0-9]*' | sed 's/.*://' | sort -u | tr '\n' ' ')
+[ "$bad" = "0 " ] || fail "submit stamps counted as bad with one clock: $bad"
 ok "class default's own command stages: submit, queue, run and notify p99 $(class_stage default command_submit_p99_ns)/$(class_stage default command_queue_p99_ns)/$(class_stage default command_run_p99_ns)/$(class_stage default command_notify_p99_ns) ns"
 out=$($ctl partition set default 200 2>&1) && fail "a partition of 200 SMs was accepted: $out"
 echo "$out" | grep -q 'other classes need some' || fail "partition of 200 SMs: unexpected refusal: $out"
