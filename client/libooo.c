@@ -72,6 +72,7 @@ static const char *const ooo_errors[] = {
 	[OOO_EFAULT - OOO_EPROTO] = "A kernel faulted on the GPU",
 	[OOO_ECLOSED - OOO_EPROTO] = "oood closed the session",
 	[OOO_ENOTADMIN - OOO_EPROTO] = "Not an ooo administrator",
+	[OOO_EHUNG - OOO_EPROTO] = "A kernel ran past the GPU's time limit",
 };
 
 const char *ooo_strerror(int err)

@@ -176,6 +176,7 @@ struct dp_bundle {
 	bool fuse;          /* the launcher runs it fused (planned, one class, and a descriptor slot if its table needs one) */
 	bool waited;        /* its stream waited for another stream's bundle first (its time is not its own) */
 	bool looked;        /* the serving thread has taken the launcher's results (co_results) */
+	bool hung;          /* ran past the kernel time limit (find_hung): ended with OOO_EHUNG, the context given up */
 	uint8_t part;       /* the partition it runs on */
 	uint8_t stream;     /* which of the partition's streams */
 	uint64_t seq;       /* its place on that stream (bundles on one stream end in order) */
@@ -1924,10 +1925,14 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 			break; /* not issued yet, or its results not taken (co_results) */
 		if (b->expect_ns && now + CO_LOOK_EARLY_NS < b->expect_ns && !co->draining)
 			break; /* predicted to run a while yet (bundles end in order: the later ones too) */
-		r = b->lstatus < 0 ? CUDA_ERROR_LAUNCH_FAILED : dp->api->p_cuEventQuery(b->end);
+		r = b->lstatus < 0 ? CUDA_ERROR_LAUNCH_FAILED
+		    : b->hung	   ? CUDA_ERROR_LAUNCH_TIMEOUT
+				   : dp->api->p_cuEventQuery(b->end);
 		if (r == CUDA_ERROR_NOT_READY)
 			break;
-		if (r != CUDA_SUCCESS) {
+		if (b->hung) {
+			b->status = -OOO_EHUNG; /* dp->fatal is set: nothing behind it is looked at */
+		} else if (r != CUDA_SUCCESS) {
 			dp_set_fatal(dp, r, "a bundle on the GPU");
 			b->status = -OOO_EFAULT;
 		} else if (b->start) {
@@ -1982,14 +1987,87 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 	return moved;
 }
 
+/*
+ * The kernel time limit (oood.conf kernel_time_limit_ms): a bundle that
+ * has run longer than dp->kernel_limit_ns is taken as hung. A stream's head
+ * bundle has run since the later of its issue and the end of the one before
+ * it (as seen); the one that has run longest, of all streams, is the one
+ * the others may wait for, so it alone is ended with OOO_EHUNG for its
+ * members (in a fused bundle the kernel that did not end is one of them:
+ * they all get it), and the context is given up: nothing ends a running
+ * kernel but the end of its process. The executor then exits without
+ * another CUDA call (a synchronizing one would wait for the kernel) and
+ * oood starts a new one; the other tenants get OOO_EDEVRESET, as after a
+ * fault. Called after a pass has reaped what ended (an executor that did
+ * not run for a while does not take a bundle that ended meanwhile for a
+ * hung one: the one it picks is asked once more). Returns its stream.
+ */
+static struct co_stream *find_hung(struct datapath *dp, uint64_t now)
+{
+	struct coalescer *co = dp->co;
+	struct co_stream *ws = NULL;
+	struct dp_bundle *worst = NULL;
+	uint64_t since = 0;
+	char who[64] = "";
+	size_t w = 0;
+
+	for (uint32_t p = 0; p < co->nparts; p++)
+		for (uint32_t i = 0; i < co->nsi; i++) {
+			struct co_stream *cs = &co->part[p].str[i];
+			struct dp_bundle *b = cs->fl_head;
+			uint64_t t;
+
+			if (!b || !b->looked || b->lstatus < 0)
+				continue;
+			t = b->issued_ns > cs->last_end_ns ? b->issued_ns : cs->last_end_ns;
+			if (now > t && now - t > dp->kernel_limit_ns && (!worst || t < since)) {
+				worst = b;
+				ws = cs;
+				since = t;
+			}
+		}
+	/* what this pass's reaping left is still running, unless it ended just now: asked once more */
+	if (!worst || dp->api->p_cuEventQuery(worst->end) != CUDA_ERROR_NOT_READY)
+		return NULL;
+	worst->hung = true;
+	dp->hung = true;
+	dp->fatal = true;
+	/* its sessions, each once, the first few */
+	for (uint32_t k = 0, shown = 0; k < worst->n && w < sizeof(who); k++) {
+		uint64_t id = worst->m[k].s ? worst->m[k].s->id : 0;
+		uint32_t j = 0;
+		int n;
+
+		while (j < k && (worst->m[j].s ? worst->m[j].s->id : 0) != id)
+			j++;
+		if (j < k)
+			continue;
+		n = shown++ == 4 ? snprintf(who + w, sizeof(who) - w, ", ...")
+				 : snprintf(who + w, sizeof(who) - w, "%s%llu", k ? ", " : "", (unsigned long long)id);
+		if (n < 0 || shown > 4)
+			break;
+		w += (size_t)n;
+	}
+	snprintf(dp->fatal_why, sizeof(dp->fatal_why),
+		 "a%s bundle of %u launch(es) ran %llu ms, past kernel_time_limit_ms %llu (sessions %s)",
+		 worst->fused ? " fused" : "n unfused", worst->n, (unsigned long long)((now - since) / 1000000u),
+		 (unsigned long long)(dp->kernel_limit_ns / 1000000u), who);
+	if (dp->fatal_all)
+		atomic_store_explicit(dp->fatal_all, true, memory_order_release);
+	return ws;
+}
+
 static bool reap_bundles(struct datapath *dp, uint64_t now)
 {
 	struct coalescer *co = dp->co;
+	struct co_stream *hung;
 	bool moved = false;
 
 	for (uint32_t p = 0; p < co->nparts; p++)
 		for (uint32_t i = 0; i < co->nsi; i++)
 			moved |= reap_stream(dp, &co->part[p].str[i], now);
+	if (dp->kernel_limit_ns && !dp->fatal && (hung = find_hung(dp, now)))
+		moved |= reap_stream(dp, hung, now); /* it ends now, with its members' OOO_EHUNG */
 	return moved;
 }
 

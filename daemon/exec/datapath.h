@@ -144,12 +144,14 @@ struct datapath {
 	bool spread_lanes; /* the scheduler's lanes choose bundles' streams (oood.conf spread_lanes) */
 	bool chain_launches; /* a queue's consecutive launches may run chained in one fused bundle (oood.conf chain_launches) */
 	uint32_t urgent_reserve; /* oood.conf urgent_reserve (coalesce.c, at most CO_RESERVE_MAX) */
+	uint64_t kernel_limit_ns; /* oood.conf kernel_time_limit_ms: a bundle running longer is hung (0: never) */
 	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */
 	struct memory *mem; /* the executor's device memory (windows, when fenced) */
 	uint32_t streams;  /* streams the coalescer runs bundles on (1 .. 8; 0: 1) */
 	struct coalescer *co; /* NULL: not started (or failed: co_failed) */
 	bool co_failed;
 	bool fatal;        /* a sticky CUDA error: the context is gone */
+	bool hung;         /* fatal because a bundle ran past kernel_limit_ns: the executor exits without touching CUDA */
 	char fatal_why[160];
 	atomic_bool *fatal_all; /* with several serving threads (executor.c): set by the first that finds it gone */
 	/* the serving loop's own cost (executor.c counts the passes, take_submissions the commands) */

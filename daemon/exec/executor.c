@@ -1102,7 +1102,7 @@ int executor_main(int argc, char **argv)
 		{ "fence", required_argument, NULL, 'f' },     { "fuse-copies", required_argument, NULL, 'C' },
 		{ "threads", required_argument, NULL, 'T' },   { "shard-sessions", required_argument, NULL, 'P' },
 		{ "spread-lanes", required_argument, NULL, 'L' }, { "urgent-reserve", required_argument, NULL, 'R' },
-		{ "chain-launches", required_argument, NULL, 'K' },
+		{ "chain-launches", required_argument, NULL, 'K' }, { "kernel-limit-ms", required_argument, NULL, 'H' },
 		{ 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
@@ -1111,7 +1111,7 @@ int executor_main(int argc, char **argv)
 	struct memory mem = { 0 };
 	static struct shards S; /* large: the shards' datapaths */
 	CUcontext ctx = NULL;
-	unsigned long dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0;
+	unsigned long dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0, klimit = 0;
 	char *end;
 	bool fuse = true, fence = false, fuse_copies = true, spread_lanes = false, chain_launches = true;
 	int c, rc;
@@ -1161,6 +1161,10 @@ int executor_main(int argc, char **argv)
 			break;
 		case 'R':
 			if (!opt_num(optarg, 0, 8, &reserve))
+				return EXEC_EXIT_USAGE;
+			break;
+		case 'H':
+			if (!opt_num(optarg, 0, 3600000, &klimit))
 				return EXEC_EXIT_USAGE;
 			break;
 		default: return EXEC_EXIT_USAGE;
@@ -1232,6 +1236,7 @@ int executor_main(int argc, char **argv)
 		h->dp.spread_lanes = spread_lanes;
 		h->dp.chain_launches = chain_launches;
 		h->dp.urgent_reserve = (uint32_t)reserve;
+		h->dp.kernel_limit_ns = (uint64_t)klimit * 1000000u;
 		h->dp.fence = fence;
 		h->dp.mem = &mem;
 		h->dp.streams = (uint32_t)streams;
@@ -1248,6 +1253,17 @@ int executor_main(int argc, char **argv)
 	}
 	if (rc == 0)
 		rc = S.threaded ? serve_threaded(EXEC_CTL_FD, &mem, &S) : serve(EXEC_CTL_FD, &mem, &S);
+	for (unsigned i = 0; i < S.n; i++) {
+		if (S.sh[i].dp.hung) {
+			/*
+			 * A kernel still runs and never ends: freeing memory or
+			 * releasing the context would wait for it. The process's
+			 * end is what stops it (the driver tears the context down).
+			 */
+			fflush(NULL);
+			_exit(1);
+		}
+	}
 	for (unsigned i = 0; i < S.n; i++) {
 		struct shard *h = &S.sh[i];
 

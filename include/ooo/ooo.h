@@ -52,6 +52,7 @@ enum ooo_error {
 	OOO_EFAULT,        /* a kernel faulted on the GPU */
 	OOO_ECLOSED,       /* the daemon closed the session */
 	OOO_ENOTADMIN,     /* admin request from a peer that is not an admin */
+	OOO_EHUNG,         /* a kernel ran past the daemon's kernel_time_limit_ms: the GPU executor was replaced */
 	OOO_EMAX
 };
 
@@ -222,7 +223,8 @@ int ooo_queue_destroy(ooo_queue *q);
  * Wait until every command submitted to the queue has completed, at most
  * timeout_ms (< 0: no limit). Returns 0; the first failure of a command
  * since the last sync (-EFAULT for memory outside the session's buffers,
- * -EINVAL, -OOO_EFAULT for a fault on the GPU, -OOO_EDEVRESET when the
+ * -EINVAL, -OOO_EFAULT for a fault on the GPU, -OOO_EHUNG for a kernel
+ * that ran past oood.conf kernel_time_limit_ms, -OOO_EDEVRESET when the
  * executor was replaced under the commands); -ETIMEDOUT; or a session
  * error. It spins (yielding the CPU) for the class's wait_spin_us (oood.conf,
  * default 1 ms; OOO_WAIT_SPIN_US in the environment may lower it), then

@@ -44,6 +44,12 @@
  * launch of a fused entry (ooo_fused*) on a stream of priority P creates
  * the file DIR/fused-prio-P, so a test sees which CUDA stream priorities
  * the coalescer's bundles ran at.
+ * One hang is modelled: a launch whose parameters end in the 32-bit word
+ * 0x676e6168 ("hang"), alone or as a member of a fused table, is a kernel
+ * that never ends. From then on no event of the process completes
+ * (cuEventQuery says CUDA_ERROR_NOT_READY; coarser than a GPU, where only
+ * the work behind it waits) and every synchronizing call blocks, as it
+ * would on the GPU: only the process's end stops it.
  */
 #include <ooo/jit.h>
 #include <stddef.h>
@@ -88,6 +94,14 @@ static int inited;
 /* atomic: the executor calls the driver from its serving thread and its launcher thread */
 static _Atomic CUresult sticky;  /* CUDA_SUCCESS, or the fault every later call reports */
 static _Atomic CUresult pending; /* a fault not seen yet: the next query or synchronize sees it (it ran after the launch) */
+static _Atomic bool hung; /* a launch marked "hang" was issued: see the top */
+
+/* A synchronizing call after a hang: it never returns (the kernel never ends). */
+static void block_if_hung(void)
+{
+	while (hung)
+		pause();
+}
 
 static CUresult seen(void)
 {
@@ -389,7 +403,11 @@ CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSynchronize(void) { return seen(); }
+CUresult cuCtxSynchronize(void)
+{
+	block_if_hung();
+	return seen();
+}
 
 /* A stream: its priority (the legacy and per-thread handles, below 4096, have 0) */
 struct fake_stream {
@@ -444,6 +462,7 @@ static void note_fused_prio(CUstream s)
 CUresult cuStreamSynchronize(CUstream s)
 {
 	(void)s;
+	block_if_hung();
 	return seen();
 }
 
@@ -480,10 +499,16 @@ CUresult cuEventQuery(CUevent e)
 {
 	if (seen() != CUDA_SUCCESS)
 		return sticky;
+	if (hung && e)
+		return CUDA_ERROR_NOT_READY;
 	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
+CUresult cuEventSynchronize(CUevent e)
+{
+	block_if_hung();
+	return cuEventQuery(e);
+}
 
 /* FAKECUDA_ELAPSED_US (environment): what every event pair measures, in us (default 1) */
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
@@ -815,6 +840,48 @@ static void copy_params(const unsigned char *p)
 		memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
 }
 
+/* Do n bytes of parameters end in the word that marks a hang (see the top)? */
+static bool hang_word(const unsigned char *p, uint32_t n)
+{
+	uint32_t v;
+
+	if (!p || n < 4)
+		return false;
+	memcpy(&v, p + n - 4, 4);
+	return v == 0x676e6168u;
+}
+
+/* Is a launch of f with these parameters marked to hang: alone, or any member of a fused table? */
+static bool hang_marked(const struct fake_func *f, void **params, void **extra)
+{
+	const unsigned char *p, *t;
+	uint32_t n;
+
+	if (!f->nparams)
+		return false;
+	if (strncmp(f->name, "ooo_fused", 9))
+		return hang_word(param_bytes(f, f->nparams - 1, params, extra), f->size[f->nparams - 1]);
+	if (!(p = param_bytes(f, 0, params, extra)))
+		return false;
+	if (!strncmp(f->name, "ooo_fusedp_", 11)) {
+		t = p;
+	} else {
+		uint64_t a;
+
+		memcpy(&a, p, 8);
+		t = (const unsigned char *)(uintptr_t)a;
+	}
+	memcpy(&n, t, 4);
+	for (uint32_t i = 0; i < n; i++) {
+		struct ooo_jit_desc_member m;
+
+		memcpy(&m, t + sizeof(struct ooo_jit_desc_hdr) + sizeof(m) * i, sizeof(m));
+		if (hang_word(t + m.param_off, m.param_size))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The copy kernel runs, at once like every copy here: alone, or fused (the
  * table as the parameter, or its address; include/ooo/jit.h's layout).
@@ -875,6 +942,8 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 		note_fused_prio(s);
 	if (f->copyk && hostptr())
 		copy_kernel(f, params, extra);
+	if (!f->copyk && hang_marked(f, params, extra))
+		hung = true;
 	/* kernels do not run here; one that would dereference a null-page pointer faults (see the top) */
 	for (uint32_t i = 0; i < f->nparams && f->copyk != 1; i++) { /* (the copy kernel's third is a length) */
 		const unsigned char *p = f->size[i] == 8 ? param_bytes(f, i, params, extra) : NULL;

@@ -8,6 +8,13 @@
  *                                             the fault, still launch on the new executor (oood
  *                                             loads them again), and poke's store lands (42: not
  *                                             read with noresults, tests/fakecuda runs no kernel)
+ *   launch_check SOCK hang PTX LIMIT_MS       a kernel that never ends (PTX's hang(p, tag) with tag
+ *                                             0x676e6168, which spins for ever on the GPU and marks a
+ *                                             hang for tests/fakecuda): its sync gets OOO_EHUNG (or
+ *                                             OOO_EDEVRESET) after LIMIT_MS (oood.conf
+ *                                             kernel_time_limit_ms) and well before LIMIT_MS + 15 s;
+ *                                             another session's buffer is intact after the executor
+ *                                             restart, and both sessions' kernels run again (tag 0)
  *   launch_check SOCK bench PTX LIBCUDA       round trip of a 2-block kernel + sync and the async
  *                                             launch rate, through ooo and directly in this process
  *   launch_check SOCK classes N               one session loads N distinct fusible kernels and runs
@@ -633,6 +640,95 @@ static int classes(const char *sock, unsigned n)
 	return fails != 0;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Launch hang(p, tag) on q, retrying while the executor comes back (OOO_EDEVRESET). */
+static int launch_hang(ooo_queue *q, ooo_kernel *k, uint64_t p, uint32_t tag)
+{
+	struct {
+		uint64_t p;
+		uint32_t tag;
+	} __attribute__((packed)) a = { p, tag };
+	uint32_t one[3] = { 1, 1, 1 };
+	int r = -1;
+
+	for (int i = 0; i < 1000; i++) {
+		r = ooo_launch(q, k, one, one, 0, &a, sizeof(a));
+		if (r != -OOO_EDEVRESET)
+			break;
+		usleep(10000);
+	}
+	return r;
+}
+
+static int hang(const char *sock, const char *ptx, unsigned limit_ms)
+{
+	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
+	ooo_queue *q = NULL, *oq = NULL;
+	ooo_module *m = NULL, *om = NULL;
+	ooo_kernel *k = NULL, *ok = NULL;
+	ooo_buf *ob = NULL, *sb = NULL;
+	uint32_t pat[1024], back[1024];
+	size_t len;
+	char *img = slurp(ptx, &len);
+	uint64_t t0, ms;
+	int r;
+
+	if (!s || !other || !img || ooo_queue_create(s, NULL, &q) || ooo_queue_create(other, NULL, &oq))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	for (int i = 0; i < 1024; i++)
+		pat[i] = 0x4a4e4700u + (uint32_t)i;
+	CHECK(ooo_buf_alloc(other, sizeof(pat), 0, &ob) == 0, "alloc other");
+	CHECK(ob && ooo_memcpy_htod(oq, ooo_buf_addr(ob), pat, sizeof(pat)) == 0 && ooo_queue_sync(oq, 10000) == 0,
+	      "fill other");
+	CHECK(ooo_buf_alloc(s, 4096, 0, &sb) == 0, "alloc the hanging tenant's buffer");
+	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "hang", &k) == 0, "load hang");
+	CHECK(ooo_module_load(other, OOO_PTX, img, len, &om) == 0 && ooo_kernel_get(om, "hang", &ok) == 0,
+	      "other: load hang");
+	if (fails || !ob || !sb)
+		return 1;
+	/* the other tenant's kernel, done before the hang (tag 0: it ends at once) */
+	CHECK(launch_hang(oq, ok, ooo_buf_addr(ob) + 4096 - 4, 0) == 0 && ooo_queue_sync(oq, 30000) == 0,
+	      "other: its kernel before the hang");
+	t0 = mono_ms();
+	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0x676e6168u) == 0, "launch the kernel that never ends");
+	r = ooo_queue_sync(q, (int)limit_ms + 60000);
+	ms = mono_ms() - t0;
+	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the hang: %d (%s), after %llu ms", r, ooo_strerror(r),
+	      (unsigned long long)ms);
+	CHECK(ms + 50 >= limit_ms && ms < limit_ms + 15000u, "the hang was ended after %llu ms, with a limit of %u ms",
+	      (unsigned long long)ms, limit_ms);
+	printf("hung kernel: %d (%s) after %llu ms, limit %u ms\n", r, ooo_strerror(r), (unsigned long long)ms, limit_ms);
+	/* the other tenant: its data intact on the new executor, its kernel runs */
+	for (int i = 0; i < 1000; i++) {
+		r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
+		if (r != -OOO_EDEVRESET)
+			break;
+		usleep(10000);
+	}
+	CHECK(r == 0, "read the other session's buffer after the restart: %d (%s)", r, ooo_strerror(r));
+	CHECK(r != 0 || !memcmp(pat, back, sizeof(pat) - 4), "the other session's buffer changed");
+	CHECK(launch_hang(oq, ok, ooo_buf_addr(ob) + 4096 - 4, 0) == 0, "other: launch after the restart");
+	r = ooo_queue_sync(oq, 30000);
+	CHECK(r == 0, "other: its kernel after the restart: %d (%s)", r, ooo_strerror(r));
+	/* and the tenant whose kernel hung: its handles work on the new executor */
+	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0) == 0, "hung tenant: launch after the restart");
+	r = ooo_queue_sync(q, 30000);
+	CHECK(r == 0, "hung tenant: its kernel after the restart: %d (%s)", r, ooo_strerror(r));
+	ooo_close(s);
+	ooo_close(other);
+	free(img);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -648,7 +744,9 @@ int main(int argc, char **argv)
 		return smid(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
+	if (argc == 5 && !strcmp(argv[2], "hang"))
+		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"bench PTX LIBCUDA\n");
+			"hang PTX LIMIT_MS | bench PTX LIBCUDA\n");
 	return 2;
 }

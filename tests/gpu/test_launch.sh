@@ -5,8 +5,9 @@
 # than its share of the executor's fusion classes (128: the rest run unfused,
 # every result right, and other sessions' kernels still get a class); a
 # faulting kernel (OOO_EFAULT, the executor is replaced, another tenant's data
-# intact); and the round-trip and launch-rate benchmarks next to direct CUDA
-# in the same run.
+# intact); the round-trip and launch-rate benchmarks next to direct CUDA in
+# the same run; and a kernel that never ends, stopped by kernel_time_limit_ms
+# (OOO_EHUNG, the executor is replaced, another tenant's data intact).
 set -u
 build=${1:-build}
 name=test_launch
@@ -61,5 +62,22 @@ echo "$out" | grep -q '^ok' || fail "fault"
 wait_ready || fail "executor not back after the fault"
 [ "$(field restarts)" -ge 1 ] || fail "the faulting executor was not replaced"
 timeout 200 "$build/tests/gpu/launch_check" "$sock" bench "$rundir/k.ptx" "$libcuda" || fail "bench"
+gpu_stop
+# a kernel that never ends (it spins until its process goes): with kernel_time_limit_ms = 2000 its
+# tenant gets OOO_EHUNG after 2 s, the executor is replaced (its exit is what stops the kernel), the
+# other tenant's buffer is intact and both tenants' kernels run again on the new executor
+gpu_start 'max_sessions = 200\n' 'kernel_time_limit_ms = 2000\n'
+printf '%s\n' '.version 7.8' '.target sm_70' '.address_size 64' '.visible .entry hang(.param .u64 p, .param .u32 tag)' '{' \
+	' .reg .b64 a;' ' .reg .b32 t, v;' ' .reg .pred q;' ' ld.param.u64 a, [p];' ' ld.param.u32 t, [tag];' \
+	' cvta.to.global.u64 a, a;' ' setp.ne.u32 q, t, 1735287144;' ' @q bra done;' 'spin:' ' ld.volatile.global.u32 v, [a];' \
+	' bra spin;' 'done:' ' st.global.u32 [a], t;' ' ret;' '}' >"$rundir/hang.ptx"
+chmod 644 "$rundir/hang.ptx"
+r0=$(field restarts)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 2000 2>&1)
+echo "$out"
+echo "$out" | grep -q '^ok' || fail "hang"
+wait_ready || fail "executor not back after the hang"
+[ "$(field restarts)" -gt "${r0:-0}" ] || fail "the hung executor was not replaced"
+grep -q 'past kernel_time_limit_ms 2000' "$rundir/oood.log" || fail "oood's log does not say why the executor went"
 gpu_stop
 echo "test_launch: OK"

@@ -86,6 +86,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_false(p->spread_lanes);
 	assert_true(p->chain_launches);
 	assert_int_equal(p->urgent_reserve, 0);
+	assert_int_equal(p->kernel_time_limit_ms, 10000);
 }
 
 static void test_default_text(void **state)
@@ -245,6 +246,7 @@ static const struct range_case daemon_ranges[] = {
 	{ "serving_threads", 1, 8 },
 	{ "shard_sessions", 0, 4096 },
 	{ "urgent_reserve", 0, 8 },
+	{ "kernel_time_limit_ms", 0, 3600000 },
 };
 
 static uint64_t daemon_field(const struct policy *p, const char *key)
@@ -263,6 +265,8 @@ static uint64_t daemon_field(const struct policy *p, const char *key)
 		return p->shard_sessions;
 	if (!strcmp(key, "urgent_reserve"))
 		return p->urgent_reserve;
+	if (!strcmp(key, "kernel_time_limit_ms"))
+		return p->kernel_time_limit_ms;
 	return p->shutdown_grace_ms;
 }
 
