@@ -176,7 +176,7 @@ struct dp_bundle {
 	bool fuse;          /* the launcher runs it fused (planned, one class, and a descriptor slot if its table needs one) */
 	bool waited;        /* its stream waited for another stream's bundle first (its time is not its own) */
 	bool looked;        /* the serving thread has taken the launcher's results (co_results) */
-	bool hung;          /* ran past the kernel time limit (find_hung): ended with OOO_EHUNG, the context given up */
+	bool hung;          /* ran past the kernel time limit (co_overdue): ended with OOO_EHUNG, the context given up */
 	uint8_t part;       /* the partition it runs on */
 	uint8_t stream;     /* which of the partition's streams */
 	uint64_t seq;       /* its place on that stream (bundles on one stream end in order) */
@@ -191,6 +191,10 @@ struct dp_bundle {
 	CUfunction fn, fnp;  /* the class's fused entries (fnp: the table as the parameter; may be NULL) */
 	uint32_t nwait;
 	struct dp_bundle *after[CO_MAX_PARTS * CO_MAX_SI]; /* referenced: its stream first waits for their ends */
+	/* what it waits for, kept after the references go (co_overdue: it runs once those have ended) */
+	uint32_t nwkey;
+	uint16_t wkey[CO_MAX_PARTS * CO_MAX_SI]; /* part * CO_MAX_SI + stream */
+	uint64_t wseq[CO_MAX_PARTS * CO_MAX_SI];
 	unsigned char *params; /* the members' parameter blocks, copied out of their backlogs */
 	size_t pcap;
 	/* the launcher's */
@@ -211,6 +215,7 @@ struct co_stream {
 	struct dp_bundle *fl_head, *fl_tail; /* in flight on it, in dispatch order */
 	uint32_t nflight;
 	uint64_t seq;         /* bundles dispatched on it */
+	uint64_t ended_seq;   /* the seq of its last bundle whose end was seen */
 	uint64_t last_end_ns; /* when its last bundle's end was seen */
 };
 
@@ -1140,14 +1145,14 @@ static struct dp_bundle *bundle_new(struct coalescer *co)
 	}
 	b->next = NULL;
 	b->refs = 1; /* the in-flight list's */
-	b->done = b->fuse = b->waited = b->looked = false;
+	b->done = b->fuse = b->waited = b->looked = b->hung = false;
 	b->fused = b->retried = b->param_table = false;
 	b->status = b->lstatus = 0;
 	b->expect_ns = 0;
 	b->start = b->end = NULL;
 	b->fn = b->fnp = NULL;
 	b->slot = -1;
-	b->nwait = 0;
+	b->nwait = b->nwkey = 0;
 	b->n = 0;
 	atomic_store_explicit(&b->issued, false, memory_order_relaxed); /* published by the launcher queue's tail */
 	return b;
@@ -1630,6 +1635,11 @@ static void streams_after(struct coalescer *co, uint32_t p, uint32_t si, struct 
 			l->refs++;
 		}
 	}
+	for (uint32_t i = 0; i < b->nwait; i++) {
+		b->wkey[i] = (uint16_t)(b->after[i]->part * CO_MAX_SI + b->after[i]->stream);
+		b->wseq[i] = b->after[i]->seq;
+	}
+	b->nwkey = b->nwait;
 	co->st.stream_waits += b->nwait;
 	b->waited = b->nwait > 0;
 }
@@ -1947,6 +1957,7 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 				ns = 0;
 		}
 		cs->last_end_ns = now;
+		cs->ended_seq = b->seq;
 		/*
 		 * An untimed fused bundle teaches nothing (its GPU time is the
 		 * model's prediction), nor one run otherwise than the scheduler
@@ -1988,86 +1999,106 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 }
 
 /*
- * The kernel time limit (oood.conf kernel_time_limit_ms): a bundle that
- * has run longer than dp->kernel_limit_ns is taken as hung. A stream's head
- * bundle has run since the later of its issue and the end of the one before
- * it (as seen); the one that has run longest, of all streams, is the one
- * the others may wait for, so it alone is ended with OOO_EHUNG for its
- * members (in a fused bundle the kernel that did not end is one of them:
- * they all get it), and the context is given up: nothing ends a running
- * kernel but the end of its process. The executor then exits without
- * another CUDA call (a synchronizing one would wait for the kernel) and
- * oood starts a new one; the other tenants get OOO_EDEVRESET, as after a
- * fault. Called after a pass has reaped what ended (an executor that did
- * not run for a while does not take a bundle that ended meanwhile for a
- * hung one: the one it picks is asked once more). Returns its stream.
+ * When b, a stream's head bundle, can have started running at the earliest
+ * (*t: its issue or its stream's last end, as given): after the ends of the
+ * other streams' bundles it waits for, which are seen by then (each such
+ * stream's last end, later than or equal to that one's). False while one
+ * of them has not ended: b is not running yet.
  */
-static struct co_stream *find_hung(struct datapath *dp, uint64_t now)
+static bool hung_start(const struct coalescer *co, const struct dp_bundle *b, uint64_t *t)
+{
+	for (uint32_t i = 0; i < b->nwkey; i++) {
+		const struct co_stream *w = &co->part[b->wkey[i] / CO_MAX_SI].str[b->wkey[i] % CO_MAX_SI];
+
+		if (w->ended_seq < b->wseq[i])
+			return false;
+		if (w->last_end_ns > *t)
+			*t = w->last_end_ns;
+	}
+	return true;
+}
+
+/*
+ * The kernel time limit (oood.conf kernel_time_limit_ms; datapath.c
+ * check_hung): of the streams' head bundles, those that still run after
+ * this pass's reaping, the one that started first and has run past the
+ * limit for each kernel it runs one after another (a chain's steps, or its
+ * members when it runs unfused: no kernel is taken as hung before it has
+ * run the limit). A head runs from the later of its issue and its stream's
+ * last end seen, and, when it waits for other streams' bundles, of theirs
+ * (until they end it is not a candidate: they are). *since: its start.
+ */
+struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since)
 {
 	struct coalescer *co = dp->co;
-	struct co_stream *ws = NULL;
 	struct dp_bundle *worst = NULL;
-	uint64_t since = 0;
-	char who[64] = "";
-	size_t w = 0;
 
-	for (uint32_t p = 0; p < co->nparts; p++)
+	for (uint32_t p = 0; co && p < co->nparts; p++)
 		for (uint32_t i = 0; i < co->nsi; i++) {
 			struct co_stream *cs = &co->part[p].str[i];
 			struct dp_bundle *b = cs->fl_head;
+			uint32_t steps;
 			uint64_t t;
 
 			if (!b || !b->looked || b->lstatus < 0)
 				continue;
 			t = b->issued_ns > cs->last_end_ns ? b->issued_ns : cs->last_end_ns;
-			if (now > t && now - t > dp->kernel_limit_ns && (!worst || t < since)) {
+			if (!hung_start(co, b, &t))
+				continue;
+			steps = b->fused ? b->depth : b->n;
+			if (now > t && now - t > dp->kernel_limit_ns * (steps ? steps : 1) && (!worst || t < *since)) {
 				worst = b;
-				ws = cs;
-				since = t;
+				*since = t;
 			}
 		}
-	/* what this pass's reaping left is still running, unless it ended just now: asked once more */
-	if (!worst || dp->api->p_cuEventQuery(worst->end) != CUDA_ERROR_NOT_READY)
+	/* it may have ended since this pass looked: asked once more */
+	if (worst && dp->api->p_cuEventQuery(worst->end) != CUDA_ERROR_NOT_READY)
 		return NULL;
-	worst->hung = true;
-	dp->hung = true;
-	dp->fatal = true;
-	/* its sessions, each once, the first few */
-	for (uint32_t k = 0, shown = 0; k < worst->n && w < sizeof(who); k++) {
-		uint64_t id = worst->m[k].s ? worst->m[k].s->id : 0;
+	return worst;
+}
+
+/*
+ * End hung bundle b (co_overdue's, running since `since`; dp->fatal is
+ * set): its members get OOO_EHUNG, and dp->fatal_why names its sessions
+ * (each once, the first few).
+ */
+void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_t since)
+{
+	struct coalescer *co = dp->co;
+	char who[64] = "";
+	size_t w = 0, cap = sizeof(who);
+
+	for (uint32_t k = 0, shown = 0; k < b->n && w < cap; k++) {
+		uint64_t id = b->m[k].s ? b->m[k].s->id : 0;
 		uint32_t j = 0;
 		int n;
 
-		while (j < k && (worst->m[j].s ? worst->m[j].s->id : 0) != id)
+		while (j < k && (b->m[j].s ? b->m[j].s->id : 0) != id)
 			j++;
 		if (j < k)
 			continue;
-		n = shown++ == 4 ? snprintf(who + w, sizeof(who) - w, ", ...")
-				 : snprintf(who + w, sizeof(who) - w, "%s%llu", k ? ", " : "", (unsigned long long)id);
+		n = shown++ == 4 ? snprintf(who + w, cap - w, ", ...")
+				 : snprintf(who + w, cap - w, "%s%llu", k ? ", " : "", (unsigned long long)id);
 		if (n < 0 || shown > 4)
 			break;
 		w += (size_t)n;
 	}
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why),
-		 "a%s bundle of %u launch(es) ran %llu ms, past kernel_time_limit_ms %llu (sessions %s)",
-		 worst->fused ? " fused" : "n unfused", worst->n, (unsigned long long)((now - since) / 1000000u),
-		 (unsigned long long)(dp->kernel_limit_ns / 1000000u), who);
-	if (dp->fatal_all)
-		atomic_store_explicit(dp->fatal_all, true, memory_order_release);
-	return ws;
+		 "a bundle of %u launch(es) ran %llu ms, past kernel_time_limit_ms %llu for each kernel (sessions %s)",
+		 b->n, (unsigned long long)((now - since) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u),
+		 who);
+	b->hung = true;
+	(void)reap_stream(dp, &co->part[b->part].str[b->stream], now);
 }
 
 static bool reap_bundles(struct datapath *dp, uint64_t now)
 {
 	struct coalescer *co = dp->co;
-	struct co_stream *hung;
 	bool moved = false;
 
 	for (uint32_t p = 0; p < co->nparts; p++)
 		for (uint32_t i = 0; i < co->nsi; i++)
 			moved |= reap_stream(dp, &co->part[p].str[i], now);
-	if (dp->kernel_limit_ns && !dp->fatal && (hung = find_hung(dp, now)))
-		moved |= reap_stream(dp, hung, now); /* it ends now, with its members' OOO_EHUNG */
 	return moved;
 }
 

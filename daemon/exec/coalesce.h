@@ -126,6 +126,9 @@ void co_flush_session(struct datapath *dp, struct dp_session *s);
 
 /* Complete the bundles that finished (before the sessions' completions are reaped). */
 bool co_reap(struct datapath *dp, uint64_t now);
+/* The kernel time limit (datapath.c check_hung): the oldest bundle still running past it, and ending it. */
+struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since);
+void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_t since);
 /* Start compiled classes, move backlogs, form and dispatch bundles. Returns true if anything moved. */
 bool co_progress(struct datapath *dp, uint64_t now);
 /* A pass without sessions: take in the compiles that finished (classes outlive their sessions). */

@@ -886,6 +886,7 @@ failed:
 	}
 	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 	p->b = NULL;
+	p->hung = false;
 	p->taken_ns = dp->now_ns;
 	p->issued_ns = dp_now_ns();
 	dp_stage(dp, OOO_STAGE_QUEUE, q->cls, p->issued_ns - p->taken_ns, 1);
@@ -1073,6 +1074,8 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 					break;
 				if (st)
 					p->status = st;
+			} else if (p->hung) {
+				p->status = -OOO_EHUNG; /* dp->fatal is set: nothing behind it is looked at */
 			} else {
 				r = dp->api->p_cuEventQuery(p->ev);
 				if (r == CUDA_ERROR_NOT_READY)
@@ -1110,6 +1113,58 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 		}
 	}
 	return moved;
+}
+
+/*
+ * The kernel time limit (oood.conf kernel_time_limit_ms): work that has
+ * run longer is taken as hung. Nothing ends a running kernel but the end of
+ * its process, so the context is given up: the oldest overdue work, a
+ * bundle (co_overdue) or what a queue's barrier waits for on the queue's
+ * own stream (launches that are not coalesced, copies: timed from the
+ * barrier's issue), ends with OOO_EHUNG for its tenants, every serving
+ * thread stops (dp->fatal, fatal_all), and the executor exits without
+ * another CUDA call (a synchronizing one would wait for the kernel); oood
+ * starts a new one and the other tenants see OOO_EDEVRESET, as after a
+ * fault. Called after a pass has reaped what ended.
+ */
+static void check_hung(struct datapath *dp, uint64_t now)
+{
+	uint64_t tb = 0, tq = 0;
+	struct dp_bundle *b = co_overdue(dp, now, &tb);
+	struct dp_session *hs = NULL;
+	struct dp_pending *hp = NULL;
+
+	for (struct dp_session *s = dp->sessions; s; s = s->next)
+		for (uint32_t j = 0; s->base && j < s->nq; j++) {
+			struct dp_queue *q = s->queues[s->qlist[j]];
+			struct dp_pending *p = q && q->len ? &q->fifo[q->head] : NULL;
+
+			if (p && !p->b && now > p->issued_ns && now - p->issued_ns > dp->kernel_limit_ns &&
+			    (!hp || p->issued_ns < tq)) {
+				hp = p;
+				hs = s;
+				tq = p->issued_ns;
+			}
+		}
+	if (hp && (b ? tq >= tb : false))
+		hp = NULL; /* the bundle started first: what the queue waits for may be behind it */
+	if (hp && dp->api->p_cuEventQuery(hp->ev) != CUDA_ERROR_NOT_READY)
+		hp = NULL; /* it ended since the pass looked */
+	if (!b && !hp)
+		return;
+	dp->hung = true;
+	dp->fatal = true;
+	if (dp->fatal_all)
+		atomic_store_explicit(dp->fatal_all, true, memory_order_release);
+	if (hp) {
+		hp->hung = true; /* the next pass's reap posts it */
+		snprintf(dp->fatal_why, sizeof(dp->fatal_why),
+			 "a queue's own stream ran %llu ms, past kernel_time_limit_ms %llu (session %llu)",
+			 (unsigned long long)((now - tq) / 1000000u),
+			 (unsigned long long)(dp->kernel_limit_ns / 1000000u), (unsigned long long)hs->id);
+		return;
+	}
+	co_end_hung(dp, b, now, tb);
 }
 
 bool dp_progress(struct datapath *dp)
@@ -1157,6 +1212,8 @@ bool dp_progress(struct datapath *dp)
 		dp->blocked += s->blocked;
 	}
 	dp->pass_take_ns = dp_now_ns() - seen;
+	if (dp->kernel_limit_ns && !dp_dead(dp))
+		check_hung(dp, dp_now_ns());
 	if (dp->co) {
 		uint64_t t = dp_now_ns();
 

@@ -60,6 +60,7 @@ struct dp_pending {
 	uint16_t member;      /* with b: the command's place among b's members (UINT16_MAX: it follows b) */
 	uint8_t opcode;
 	bool notify;
+	bool hung;            /* its work ran past the kernel time limit (check_hung): it ends with OOO_EHUNG */
 };
 
 struct dp_queue {

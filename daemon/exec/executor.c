@@ -680,7 +680,9 @@ static int serve(int fd, struct memory *mem, struct shards *S)
 		 * just came, else every CTL_EVERY passes (a receive is a system call,
 		 * ~0.3 us on the GPU machine, against ~35 us passes at full load).
 		 */
-		if (!moved || !ctl_skip) {
+		if (dp->hung) {
+			r = 0; /* a control request could wait on the hung work: none is taken before the exit */
+		} else if (!moved || !ctl_skip) {
 			r = ctl_message(fd, mem, S);
 			ctl_skip = r > 0 ? 0 : CTL_EVERY - 1;
 		} else {
@@ -1018,8 +1020,12 @@ static int serve_threaded(int fd, struct memory *mem, struct shards *S)
 			break;
 		}
 		if (p[0].revents) {
-			/* every waiting message: each is handled in full before the next */
-			while ((r = ctl_message(fd, mem, S)) > 0)
+			/*
+			 * every waiting message: each is handled in full before the next
+			 * (none once a shard has found the context gone or given it up:
+			 * a request could wait on a kernel that never ends)
+			 */
+			while (!atomic_load(&S->fatal_all) && (r = ctl_message(fd, mem, S)) > 0)
 				;
 			if (r < 0)
 				break; /* oood closed the socket: done */

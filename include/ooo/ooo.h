@@ -52,7 +52,7 @@ enum ooo_error {
 	OOO_EFAULT,        /* a kernel faulted on the GPU */
 	OOO_ECLOSED,       /* the daemon closed the session */
 	OOO_ENOTADMIN,     /* admin request from a peer that is not an admin */
-	OOO_EHUNG,         /* a kernel ran past the daemon's kernel_time_limit_ms: the GPU executor was replaced */
+	OOO_EHUNG,         /* a kernel ran past oood.conf kernel_time_limit_ms: the GPU executor is being replaced */
 	OOO_EMAX
 };
 

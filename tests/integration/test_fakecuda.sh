@@ -405,21 +405,25 @@ grep -q 'cannot be attached again' "$rundir/oood.log" || fail "oood did not log 
 out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after a refused re-attach: $out"
 ok "a refused re-attach closes the session with the reason ($(sed -n 's/^ok: //p' "$rundir/lost.out")); new sessions attach"
 fake_stop
-# a kernel that never ends (the stand-in's modelled hang): past kernel_time_limit_ms its bundle ends
-# with OOO_EHUNG for its tenant, the executor goes without another CUDA call (a synchronizing one would
-# block for ever) and is replaced; the other tenant's buffer is intact and both tenants' kernels run again
-gpu_start 'max_sessions = 200\n' 'kernel_time_limit_ms = 1000\n'
-printf '%s\n' '.version 7.8' '.target sm_70' '.address_size 64' '.visible .entry hang(.param .u64 p, .param .u32 tag)' '{' \
-	' .reg .b64 a;' ' .reg .b32 t, v;' ' .reg .pred q;' ' ld.param.u64 a, [p];' ' ld.param.u32 t, [tag];' \
-	' cvta.to.global.u64 a, a;' ' setp.ne.u32 q, t, 1735287144;' ' @q bra done;' 'spin:' ' ld.volatile.global.u32 v, [a];' \
-	' bra spin;' 'done:' ' st.global.u32 [a], t;' ' ret;' '}' >"$rundir/hang.ptx"
-chmod 644 "$rundir/hang.ptx"
-r0=$(field restarts)
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 1000 2>&1) || fail "launch_check hang: $out"
-echo "$out" | grep -q '^ok' || fail "launch_check hang: $out"
-wait_ready || fail "executor not back after the hang"
-[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced"
-grep -q 'past kernel_time_limit_ms 1000' "$rundir/oood.log" || fail "oood's log does not say why the executor went: $(tail -5 "$rundir/oood.log")"
-ok "a kernel that never ends: $(echo "$out" | grep '^hung kernel'); the executor replaced, the other tenant's buffer intact, both tenants' kernels run again"
-fake_stop
+# a kernel that never ends (the stand-in's modelled hang): past kernel_time_limit_ms its tenant gets
+# OOO_EHUNG, the executor goes without another CUDA call (a synchronizing one would block for ever) and
+# is replaced; the other tenant's buffer is intact and both tenants' kernels run again. With fuse = yes
+# the kernel runs in a bundle; with fuse = no on its queue's own stream, timed by the sync behind it.
+for fz in yes no; do
+	gpu_start 'max_sessions = 200\n' "kernel_time_limit_ms = 1000\nfuse = $fz\n"
+	printf '%s\n' '.version 7.8' '.target sm_70' '.address_size 64' '.visible .entry hang(.param .u64 p, .param .u32 tag)' '{' \
+		' .reg .b64 a;' ' .reg .b32 t, v;' ' .reg .pred q;' ' ld.param.u64 a, [p];' ' ld.param.u32 t, [tag];' \
+		' cvta.to.global.u64 a, a;' ' setp.ne.u32 q, t, 1735287144;' ' @q bra done;' 'spin:' ' ld.volatile.global.u32 v, [a];' \
+		' bra spin;' 'done:' ' st.global.u32 [a], t;' ' ret;' '}' >"$rundir/hang.ptx"
+	chmod 644 "$rundir/hang.ptx"
+	r0=$(field restarts)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 1000 2>&1) || fail "launch_check hang (fuse = $fz): $out"
+	echo "$out" | grep -q '^ok' || fail "launch_check hang (fuse = $fz): $out"
+	echo "$out" | grep -q '^hung kernel: -1011 ' || fail "fuse = $fz: the hung tenant did not get OOO_EHUNG: $out"
+	wait_ready || fail "executor not back after the hang (fuse = $fz)"
+	[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced (fuse = $fz)"
+	grep -q 'past kernel_time_limit_ms 1000' "$rundir/oood.log" || fail "oood's log does not say why the executor went (fuse = $fz): $(tail -5 "$rundir/oood.log")"
+	ok "fuse = $fz: a kernel that never ends: $(echo "$out" | grep '^hung kernel'); the executor replaced, the other tenant's buffer intact, both tenants' kernels run again"
+	fake_stop
+done
 echo "$passed passed, 0 failed"
