@@ -2433,7 +2433,7 @@ void co_flush_session(struct datapath *dp, struct dp_session *s)
 		struct dp_queue *q = s->queues[i];
 
 		if (q && q->last && !q->last->done && q->last->lstatus == 0)
-			dp->api->p_cuEventSynchronize(q->last->end);
+			dp_sync(dp, NULL, q->last->end);
 	}
 }
 

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <ooo/ooo.h>
@@ -80,6 +81,62 @@ static int ev_get(struct datapath *dp, CUevent *ev)
 		return 0;
 	}
 	return dp->api->p_cuEventCreate(ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS ? 0 : -ENOMEM;
+}
+
+static void ev_put(struct datapath *dp, CUevent ev);
+
+/*
+ * Wait for event ev, or with ev NULL for what stream st holds now, as
+ * cuEventSynchronize / cuStreamSynchronize would, but with the kernel time
+ * limit on (kernel_limit_ns) by polling, never longer than the limit: what
+ * a control request waits for (a buffer freed, a session detached, a
+ * module unloaded) cannot hold the executor behind a kernel that never
+ * ends. Past the limit the executor gives its context up at once: it says
+ * why and exits without another CUDA call (freeing what the request frees
+ * would wait for the kernel too); oood starts a new one, and every tenant
+ * of this executor sees OOO_EDEVRESET.
+ */
+void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
+{
+	CUevent own = NULL;
+	uint64_t t0;
+	CUresult r;
+
+	if (!dp->kernel_limit_ns) {
+		if (ev)
+			dp->api->p_cuEventSynchronize(ev);
+		else
+			dp->api->p_cuStreamSynchronize(st);
+		return;
+	}
+	if (!ev) {
+		if (ev_get(dp, &own) < 0 || dp->api->p_cuEventRecord(own, st) != CUDA_SUCCESS) {
+			if (own)
+				ev_put(dp, own);
+			dp->api->p_cuStreamSynchronize(st); /* no event to poll: as before the limit */
+			return;
+		}
+		ev = own;
+	}
+	t0 = dp_now_ns();
+	for (unsigned n = 0; (r = dp->api->p_cuEventQuery(ev)) == CUDA_ERROR_NOT_READY; n++) {
+		uint64_t el = dp_now_ns() - t0;
+
+		if (el > dp->kernel_limit_ns) {
+			fprintf(stderr,
+				"oood[executor]: a control request waited %llu ms for GPU work, past kernel_time_limit_ms %llu; "
+				"giving the context up, exiting\n",
+				(unsigned long long)(el / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u));
+			fflush(NULL);
+			_exit(1);
+		}
+		if (n < 1000)
+			sched_yield();
+		else
+			usleep(100);
+	}
+	if (own)
+		ev_put(dp, own);
 }
 
 static void ev_put(struct datapath *dp, CUevent ev)
@@ -186,7 +243,7 @@ err:
 static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 {
 	co_queue_destroy(dp, q); /* its held commands are issued first */
-	dp->api->p_cuStreamSynchronize(q->stream);
+	dp_sync(dp, q->stream, NULL);
 	while (q->len) {
 		struct dp_pending *p = &q->fifo[q->head];
 
@@ -345,7 +402,7 @@ void dp_session_quiesce(struct datapath *dp, uint64_t id)
 		co_flush_session(dp, s); /* held launches may name the memory that goes next */
 	for (int i = 0; s && i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
-			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
+			dp_sync(dp, s->queues[i]->stream, NULL);
 	}
 }
 
@@ -551,7 +608,7 @@ int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region)
 	co_flush_session(dp, s);
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
-			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
+			dp_sync(dp, s->queues[i]->stream, NULL);
 	}
 	dp->api->p_cuMemHostUnregister(s->host[region]);
 	munmap(s->host[region], s->host_size[region]);
@@ -607,7 +664,7 @@ int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 	}
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
-			dp->api->p_cuStreamSynchronize(s->queues[i]->stream);
+			dp_sync(dp, s->queues[i]->stream, NULL);
 	}
 	dp->api->p_cuModuleUnload(s->modules[module]);
 	s->modules[module] = NULL;

@@ -181,6 +181,8 @@ int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_ef
 int dp_detach(struct datapath *dp, uint64_t id);
 /* Wait for the session's queues: before memory they may use goes away. */
 void dp_session_quiesce(struct datapath *dp, uint64_t id);
+/* cuEventSynchronize(ev), or with ev NULL cuStreamSynchronize(st), bounded by kernel_limit_ns (past it: exit) */
+void dp_sync(struct datapath *dp, CUstream st, CUevent ev);
 /* A queue priority (0..99, higher first) on the device's CUDA stream priorities [least, greatest] (lower numbers run first) */
 int dp_cuda_priority(int least, int greatest, int priority);
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,

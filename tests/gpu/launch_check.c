@@ -15,6 +15,10 @@
  *                                             kernel_time_limit_ms) and well before LIMIT_MS + 15 s;
  *                                             another session's buffer is intact after the executor
  *                                             restart, and both sessions' kernels run again (tag 0)
+ *   launch_check SOCK hang PTX LIMIT_MS exit  the same kernel, but its tenant closes its session at
+ *                                             once (its detach waits on the hung work): the executor
+ *                                             is replaced after LIMIT_MS all the same (the other
+ *                                             session sees OOO_EDEVRESET), the other's buffer intact
  *   launch_check SOCK bench PTX LIBCUDA       round trip of a 2-block kernel + sync and the async
  *                                             launch rate, through ooo and directly in this process
  *   launch_check SOCK classes N               one session loads N distinct fusible kernels and runs
@@ -667,7 +671,7 @@ static int launch_hang(ooo_queue *q, ooo_kernel *k, uint64_t p, uint32_t tag)
 	return r;
 }
 
-static int hang(const char *sock, const char *ptx, unsigned limit_ms)
+static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave)
 {
 	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
 	ooo_queue *q = NULL, *oq = NULL;
@@ -698,6 +702,35 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms)
 	      "other: its kernel before the hang");
 	t0 = mono_ms();
 	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0x676e6168u) == 0, "launch the kernel that never ends");
+	if (leave) {
+		/* the tenant goes: its detach waits on the hung work; the other sees the restart */
+		ooo_close(s);
+		s = NULL;
+		do
+			r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
+		while (r == 0 && mono_ms() - t0 < limit_ms + 60000u);
+		ms = mono_ms() - t0;
+		CHECK(r == -OOO_EDEVRESET, "the other tenant after the hung one left: %d (%s), after %llu ms", r,
+		      ooo_strerror(r), (unsigned long long)ms);
+		CHECK(ms + 50 >= limit_ms && ms < limit_ms + 15000u,
+		      "the executor was replaced after %llu ms, with a limit of %u ms", (unsigned long long)ms, limit_ms);
+		printf("hung kernel, its tenant gone: the executor replaced after %llu ms, limit %u ms\n",
+		       (unsigned long long)ms, limit_ms);
+		for (int i = 0; i < 1000; i++) {
+			r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
+			if (r != -OOO_EDEVRESET)
+				break;
+			usleep(10000);
+		}
+		CHECK(r == 0 && !memcmp(pat, back, sizeof(pat) - 4), "the other session's buffer after the restart: %d", r);
+		CHECK(launch_hang(oq, ok, ooo_buf_addr(ob) + 4096 - 4, 0) == 0 && ooo_queue_sync(oq, 30000) == 0,
+		      "other: its kernel after the restart");
+		ooo_close(other);
+		free(img);
+		if (!fails)
+			printf("ok\n");
+		return fails != 0;
+	}
 	r = ooo_queue_sync(q, (int)limit_ms + 60000);
 	ms = mono_ms() - t0;
 	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the hang: %d (%s), after %llu ms", r, ooo_strerror(r),
@@ -744,9 +777,9 @@ int main(int argc, char **argv)
 		return smid(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
-	if (argc == 5 && !strcmp(argv[2], "hang"))
-		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
+	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "exit"))) && !strcmp(argv[2], "hang"))
+		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10), argc == 6);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS | bench PTX LIBCUDA\n");
+			"hang PTX LIMIT_MS [exit] | bench PTX LIBCUDA\n");
 	return 2;
 }

@@ -79,5 +79,12 @@ echo "$out" | grep -q '^ok' || fail "hang"
 wait_ready || fail "executor not back after the hang"
 [ "$(field restarts)" -gt "${r0:-0}" ] || fail "the hung executor was not replaced"
 grep -q 'past kernel_time_limit_ms 2000' "$rundir/oood.log" || fail "oood's log does not say why the executor went"
+# its tenant leaves at once: the detach that waits on the hung work is bounded by the limit too
+r0=$(field restarts)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 2000 exit 2>&1)
+echo "$out"
+echo "$out" | grep -q '^ok' || fail "hang exit"
+wait_ready || fail "executor not back after the hang (its tenant gone)"
+[ "$(field restarts)" -gt "${r0:-0}" ] || fail "the hung executor was not replaced (its tenant gone)"
 gpu_stop
 echo "test_launch: OK"

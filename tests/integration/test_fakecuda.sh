@@ -424,6 +424,13 @@ for fz in yes no; do
 	[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced (fuse = $fz)"
 	grep -q 'past kernel_time_limit_ms 1000' "$rundir/oood.log" || fail "oood's log does not say why the executor went (fuse = $fz): $(tail -5 "$rundir/oood.log")"
 	ok "fuse = $fz: a kernel that never ends: $(echo "$out" | grep '^hung kernel'); the executor replaced, the other tenant's buffer intact, both tenants' kernels run again"
+	# its tenant leaves at once: the detach that waits on the hung work is bounded by the limit too
+	r0=$(field restarts)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (fuse = $fz): $out"
+	echo "$out" | grep -q '^ok' || fail "launch_check hang exit (fuse = $fz): $out"
+	wait_ready || fail "executor not back after the hang (exit, fuse = $fz)"
+	[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced (exit, fuse = $fz)"
+	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel')"
 	fake_stop
 done
 echo "$passed passed, 0 failed"
