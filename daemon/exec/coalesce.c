@@ -193,6 +193,7 @@ struct dp_bundle {
 	struct dp_bundle *after[CO_MAX_PARTS * CO_MAX_SI]; /* referenced: its stream first waits for their ends */
 	/* what it waits for, kept after the references go (co_overdue: it runs once those have ended) */
 	uint32_t nwkey;
+	uint64_t wait_met_ns; /* when those were first seen ended (0: not yet) */
 	uint16_t wkey[CO_MAX_PARTS * CO_MAX_SI]; /* part * CO_MAX_SI + stream */
 	uint64_t wseq[CO_MAX_PARTS * CO_MAX_SI];
 	unsigned char *params; /* the members' parameter blocks, copied out of their backlogs */
@@ -834,6 +835,10 @@ CUresult co_before_direct(struct datapath *dp, struct dp_queue *q)
 	if (!q->last->done) {
 		wait_issued(q->last);
 		r = dp->api->p_cuStreamWaitEvent(q->stream, q->last->end, 0);
+		/* the kernel time limit: the queue's stream runs on once this bundle has ended */
+		q->bwait = true;
+		q->bw_key = (uint16_t)(q->last->part * CO_MAX_SI + q->last->stream);
+		q->bw_seq = q->last->seq;
 	}
 	co_bundle_put(dp, q->last);
 	q->last = NULL;
@@ -1153,6 +1158,7 @@ static struct dp_bundle *bundle_new(struct coalescer *co)
 	b->fn = b->fnp = NULL;
 	b->slot = -1;
 	b->nwait = b->nwkey = 0;
+	b->wait_met_ns = 0;
 	b->n = 0;
 	atomic_store_explicit(&b->issued, false, memory_order_relaxed); /* published by the launcher queue's tail */
 	return b;
@@ -1998,23 +2004,42 @@ static bool reap_stream(struct datapath *dp, struct co_stream *cs, uint64_t now)
 	return moved;
 }
 
+bool co_seq_ended(const struct datapath *dp, uint16_t key, uint64_t seq, uint64_t *end_ns)
+{
+	const struct co_stream *w;
+
+	if (!dp->co || key / CO_MAX_SI >= CO_MAX_PARTS)
+		return true;
+	w = &dp->co->part[key / CO_MAX_SI].str[key % CO_MAX_SI];
+	*end_ns = w->last_end_ns;
+	return w->ended_seq >= seq;
+}
+
 /*
  * When b, a stream's head bundle, can have started running at the earliest
  * (*t: its issue or its stream's last end, as given): after the ends of the
- * other streams' bundles it waits for, which are seen by then (each such
- * stream's last end, later than or equal to that one's). False while one
- * of them has not ended: b is not running yet.
+ * other streams' bundles it waits for, as first seen (each such stream's
+ * last end when all of them were first seen ended: no earlier than theirs,
+ * and fixed from then on). False while one of them has not ended: b is not
+ * running yet.
  */
-static bool hung_start(const struct coalescer *co, const struct dp_bundle *b, uint64_t *t)
+static bool hung_start(const struct coalescer *co, struct dp_bundle *b, uint64_t *t)
 {
-	for (uint32_t i = 0; i < b->nwkey; i++) {
-		const struct co_stream *w = &co->part[b->wkey[i] / CO_MAX_SI].str[b->wkey[i] % CO_MAX_SI];
+	if (b->nwkey && !b->wait_met_ns) {
+		uint64_t met = 1;
 
-		if (w->ended_seq < b->wseq[i])
-			return false;
-		if (w->last_end_ns > *t)
-			*t = w->last_end_ns;
+		for (uint32_t i = 0; i < b->nwkey; i++) {
+			const struct co_stream *w = &co->part[b->wkey[i] / CO_MAX_SI].str[b->wkey[i] % CO_MAX_SI];
+
+			if (w->ended_seq < b->wseq[i])
+				return false;
+			if (w->last_end_ns > met)
+				met = w->last_end_ns;
+		}
+		b->wait_met_ns = met;
 	}
+	if (b->wait_met_ns > *t)
+		*t = b->wait_met_ns;
 	return true;
 }
 
@@ -2084,8 +2109,8 @@ void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_
 		w += (size_t)n;
 	}
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why),
-		 "a bundle of %u launch(es) ran %llu ms, past kernel_time_limit_ms %llu for each kernel (sessions %s)",
-		 b->n, (unsigned long long)((now - since) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u),
+		 "a bundle of %u launch(es) ran %llu ms, past kernel_time_limit_ms %llu a kernel (sessions %.32s)", b->n,
+		 (unsigned long long)((now - since) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u),
 		 who);
 	b->hung = true;
 	(void)reap_stream(dp, &co->part[b->part].str[b->stream], now);

@@ -128,6 +128,8 @@ void co_flush_session(struct datapath *dp, struct dp_session *s);
 bool co_reap(struct datapath *dp, uint64_t now);
 /* The kernel time limit (datapath.c check_hung): the oldest bundle still running past it, and ending it. */
 struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since);
+/* Has the bundle with this (part * streams + stream, seq) ended, as seen? *end_ns: its stream's last end seen. */
+bool co_seq_ended(const struct datapath *dp, uint16_t key, uint64_t seq, uint64_t *end_ns);
 void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_t since);
 /* Start compiled classes, move backlogs, form and dispatch bundles. Returns true if anything moved. */
 bool co_progress(struct datapath *dp, uint64_t now);

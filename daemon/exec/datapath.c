@@ -84,17 +84,22 @@ static int ev_get(struct datapath *dp, CUevent *ev)
 }
 
 static void ev_put(struct datapath *dp, CUevent ev);
+static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uint64_t *since, struct dp_session **who);
 
 /*
  * Wait for event ev, or with ev NULL for what stream st holds now, as
  * cuEventSynchronize / cuStreamSynchronize would, but with the kernel time
- * limit on (kernel_limit_ns) by polling, never longer than the limit: what
- * a control request waits for (a buffer freed, a session detached, a
- * module unloaded) cannot hold the executor behind a kernel that never
- * ends. Past the limit the executor gives its context up at once: it says
- * why and exits without another CUDA call (freeing what the request frees
- * would wait for the kernel too); oood starts a new one, and every tenant
- * of this executor sees OOO_EDEVRESET.
+ * limit on (kernel_limit_ns) by polling: what a control request waits for
+ * (a buffer freed, a session detached, a module unloaded) cannot hold the
+ * executor behind a kernel that never ends. Once it has waited the limit,
+ * it looks every ~10 ms whether work on the GPU is overdue as check_hung
+ * would see it (co_overdue, overdue_pending: the wait's own length is no
+ * proof, a legit backlog can be long); then the executor gives its context
+ * up at once: it says why and exits without another CUDA call (freeing
+ * what the request frees would wait for the kernel too); oood starts a new
+ * one, and every tenant of this executor sees OOO_EDEVRESET. (What this
+ * pass did not reap is still in the lists: a stream whose ended head was
+ * not reaped hides what is behind it, and then the 30 s watchdog acts.)
  */
 void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
 {
@@ -120,13 +125,16 @@ void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
 	}
 	t0 = dp_now_ns();
 	for (unsigned n = 0; (r = dp->api->p_cuEventQuery(ev)) == CUDA_ERROR_NOT_READY; n++) {
-		uint64_t el = dp_now_ns() - t0;
+		uint64_t now = dp_now_ns(), since = 0;
+		struct dp_session *who = NULL;
 
-		if (el > dp->kernel_limit_ns) {
+		/* past the limit, every 100th look (~10 ms): is work on the GPU overdue, as check_hung sees it? */
+		if (now - t0 > dp->kernel_limit_ns && n % 100 == 0 &&
+		    (co_overdue(dp, now, &since) || overdue_pending(dp, now, &since, &who))) {
 			fprintf(stderr,
-				"oood[executor]: a control request waited %llu ms for GPU work, past kernel_time_limit_ms %llu; "
-				"giving the context up, exiting\n",
-				(unsigned long long)(el / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u));
+				"oood[executor]: a control request waited %llu ms for GPU work, and work has run past "
+				"kernel_time_limit_ms %llu; giving the context up, exiting\n",
+				(unsigned long long)((now - t0) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u));
 			fflush(NULL);
 			_exit(1);
 		}
@@ -876,8 +884,10 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 	}
 	if (e->opcode != OOO_OP_NOP && (r = co_before_direct(dp, q)) != CUDA_SUCCESS)
 		goto failed;
-	if (e->opcode != OOO_OP_NOP)
+	if (e->opcode != OOO_OP_NOP) {
 		q->own_dirty = true;
+		q->direct_n++;
+	}
 	switch (e->opcode) {
 	case OOO_OP_NOP:
 		break;
@@ -922,8 +932,10 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 	}
 	case OOO_OP_EVENT_WAIT:
 		/* an event never recorded has nothing to wait for, as in CUDA */
-		if (s->events[e->event.event])
+		if (s->events[e->event.event]) {
 			r = api->p_cuStreamWaitEvent(q->stream, s->events[e->event.event], 0);
+			q->direct_untimed = true; /* another queue's work comes first: not timed here */
+		}
 		break;
 	default:
 		return -EOPNOTSUPP;
@@ -945,6 +957,15 @@ failed:
 	p->b = NULL;
 	p->hung = false;
 	p->taken_ns = dp->now_ns;
+	/* what it completes on the queue's stream, for the kernel time limit (check_hung) */
+	p->steps = q->direct_n ? q->direct_n : 1;
+	p->untimed = q->direct_untimed;
+	p->bwait = q->bwait;
+	p->bw_key = q->bw_key;
+	p->bw_seq = q->bw_seq;
+	p->bw_met_ns = 0;
+	q->direct_n = 0;
+	q->direct_untimed = q->bwait = false;
 	p->issued_ns = dp_now_ns();
 	dp_stage(dp, OOO_STAGE_QUEUE, q->cls, p->issued_ns - p->taken_ns, 1);
 	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
@@ -1163,6 +1184,7 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 				ev_put(dp, p->ev);
 			p->b = NULL;
 			q->head = (q->head + 1) % DP_QUEUE_DEPTH;
+			q->head_since = seen; /* the next one runs from here at the earliest */
 			q->len--;
 			s->inflight--;
 			dp->inflight--;
@@ -1184,29 +1206,71 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
  * starts a new one and the other tenants see OOO_EDEVRESET, as after a
  * fault. Called after a pass has reaped what ended.
  */
-static void check_hung(struct datapath *dp, uint64_t now)
+/*
+ * The queue head that has run past the limit first, of the commands on
+ * queues' own streams that a pending (a barrier's event) completes: it runs
+ * from the later of its barrier's issue, the pending before it (the fifo's
+ * head since), and the end of the bundle the stream waits for first (as
+ * first seen), and gets the limit once for each command issued on the
+ * stream since the pending before it. Not timed: one behind another
+ * queue's event (that queue's work is timed). Its end asked once more.
+ */
+static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uint64_t *since, struct dp_session **who)
 {
-	uint64_t tb = 0, tq = 0;
-	struct dp_bundle *b = co_overdue(dp, now, &tb);
-	struct dp_session *hs = NULL;
 	struct dp_pending *hp = NULL;
 
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
 		for (uint32_t j = 0; s->base && j < s->nq; j++) {
 			struct dp_queue *q = s->queues[s->qlist[j]];
 			struct dp_pending *p = q && q->len ? &q->fifo[q->head] : NULL;
+			uint64_t t;
 
-			if (p && !p->b && now > p->issued_ns && now - p->issued_ns > dp->kernel_limit_ns &&
-			    (!hp || p->issued_ns < tq)) {
+			if (!p || p->b || p->untimed || p->hung)
+				continue;
+			t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
+			if (p->bwait) {
+				uint64_t e = 0;
+
+				if (!p->bw_met_ns) {
+					if (!co_seq_ended(dp, p->bw_key, p->bw_seq, &e))
+						continue; /* the bundle first: it is timed */
+					p->bw_met_ns = e ? e : 1;
+				}
+				if (p->bw_met_ns > t)
+					t = p->bw_met_ns;
+			}
+			if (now > t && now - t > dp->kernel_limit_ns * p->steps && (!hp || t < *since)) {
 				hp = p;
-				hs = s;
-				tq = p->issued_ns;
+				*who = s;
+				*since = t;
 			}
 		}
-	if (hp && (b ? tq >= tb : false))
-		hp = NULL; /* the bundle started first: what the queue waits for may be behind it */
 	if (hp && dp->api->p_cuEventQuery(hp->ev) != CUDA_ERROR_NOT_READY)
-		hp = NULL; /* it ended since the pass looked */
+		return NULL; /* it ended since the pass looked */
+	return hp;
+}
+
+/*
+ * The kernel time limit (oood.conf kernel_time_limit_ms): work that has
+ * run longer is taken as hung. Nothing ends a running kernel but the end of
+ * its process, so the context is given up: the overdue work that started
+ * first, a bundle (co_overdue) or the commands a barrier waits for on a
+ * queue's own stream (overdue_pending), ends with OOO_EHUNG for its
+ * tenants, every serving thread stops (dp->fatal, fatal_all), and the
+ * executor exits without another CUDA call (a synchronizing one would wait
+ * for the kernel); oood starts a new one and the other tenants see
+ * OOO_EDEVRESET, as after a fault. Called after a pass has reaped what
+ * ended.
+ */
+static void check_hung(struct datapath *dp, uint64_t now)
+{
+	uint64_t tb = 0, tq = 0;
+	struct dp_bundle *b = co_overdue(dp, now, &tb);
+	struct dp_session *hs = NULL;
+	struct dp_pending *hp = overdue_pending(dp, now, &tq, &hs);
+
+	if (hp && b && tq >= tb)
+		hp = NULL; /* the bundle started first */
 	if (!b && !hp)
 		return;
 	dp->hung = true;
@@ -1216,7 +1280,7 @@ static void check_hung(struct datapath *dp, uint64_t now)
 	if (hp) {
 		hp->hung = true; /* the next pass's reap posts it */
 		snprintf(dp->fatal_why, sizeof(dp->fatal_why),
-			 "a queue's own stream ran %llu ms, past kernel_time_limit_ms %llu (session %llu)",
+			 "a queue's own stream ran %llu ms, past kernel_time_limit_ms %llu a command (session %llu)",
 			 (unsigned long long)((now - tq) / 1000000u),
 			 (unsigned long long)(dp->kernel_limit_ns / 1000000u), (unsigned long long)hs->id);
 		return;

@@ -61,6 +61,13 @@ struct dp_pending {
 	uint8_t opcode;
 	bool notify;
 	bool hung;            /* its work ran past the kernel time limit (check_hung): it ends with OOO_EHUNG */
+	/* without b, for the kernel time limit (check_hung): the work on the queue's stream it completes */
+	bool untimed;         /* it waits for another queue's event: not timed (that queue's work is) */
+	bool bwait;           /* the queue's stream waits for a bundle first: bw_key, bw_seq (co_seq_ended) */
+	uint16_t bw_key;
+	uint32_t steps;       /* commands issued on the stream since the pending before it (at least 1) */
+	uint64_t bw_seq;
+	uint64_t bw_met_ns;   /* when that bundle's end was first seen ended (0: not yet) */
 };
 
 struct dp_queue {
@@ -87,6 +94,13 @@ struct dp_queue {
 	bool sw_wait;          /* waiting for sw_ev before the head launch may join a bundle */
 	CUevent sw_ev;
 	struct dp_bundle *last; /* referenced: the bundle holding the queue's latest work, if that went to a bundle */
+	/* for the kernel time limit: what the queue's stream got since its last pending (dp_issue) */
+	uint32_t direct_n;      /* commands issued on it */
+	bool direct_untimed;    /* one of them waits for another queue's event */
+	bool bwait;             /* it waits for a bundle (co_before_direct): bw_key, bw_seq */
+	uint16_t bw_key;
+	uint64_t bw_seq;
+	uint64_t head_since;    /* when its fifo's head became the head */
 };
 
 struct dp_session {
