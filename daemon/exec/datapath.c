@@ -957,7 +957,11 @@ failed:
 	p->b = NULL;
 	p->hung = false;
 	p->taken_ns = dp->now_ns;
-	/* what it completes on the queue's stream, for the kernel time limit (check_hung) */
+	p->issued_ns = dp_now_ns();
+	dp_stage(dp, OOO_STAGE_QUEUE, q->cls, p->issued_ns - p->taken_ns, 1);
+	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
+		return -EIO;
+	/* what it completes on the queue's stream, for the kernel time limit (overdue_pending) */
 	p->steps = q->direct_n ? q->direct_n : 1;
 	p->untimed = q->direct_untimed;
 	p->bwait = q->bwait;
@@ -966,10 +970,6 @@ failed:
 	p->bw_met_ns = 0;
 	q->direct_n = 0;
 	q->direct_untimed = q->bwait = false;
-	p->issued_ns = dp_now_ns();
-	dp_stage(dp, OOO_STAGE_QUEUE, q->cls, p->issued_ns - p->taken_ns, 1);
-	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
-		return -EIO;
 	if (ev_get(dp, &p->ev) < 0)
 		return -ENOMEM;
 	r = api->p_cuEventRecord(p->ev, q->stream);
@@ -1194,18 +1194,6 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 	return moved;
 }
 
-/*
- * The kernel time limit (oood.conf kernel_time_limit_ms): work that has
- * run longer is taken as hung. Nothing ends a running kernel but the end of
- * its process, so the context is given up: the oldest overdue work, a
- * bundle (co_overdue) or what a queue's barrier waits for on the queue's
- * own stream (launches that are not coalesced, copies: timed from the
- * barrier's issue), ends with OOO_EHUNG for its tenants, every serving
- * thread stops (dp->fatal, fatal_all), and the executor exits without
- * another CUDA call (a synchronizing one would wait for the kernel); oood
- * starts a new one and the other tenants see OOO_EDEVRESET, as after a
- * fault. Called after a pass has reaped what ended.
- */
 /*
  * The queue head that has run past the limit first, of the commands on
  * queues' own streams that a pending (a barrier's event) completes: it runs
