@@ -128,6 +128,18 @@ void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
 		uint64_t now = dp_now_ns(), since = 0;
 		struct dp_session *who = NULL;
 
+		if (dp->fatal_all && atomic_load_explicit(dp->fatal_all, memory_order_acquire)) {
+			/*
+			 * Another serving thread gave the context up (its work hung)
+			 * or lost it: the executor ends, and this wait would not.
+			 * A moment for that thread to post what it can, then out.
+			 */
+			usleep(50000);
+			fprintf(stderr, "oood[executor]: a control request waited for GPU work while another serving "
+					"thread gave the context up; exiting\n");
+			fflush(NULL);
+			_exit(1);
+		}
 		/* past the limit, every 100th look (~10 ms): is work on the GPU overdue, as check_hung sees it? */
 		if (now - t0 > dp->kernel_limit_ns && n % 100 == 0 &&
 		    (co_overdue(dp, now, &since) || overdue_pending(dp, now, &since, &who))) {

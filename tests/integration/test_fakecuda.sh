@@ -424,7 +424,9 @@ for fz in yes no; do
 	[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced (fuse = $fz)"
 	grep -q 'past kernel_time_limit_ms 1000' "$rundir/oood.log" || fail "oood's log does not say why the executor went (fuse = $fz): $(tail -5 "$rundir/oood.log")"
 	ok "fuse = $fz: a kernel that never ends: $(echo "$out" | grep '^hung kernel'); the executor replaced, the other tenant's buffer intact, both tenants' kernels run again"
-	# its tenant leaves at once: the detach that waits on the hung work is bounded by the limit too
+	# its tenant leaves at once: the detach that waits on the hung work ends the same way once the work
+	# is overdue (a bundle: with fuse = no a launch with no sync behind it is not timed, see oood.conf.5)
+	[ "$fz" = yes ] || { fake_stop; continue; }
 	r0=$(field restarts)
 	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (fuse = $fz): $out"
 	echo "$out" | grep -q '^ok' || fail "launch_check hang exit (fuse = $fz): $out"
