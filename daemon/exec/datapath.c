@@ -86,6 +86,8 @@ static int ev_get(struct datapath *dp, CUevent *ev)
 static void ev_put(struct datapath *dp, CUevent ev);
 static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uint64_t *since, struct dp_session **who);
 
+#define DP_HUNG_EVERY_NS 2000000u /* the kernel time limit is looked at this often (check_hung visits every queue) */
+
 /*
  * Wait for event ev, or with ev NULL for what stream st holds now, as
  * cuEventSynchronize / cuStreamSynchronize would, but with the kernel time
@@ -974,12 +976,11 @@ failed:
 	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
 		return -EIO;
 	/* what it completes on the queue's stream, for the kernel time limit (overdue_pending) */
-	p->steps = q->direct_n ? q->direct_n : 1;
+	p->steps = (uint16_t)(q->direct_n > UINT16_MAX ? UINT16_MAX : q->direct_n ? q->direct_n : 1);
 	p->untimed = q->direct_untimed;
 	p->bwait = q->bwait;
 	p->bw_key = q->bw_key;
 	p->bw_seq = q->bw_seq;
-	p->bw_met_ns = 0;
 	q->direct_n = 0;
 	q->direct_untimed = q->bwait = false;
 	if (ev_get(dp, &p->ev) < 0)
@@ -1227,18 +1228,17 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
 
 			if (!p || p->b || p->untimed || p->hung)
 				continue;
-			t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
 			if (p->bwait) {
 				uint64_t e = 0;
 
-				if (!p->bw_met_ns) {
-					if (!co_seq_ended(dp, p->bw_key, p->bw_seq, &e))
-						continue; /* the bundle first: it is timed */
-					p->bw_met_ns = e ? e : 1;
-				}
-				if (p->bw_met_ns > t)
-					t = p->bw_met_ns;
+				if (!co_seq_ended(dp, p->bw_key, p->bw_seq, &e))
+					continue; /* the bundle first: it is timed */
+				/* the stream runs on from that end (as first seen): the head's time starts there at the latest */
+				if (e > q->head_since)
+					q->head_since = e;
+				p->bwait = false;
 			}
+			t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
 			if (now > t && now - t > dp->kernel_limit_ns * p->steps && (!hp || t < *since)) {
 				hp = p;
 				*who = s;
@@ -1333,8 +1333,11 @@ bool dp_progress(struct datapath *dp)
 		dp->blocked += s->blocked;
 	}
 	dp->pass_take_ns = dp_now_ns() - seen;
-	if (dp->kernel_limit_ns && !dp_dead(dp))
+	/* the kernel time limit: looked at every DP_HUNG_EVERY_NS, not on every pass (it visits every queue) */
+	if (dp->kernel_limit_ns && seen - dp->hung_checked_ns >= DP_HUNG_EVERY_NS && !dp_dead(dp)) {
+		dp->hung_checked_ns = seen;
 		check_hung(dp, dp_now_ns());
+	}
 	if (dp->co) {
 		uint64_t t = dp_now_ns();
 

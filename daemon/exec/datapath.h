@@ -61,13 +61,12 @@ struct dp_pending {
 	uint8_t opcode;
 	bool notify;
 	bool hung;            /* its work ran past the kernel time limit (check_hung): it ends with OOO_EHUNG */
-	/* without b, for the kernel time limit (check_hung): the work on the queue's stream it completes */
+	/* without b, for the kernel time limit (overdue_pending): the work on the queue's stream it completes */
 	bool untimed;         /* it waits for another queue's event: not timed (that queue's work is) */
-	bool bwait;           /* the queue's stream waits for a bundle first: bw_key, bw_seq (co_seq_ended) */
+	bool bwait;           /* the stream waits for bundle bw_key, bw_seq first (co_seq_ended); cleared once seen ended */
 	uint16_t bw_key;
-	uint32_t steps;       /* commands issued on the stream since the pending before it (at least 1) */
+	uint16_t steps;       /* commands issued on the stream since the pending before it (1 .. 65535) */
 	uint64_t bw_seq;
-	uint64_t bw_met_ns;   /* when that bundle's end was first seen ended (0: not yet) */
 };
 
 struct dp_queue {
@@ -160,6 +159,7 @@ struct datapath {
 	bool chain_launches; /* a queue's consecutive launches may run chained in one fused bundle (oood.conf chain_launches) */
 	uint32_t urgent_reserve; /* oood.conf urgent_reserve (coalesce.c, at most CO_RESERVE_MAX) */
 	uint64_t kernel_limit_ns; /* oood.conf kernel_time_limit_ms: a bundle running longer is hung (0: never) */
+	uint64_t hung_checked_ns; /* when check_hung last looked */
 	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */
 	struct memory *mem; /* the executor's device memory (windows, when fenced) */
 	uint32_t streams;  /* streams the coalescer runs bundles on (1 .. 8; 0: 1) */
