@@ -703,7 +703,11 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 	t0 = mono_ms();
 	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0x676e6168u) == 0, "launch the kernel that never ends");
 	if (leave) {
-		/* the tenant goes: its detach waits on the hung work; the other sees the restart */
+		/* the tenant goes (its buffer freed, then its session closed): those wait on the hung work */
+		ooo_kernel_free(k);
+		ooo_buf_free(sb);
+		ooo_module_unload(m);
+		ooo_queue_destroy(q);
 		ooo_close(s);
 		s = NULL;
 		do
@@ -725,6 +729,10 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 		CHECK(r == 0 && !memcmp(pat, back, sizeof(pat) - 4), "the other session's buffer after the restart: %d", r);
 		CHECK(launch_hang(oq, ok, ooo_buf_addr(ob) + 4096 - 4, 0) == 0 && ooo_queue_sync(oq, 30000) == 0,
 		      "other: its kernel after the restart");
+		ooo_kernel_free(ok);
+		ooo_buf_free(ob);
+		ooo_module_unload(om);
+		ooo_queue_destroy(oq);
 		ooo_close(other);
 		free(img);
 		if (!fails)
@@ -754,6 +762,14 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0) == 0, "hung tenant: launch after the restart");
 	r = ooo_queue_sync(q, 30000);
 	CHECK(r == 0, "hung tenant: its kernel after the restart: %d (%s)", r, ooo_strerror(r));
+	ooo_kernel_free(k);
+	ooo_kernel_free(ok);
+	ooo_buf_free(sb);
+	ooo_buf_free(ob);
+	ooo_module_unload(m);
+	ooo_module_unload(om);
+	ooo_queue_destroy(q);
+	ooo_queue_destroy(oq);
 	ooo_close(s);
 	ooo_close(other);
 	free(img);
