@@ -46,10 +46,11 @@
  * the coalescer's bundles ran at.
  * One hang is modelled: a launch whose parameters end in the 32-bit word
  * 0x676e6168 ("hang"), alone or as a member of a fused table, is a kernel
- * that never ends. From then on no event of the process completes
- * (cuEventQuery says CUDA_ERROR_NOT_READY; coarser than a GPU, where only
- * the work behind it waits) and every synchronizing call blocks, as it
- * would on the GPU: only the process's end stops it.
+ * that never ends. Its stream hangs: an event recorded on it from then on
+ * never completes (cuEventQuery says CUDA_ERROR_NOT_READY), a stream made
+ * to wait for such an event hangs too, and synchronizing on any of them
+ * (or on the context) blocks, as it would on the GPU: only the process's
+ * end stops it. Other streams' work completes as usual.
  */
 #include <ooo/jit.h>
 #include <stddef.h>
@@ -94,12 +95,13 @@ static int inited;
 /* atomic: the executor calls the driver from its serving thread and its launcher thread */
 static _Atomic CUresult sticky;  /* CUDA_SUCCESS, or the fault every later call reports */
 static _Atomic CUresult pending; /* a fault not seen yet: the next query or synchronize sees it (it ran after the launch) */
-static _Atomic bool hung; /* a launch marked "hang" was issued: see the top */
+static _Atomic bool hung;        /* a launch marked "hang" was issued: see the top */
+static _Atomic bool legacy_hung; /* on a legacy or per-thread stream handle (below 4096) */
 
-/* A synchronizing call after a hang: it never returns (the kernel never ends). */
-static void block_if_hung(void)
+/* A synchronizing call behind a hang: it never returns (the kernel never ends). */
+static void block_if(const _Atomic bool *h)
 {
-	while (hung)
+	while (*h)
 		pause();
 }
 
@@ -114,7 +116,7 @@ static CUresult seen(void)
 		if (sticky != CUDA_SUCCESS)                                                                \
 			return sticky;                                                                     \
 	} while (0)
-static int ctx_token, event_token;
+static int ctx_token;
 
 /* FAKECUDA_INIT_MS (environment): cuInit takes that long, as a real driver's first call does (~0.5 s) */
 CUresult cuInit(unsigned int flags)
@@ -405,13 +407,24 @@ CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 
 CUresult cuCtxSynchronize(void)
 {
-	block_if_hung();
+	block_if(&hung);
 	return seen();
 }
 
-/* A stream: its priority (the legacy and per-thread handles, below 4096, have 0) */
+/* A stream: its priority (the legacy and per-thread handles, below 4096, have 0), and whether it hangs */
 struct fake_stream {
 	int prio;
+	_Atomic bool hung;
+};
+
+static _Atomic bool *stream_hung(CUstream s)
+{
+	return (uintptr_t)s >= 4096 ? &((struct fake_stream *)s)->hung : &legacy_hung;
+}
+
+/* An event: whether it was last recorded behind a hang (it never completes) */
+struct fake_event {
+	_Atomic bool hung;
 };
 
 CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int fl, int prio)
@@ -461,16 +474,18 @@ static void note_fused_prio(CUstream s)
 }
 CUresult cuStreamSynchronize(CUstream s)
 {
-	(void)s;
-	block_if_hung();
+	block_if(stream_hung(s));
 	return seen();
 }
 
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl)
 {
-	(void)s;
 	(void)fl;
-	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (((struct fake_event *)e)->hung)
+		*stream_hung(s) = true; /* what comes after waits for ever */
+	return CUDA_SUCCESS;
 }
 
 CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
@@ -483,30 +498,42 @@ CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 CUresult cuEventCreate(CUevent *e, unsigned int fl)
 {
 	(void)fl;
-	*e = (CUevent)&event_token;
+	if (!e)
+		return CUDA_ERROR_INVALID_VALUE;
+	*e = (CUevent)calloc(1, sizeof(struct fake_event));
+	return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuEventDestroy(CUevent e)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(e);
 	return CUDA_SUCCESS;
 }
 
-CUresult cuEventDestroy(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 CUresult cuEventRecord(CUevent e, CUstream s)
 {
-	(void)s;
 	STICKY();
-	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	((struct fake_event *)e)->hung = *stream_hung(s);
+	return CUDA_SUCCESS;
 }
 
 CUresult cuEventQuery(CUevent e)
 {
 	if (seen() != CUDA_SUCCESS)
 		return sticky;
-	if (hung && e)
-		return CUDA_ERROR_NOT_READY;
-	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return ((struct fake_event *)e)->hung ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent e)
 {
-	block_if_hung();
+	if (e)
+		block_if(&((struct fake_event *)e)->hung);
 	return cuEventQuery(e);
 }
 
@@ -943,7 +970,7 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 	if (f->copyk && hostptr())
 		copy_kernel(f, params, extra);
 	if (!f->copyk && hang_marked(f, params, extra))
-		hung = true;
+		hung = *stream_hung(s) = true;
 	/* kernels do not run here; one that would dereference a null-page pointer faults (see the top) */
 	for (uint32_t i = 0; i < f->nparams && f->copyk != 1; i++) { /* (the copy kernel's third is a length) */
 		const unsigned char *p = f->size[i] == 8 ? param_bytes(f, i, params, extra) : NULL;
