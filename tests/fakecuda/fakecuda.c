@@ -867,6 +867,22 @@ static void copy_params(const unsigned char *p)
 		memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
 }
 
+/*
+ * A fused launch's descriptor table (include/ooo/jit.h): its parameter
+ * (an ooo_fusedp_ entry), or where its first parameter points (device
+ * memory is host memory here). NULL: no parameters.
+ */
+static const unsigned char *fused_table(const struct fake_func *f, void **params, void **extra)
+{
+	const unsigned char *p = f->nparams ? param_bytes(f, 0, params, extra) : NULL;
+	uint64_t a;
+
+	if (!p || !strncmp(f->name, "ooo_fusedp_", 11))
+		return p;
+	memcpy(&a, p, 8);
+	return (const unsigned char *)(uintptr_t)a;
+}
+
 /* Do n bytes of parameters end in the word that marks a hang (see the top)? */
 static bool hang_word(const unsigned char *p, uint32_t n)
 {
@@ -881,23 +897,15 @@ static bool hang_word(const unsigned char *p, uint32_t n)
 /* Is a launch of f with these parameters marked to hang: alone, or any member of a fused table? */
 static bool hang_marked(const struct fake_func *f, void **params, void **extra)
 {
-	const unsigned char *p, *t;
+	const unsigned char *t;
 	uint32_t n;
 
 	if (!f->nparams)
 		return false;
 	if (strncmp(f->name, "ooo_fused", 9))
 		return hang_word(param_bytes(f, f->nparams - 1, params, extra), f->size[f->nparams - 1]);
-	if (!(p = param_bytes(f, 0, params, extra)))
+	if (!(t = fused_table(f, params, extra)))
 		return false;
-	if (!strncmp(f->name, "ooo_fusedp_", 11)) {
-		t = p;
-	} else {
-		uint64_t a;
-
-		memcpy(&a, p, 8);
-		t = (const unsigned char *)(uintptr_t)a;
-	}
 	memcpy(&n, t, 4);
 	for (uint32_t i = 0; i < n; i++) {
 		struct ooo_jit_desc_member m;
@@ -924,14 +932,7 @@ static void copy_kernel(const struct fake_func *f, void **params, void **extra)
 		copy_params(p);
 		return;
 	}
-	if (!strncmp(f->name, "ooo_fusedp_", 11)) {
-		t = p;
-	} else {
-		uint64_t a;
-
-		memcpy(&a, p, 8);
-		t = (const unsigned char *)(uintptr_t)a;
-	}
+	t = fused_table(f, params, extra);
 	memcpy(&n, t, 4);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t off;
