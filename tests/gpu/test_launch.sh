@@ -67,13 +67,8 @@ gpu_stop
 # tenant gets OOO_EHUNG after 2 s, the executor is replaced (its exit is what stops the kernel), the
 # other tenant's buffer is intact and both tenants' kernels run again on the new executor
 gpu_start 'max_sessions = 200\n' 'kernel_time_limit_ms = 2000\n'
-printf '%s\n' '.version 7.8' '.target sm_70' '.address_size 64' '.visible .entry hang(.param .u64 p, .param .u32 tag)' '{' \
-	' .reg .b64 a;' ' .reg .b32 t, v;' ' .reg .pred q;' ' ld.param.u64 a, [p];' ' ld.param.u32 t, [tag];' \
-	' cvta.to.global.u64 a, a;' ' setp.ne.u32 q, t, 1735287144;' ' @q bra done;' 'spin:' ' ld.volatile.global.u32 v, [a];' \
-	' bra spin;' 'done:' ' st.global.u32 [a], t;' ' ret;' '}' >"$rundir/hang.ptx"
-chmod 644 "$rundir/hang.ptx"
 r0=$(field restarts)
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 2000 2>&1)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$here/kernels/hang.ptx" 2000 2>&1)
 echo "$out"
 echo "$out" | grep -q '^ok' || fail "hang"
 wait_ready || fail "executor not back after the hang"
@@ -81,7 +76,7 @@ wait_ready || fail "executor not back after the hang"
 grep -q 'past kernel_time_limit_ms 2000' "$rundir/oood.log" || fail "oood's log does not say why the executor went"
 # its tenant leaves at once: the detach that waits on the hung work is bounded by the limit too
 r0=$(field restarts)
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 2000 exit 2>&1)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$here/kernels/hang.ptx" 2000 exit 2>&1)
 echo "$out"
 echo "$out" | grep -q '^ok' || fail "hang exit"
 wait_ready || fail "executor not back after the hang (its tenant gone)"

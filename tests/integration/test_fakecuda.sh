@@ -411,13 +411,8 @@ fake_stop
 # the kernel runs in a bundle; with fuse = no on its queue's own stream, timed by the sync behind it.
 for fz in yes no; do
 	gpu_start 'max_sessions = 200\n' "kernel_time_limit_ms = 1000\nfuse = $fz\n"
-	printf '%s\n' '.version 7.8' '.target sm_70' '.address_size 64' '.visible .entry hang(.param .u64 p, .param .u32 tag)' '{' \
-		' .reg .b64 a;' ' .reg .b32 t, v;' ' .reg .pred q;' ' ld.param.u64 a, [p];' ' ld.param.u32 t, [tag];' \
-		' cvta.to.global.u64 a, a;' ' setp.ne.u32 q, t, 1735287144;' ' @q bra done;' 'spin:' ' ld.volatile.global.u32 v, [a];' \
-		' bra spin;' 'done:' ' st.global.u32 [a], t;' ' ret;' '}' >"$rundir/hang.ptx"
-	chmod 644 "$rundir/hang.ptx"
 	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 1000 2>&1) || fail "launch_check hang (fuse = $fz): $out"
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 2>&1) || fail "launch_check hang (fuse = $fz): $out"
 	echo "$out" | grep -q '^ok' || fail "launch_check hang (fuse = $fz): $out"
 	echo "$out" | grep -q '^hung kernel: -1011 ' || fail "fuse = $fz: the hung tenant did not get OOO_EHUNG: $out"
 	wait_ready || fail "executor not back after the hang (fuse = $fz)"
@@ -428,7 +423,7 @@ for fz in yes no; do
 	# is overdue (a bundle: with fuse = no a launch with no sync behind it is not timed, see oood.conf.5)
 	[ "$fz" = yes ] || { fake_stop; continue; }
 	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$rundir/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (fuse = $fz): $out"
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (fuse = $fz): $out"
 	echo "$out" | grep -q '^ok' || fail "launch_check hang exit (fuse = $fz): $out"
 	wait_ready || fail "executor not back after the hang (exit, fuse = $fz)"
 	[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced (exit, fuse = $fz)"
