@@ -251,6 +251,19 @@ static int smid(const char *sock, unsigned max)
 	return 0;
 }
 
+/* Read back a buffer, retrying while the executor comes back from a restart (OOO_EDEVRESET, 10 s at most). */
+static int dtoh_after_reset(ooo_queue *q, void *dst, uint64_t src, size_t len)
+{
+	int r = -OOO_EDEVRESET;
+
+	for (int i = 0; i < 1000 && r == -OOO_EDEVRESET; i++) {
+		if (i)
+			usleep(10000);
+		r = ooo_memcpy_dtoh(q, dst, src, len);
+	}
+	return r;
+}
+
 #define NBY 5    /* fault's bystander sessions */
 #define NBYMOD 6 /* and their modules each: 30 in all */
 
@@ -313,12 +326,7 @@ static int fault(const char *sock, const char *ptx, bool results)
 	CHECK(r == -OOO_EFAULT || r == -OOO_EDEVRESET, "sync after the fault: %d (%s)", r, ooo_strerror(r));
 	printf("faulting kernel: %d (%s)\n", r, ooo_strerror(r));
 	/* the other tenant: its next sync says its commands may have failed, then its data is intact */
-	for (int i = 0; i < 1000; i++) {
-		r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
-		if (r != -OOO_EDEVRESET)
-			break;
-		usleep(10000);
-	}
+	r = dtoh_after_reset(oq, back, ooo_buf_addr(ob), sizeof(back));
 	CHECK(r == 0, "read the other session's buffer after the restart: %d", r);
 	CHECK(!memcmp(pat, back, sizeof(pat)), "the other session's buffer changed");
 	/* the handles of both sessions work on the new executor: oood loaded the modules again */
@@ -720,12 +728,7 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 		      "the executor was replaced after %llu ms, with a limit of %u ms", (unsigned long long)ms, limit_ms);
 		printf("hung kernel, its tenant gone: the executor replaced after %llu ms, limit %u ms\n",
 		       (unsigned long long)ms, limit_ms);
-		for (int i = 0; i < 1000; i++) {
-			r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
-			if (r != -OOO_EDEVRESET)
-				break;
-			usleep(10000);
-		}
+		r = dtoh_after_reset(oq, back, ooo_buf_addr(ob), sizeof(back));
 		CHECK(r == 0 && !memcmp(pat, back, sizeof(pat) - 4), "the other session's buffer after the restart: %d", r);
 		CHECK(launch_hang(oq, ok, ooo_buf_addr(ob) + 4096 - 4, 0) == 0 && ooo_queue_sync(oq, 30000) == 0,
 		      "other: its kernel after the restart");
@@ -747,12 +750,7 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 	      (unsigned long long)ms, limit_ms);
 	printf("hung kernel: %d (%s) after %llu ms, limit %u ms\n", r, ooo_strerror(r), (unsigned long long)ms, limit_ms);
 	/* the other tenant: its data intact on the new executor, its kernel runs */
-	for (int i = 0; i < 1000; i++) {
-		r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
-		if (r != -OOO_EDEVRESET)
-			break;
-		usleep(10000);
-	}
+	r = dtoh_after_reset(oq, back, ooo_buf_addr(ob), sizeof(back));
 	CHECK(r == 0, "read the other session's buffer after the restart: %d (%s)", r, ooo_strerror(r));
 	CHECK(r != 0 || !memcmp(pat, back, sizeof(pat) - 4), "the other session's buffer changed");
 	CHECK(launch_hang(oq, ok, ooo_buf_addr(ob) + 4096 - 4, 0) == 0, "other: launch after the restart");
