@@ -218,7 +218,6 @@ struct co_stream {
 	uint64_t seq;         /* bundles dispatched on it */
 	uint64_t ended_seq;   /* the seq of its last bundle whose end was seen */
 	uint64_t last_end_ns; /* when its last bundle's end was seen */
-	uint64_t busy_until;  /* predicted end of its bundles in flight (dispatch, or the one before's end, + predicted_ns) */
 };
 
 /*
@@ -1577,18 +1576,10 @@ static uint32_t stream_tier(const struct coalescer *co, uint32_t t)
  * Without lanes (spread_lanes = no): the stream of partition p a bundle of
  * qs goes on, among tier t's. Where members' queues still have a bundle in
  * flight there, the stream most of those are on (it keeps their order with
- * no wait); else the stream predicted to be done first with the bundles
- * in flight on it (a short launch does not go behind a long chain where
- * another stream is nearly done), then the one with the fewest, the search
+ * no wait); else the stream with the fewest bundles in flight, the search
  * starting after the last one chosen so that ties spread.
  */
-static uint64_t stream_free_at(const struct co_stream *cs, uint64_t now)
-{
-	return cs->nflight && cs->busy_until > now ? cs->busy_until : now;
-}
-
-static uint32_t stream_choose(struct coalescer *co, uint32_t p, uint32_t t, struct dp_queue *const *qs, uint32_t n,
-			      uint64_t now)
+static uint32_t stream_choose(struct coalescer *co, uint32_t p, uint32_t t, struct dp_queue *const *qs, uint32_t n)
 {
 	struct co_part *pt = &co->part[p];
 	uint32_t votes[CO_MAX_SI] = { 0 }, best = UINT32_MAX, most = 0, first = t * co->nstreams;
@@ -1608,10 +1599,8 @@ static uint32_t stream_choose(struct coalescer *co, uint32_t p, uint32_t t, stru
 	best = pt->next_stream[t];
 	for (uint32_t i = 1; i < co->nstreams; i++) {
 		uint32_t x = (pt->next_stream[t] + i) % co->nstreams;
-		const struct co_stream *cx = &pt->str[first + x], *cb = &pt->str[first + best];
-		uint64_t fx = stream_free_at(cx, now), fb = stream_free_at(cb, now);
 
-		if (fx < fb || (fx == fb && cx->nflight < cb->nflight))
+		if (pt->str[first + x].nflight < pt->str[first + best].nflight)
 			best = x;
 	}
 	pt->next_stream[t] = (best + 1) % co->nstreams;
@@ -1674,13 +1663,11 @@ static inline uint32_t align16(uint32_t n) { return (n + 15u) & ~15u; }
  * capacity on the partition, its members within SCHED_MAX_BUNDLE, each
  * queue's depth within CO_CHAIN_MAX and its completions within its queue's
  * room. Writes each queue's count (head included) to depth[], adds the
- * members and their parameter room to *total and *need, sets *nblocks to
- * the bundle's blocks (every level's), and returns the deepest count (1: no
- * chain).
+ * members and their parameter room to *total and *need, and returns the
+ * deepest count (1: no chain).
  */
 static uint32_t chain_plan(struct datapath *dp, struct co_class *c, uint32_t p, struct dp_queue *const *qs, uint32_t n,
-			   uint64_t step_ns, uint64_t now, uint32_t *depth, uint32_t *total, size_t *need,
-			   uint64_t *nblocks)
+			   uint64_t step_ns, uint64_t now, uint32_t *depth, uint32_t *total, size_t *need)
 {
 	struct coalescer *co = dp->co;
 	const struct ooo_sqe *e0 = &qs[0]->bl[qs[0]->bl_head].e;
@@ -1742,7 +1729,6 @@ static uint32_t chain_plan(struct datapath *dp, struct co_class *c, uint32_t p, 
 		if (!grew)
 			break;
 	}
-	*nblocks = blocks;
 	return maxd;
 }
 
@@ -1753,7 +1739,6 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	struct dp_bundle *b = bundle_new(co);
 	uint32_t n = 0, depth[SCHED_MAX_BUNDLE], last[SCHED_MAX_BUNDLE];
 	size_t need = 0;
-	uint64_t chain_blocks = 0;
 
 	for (uint32_t k = 0; k < sb->n; k++) {
 		struct dp_queue *q = sb->ids[k] < CO_MAX_QUEUES ? co->qtab[sb->ids[k]] : NULL;
@@ -1787,7 +1772,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	 * holds without a wait); else stream_choose.
 	 */
 	uint32_t si = co->lanes ? stream_tier(co, tier) * co->nstreams + sb->lane % co->nstreams
-				: stream_choose(co, p, stream_tier(co, tier), qs, n, now);
+				: stream_choose(co, p, stream_tier(co, tier), qs, n);
 	struct co_stream *cs = &co->part[p].str[si];
 
 	if (!b || bundle_params(b, need) < 0 || (timed && tev_get(dp, &b->start, 1) < 0) ||
@@ -1822,12 +1807,11 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		bool same = c && c->state == CLS_READY;
 		uint32_t total = n;
 		size_t cneed = need;
-		uint64_t cblocks = 0;
 
 		for (uint32_t k = 1; same && k < n; k++)
 			same = cmd_class(co, qs[k]->s, &qs[k]->bl[qs[k]->bl_head].e) == c;
 		if (same && c->chain && co->chain)
-			b->depth = chain_plan(dp, c, p, qs, n, sb->predicted_ns, now, depth, &total, &cneed, &cblocks);
+			b->depth = chain_plan(dp, c, p, qs, n, sb->predicted_ns, now, depth, &total, &cneed);
 		/* a table that does not go as the launch's parameter is copied to a slot of device memory first */
 		if (same && b->depth > 1 && !(c->fnp && jit_desc_size(total, cneed) <= JIT_PTABLE_BYTES) &&
 		    (b->slot = slot_take(co)) < 0) {
@@ -1839,7 +1823,6 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		if (b->depth > 1) {
 			need = cneed;
 			b->predicted_ns = sb->predicted_ns * b->depth;
-			chain_blocks = cblocks;
 		}
 		if (same && (b->slot >= 0 || (c->fnp && jit_desc_size(b->depth > 1 ? total : n, need) <= JIT_PTABLE_BYTES) ||
 			     (b->slot = slot_take(co)) >= 0)) {
@@ -1855,9 +1838,6 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 		b->depth = 1;
 		b->predicted_ns = sb->predicted_ns;
 	}
-	/* the scheduler predicted one step: a chain keeps the partition busy for its depth */
-	if (b->depth > 1)
-		sched_chained(co->sched, sb->token, b->depth, chain_blocks, now);
 	streams_after(co, p, si, qs, n, b);
 	for (uint32_t lvl = 0, off = 0; lvl < b->depth; lvl++)
 	for (uint32_t k = 0; k < n; k++) {
@@ -1931,9 +1911,6 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	else
 		cs->fl_head = b;
 	cs->fl_tail = b;
-	uint64_t free_at = stream_free_at(cs, now);
-
-	cs->busy_until = free_at + b->predicted_ns < free_at ? UINT64_MAX : free_at + b->predicted_ns;
 	cs->nflight++;
 	co->nflight++;
 	co->st.bundles++;

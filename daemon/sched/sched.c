@@ -77,9 +77,6 @@ struct flight {
 	uint32_t n;
 	bool fused;
 	bool urgent;       /* an urgent launch led it */
-	uint64_t pred;     /* its predicted time, blocks and class capacity (what occupied() counted) */
-	uint64_t blocks;
-	uint32_t capacity;
 	uint64_t *keys;    /* SCHED_MAX_BUNDLE cost keys */
 	uint32_t *queues;  /* and the members' queues */
 };
@@ -844,11 +841,8 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 				pop_head(s, it);
 				s->cand[take[k]].item = NIL;
 			}
-			f->pred = pred;
-			f->blocks = sum;
-			f->capacity = ks != NIL ? e->capacity : 0;
 			s->busy_until[p] = sat_add(s->busy_until[p] > now ? s->busy_until[p] : now,
-						   occupied(s, pred, sum, f->capacity));
+						   occupied(s, pred, sum, ks != NIL ? e->capacity : 0));
 			s->inflight[p]++;
 			s->st.bundles++;
 			s->st.part_bundles[p]++;
@@ -879,38 +873,6 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 	if (wake_ns)
 		*wake_ns = wake;
 	return nb;
-}
-
-static struct flight *flight_find(struct sched *s, uint64_t token)
-{
-	uint32_t i = (uint32_t)(token & 0xffff);
-
-	if (i >= s->cfg.partitions * s->cap || !s->flights[i].used || s->flights[i].token != token)
-		return NULL;
-	return &s->flights[i];
-}
-
-int sched_chained(struct sched *s, uint64_t token, uint32_t depth, uint64_t blocks, uint64_t now)
-{
-	struct flight *f = flight_find(s, token);
-	uint64_t pred, was, more;
-	uint32_t p;
-
-	if (!f)
-		return -ENOENT;
-	if (!depth)
-		return -EINVAL;
-	if (depth == 1)
-		return 0;
-	p = f->partition;
-	pred = f->pred > UINT64_MAX / depth ? UINT64_MAX : f->pred * depth;
-	was = occupied(s, f->pred, f->blocks, f->capacity);
-	more = occupied(s, pred, blocks, f->capacity);
-	if (more > was)
-		s->busy_until[p] = sat_add(s->busy_until[p] > now ? s->busy_until[p] : now, more - was);
-	f->pred = pred;
-	f->blocks = blocks;
-	return 0;
 }
 
 int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now)

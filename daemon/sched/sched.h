@@ -256,19 +256,6 @@ size_t sched_poll(struct sched *s, uint64_t now, struct sched_bundle *out, size_
 int sched_complete(struct sched *s, uint64_t token, uint64_t elapsed_ns, uint64_t now);
 
 /*
- * The caller runs dispatched bundle token `depth` launches deep (a chain:
- * behind each member, its queue's next launches of the class, one after
- * another in the same launch), `blocks` blocks in all, where sched_poll
- * predicted one step of bundle.n launches: the bundle's predicted time
- * becomes depth steps, and its partition's busy_until grows by what the
- * deeper bundle occupies beyond the one step already counted (so that a
- * partial bundle is held while the partition's streams are predicted busy
- * with chains, instead of going at once and queueing behind them, narrow).
- * depth 1 changes nothing. -ENOENT for an unknown token, -EINVAL for depth 0.
- */
-int sched_chained(struct sched *s, uint64_t token, uint32_t depth, uint64_t blocks, uint64_t now);
-
-/*
  * The caller's CPU time to issue one bundle (measured: its busy time over
  * the bundles it dispatched; 0: unknown). With several streams it bounds
  * how many bundles count as running side by side (see sched_poll).

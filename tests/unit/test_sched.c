@@ -1615,54 +1615,6 @@ static void test_streams(void **state)
 	(void)state;
 }
 
-/*
- * sched_chained: the caller ran a bundle depth launches deep (chains): the
- * partition stays busy for the deeper bundle, so the next partial bundle is
- * held for it, not sent at once to queue behind it.
- */
-static void test_chained(void **state)
-{
-	struct sched_cfg c = cfg_of(16, 8, 1);
-	struct sched *s;
-	uint64_t wake = 0, tok, tok1;
-
-	c.streams = 4;
-	s = mk_cfg(&c);
-	assert_int_equal(sched_class_ready(s, K, true), 0);
-	sub(s, 1, 0, K, 1, 100000 * US);
-	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 1);
-	tok = tok1 = out[0].token;
-	assert_int_equal(out[0].predicted_ns, 10 * US); /* one step; busy until 2.5 us (1 of 8 blocks, 4 streams) */
-	assert_int_equal(sched_chained(s, tok + (1ull << 16), 4, 4, 0), -ENOENT);
-	assert_int_equal(sched_chained(s, tok, 0, 4, 0), -EINVAL);
-	assert_int_equal(sched_chained(s, tok, 1, 1, 0), 0); /* one deep: nothing changes */
-	sub(s, 2, 1, K, 1, 100000 * US);
-	assert_int_equal(sched_poll(s, 0, out, 16, &wake), 0);
-	assert_int_equal(wake, 2500);
-	/* 4 deep, 4 blocks: 40 us over min(4 streams, 8 / 4) = 20 us, 17.5 more than counted */
-	assert_int_equal(sched_chained(s, tok, 4, 4, 0), 0);
-	assert_int_equal(sched_poll(s, 2500, out, 16, &wake), 0);
-	assert_int_equal(wake, 20 * US);
-	assert_int_equal(sched_poll(s, 20 * US, out, 16, &wake), 1); /* predicted idle: goes */
-	assert_int_equal(out[0].ids[0], 2);
-	tok = out[0].token;
-	/* 3 deep past the class's capacity (9 of 8 blocks): its whole 30 us (2.5 counted at dispatch) */
-	assert_int_equal(sched_chained(s, tok, 3, 9, 20 * US), 0);
-	sub(s, 3, 2, K, 1, 100000 * US);
-	assert_int_equal(sched_poll(s, 20 * US, out, 16, &wake), 0);
-	assert_int_equal(wake, 50 * US);
-	/* bundles end early: held while one is in flight, idle at once when the last ends */
-	assert_int_equal(sched_complete(s, tok1, 0, 21 * US), 0);
-	assert_int_equal(sched_poll(s, 21 * US, out, 16, &wake), 0);
-	assert_int_equal(wake, 50 * US);
-	assert_int_equal(sched_complete(s, tok, 0, 22 * US), 0);
-	assert_int_equal(sched_chained(s, tok, 2, 2, 22 * US), -ENOENT); /* ended */
-	assert_int_equal(sched_poll(s, 22 * US, out, 16, &wake), 1);
-	assert_int_equal(out[0].ids[0], 3);
-	sched_free(s);
-	(void)state;
-}
-
 /* A bundle of lanes' test: its lane and its n (1 or 2) members' ids, in order (id1 unused for 1). */
 static void lane_bundle(const struct sched_bundle *b, uint32_t lane, uint32_t n, uint64_t id0, uint64_t id1)
 {
@@ -1876,7 +1828,7 @@ int main(void)
 		cmocka_unit_test(test_model_many_queues), cmocka_unit_test(test_model_lanes), cmocka_unit_test(test_no_starvation_fused),
 		cmocka_unit_test(test_large_window_cost), cmocka_unit_test(test_quiet_poll),
 		cmocka_unit_test(test_tm_bucket),	  cmocka_unit_test(test_fusing_pays),
-		cmocka_unit_test(test_streams), cmocka_unit_test(test_chained),		  cmocka_unit_test(test_urgent_reserve),
+		cmocka_unit_test(test_streams),		  cmocka_unit_test(test_urgent_reserve),
 		cmocka_unit_test(test_fairq),		  cmocka_unit_test(test_lanes),
 	};
 
