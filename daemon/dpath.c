@@ -14,6 +14,8 @@
 
 #include "../client/ring.h"
 #include "../client/wire.h"
+#include "exec/exec_proto.h"
+#include "hangs.h"
 #include "log.h"
 #include "server.h"
 
@@ -542,6 +544,95 @@ static int send_queue(struct server *srv, struct sdpath *d, uint32_t queue, bool
 	return gpu_send(srv, d->gpu, EXEC_MSG_QUEUE, &q, sizeof(q), -1);
 }
 
+/*
+ * Whether tenant uid is barred from data paths now (oood.conf hang_strikes,
+ * hang_window_s): why gets the reason for it.
+ */
+static bool hang_barred(struct server *srv, uint32_t uid, char *why, size_t cap)
+{
+	const struct policy *p = srv->policy;
+	uint64_t now = server_now_ns(), until;
+	uint32_t n;
+
+	if (!srv->hangs ||
+	    !hangs_barred(srv->hangs, uid, now, p->hang_strikes, (uint64_t)p->hang_window_s * 1000000000u, &until, &n))
+		return false;
+	snprintf(why, cap,
+		 "uid %u's kernels ran past kernel_time_limit_ms %u times within hang_window_s %u s (hang_strikes %u): "
+		 "no data path for another %llu s",
+		 uid, n, p->hang_window_s, p->hang_strikes, (unsigned long long)((until - now + 999999999u) / 1000000000u));
+	return true;
+}
+
+void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
+{
+	const struct policy *p = srv->policy;
+	uint32_t uid = 0, nuid = 0, n, u;
+	bool unknown = h->more > 0;
+	char who[96] = "";
+	size_t w = 0;
+
+	for (uint32_t i = 0; i < h->n && i < EXEC_HUNG_MAX; i++) {
+		const struct sdpath *d = NULL;
+		struct list_node *ln;
+
+		list_for_each(ln, &srv->dpaths) {
+			const struct sdpath *x = list_entry(ln, struct sdpath, node);
+
+			if (x->gpu == gpu && x->session == h->session[i]) {
+				d = x;
+				break;
+			}
+		}
+		if (w < sizeof(who)) {
+			int k = snprintf(who + w, sizeof(who) - w, "%s%llu", i ? ", " : "", (unsigned long long)h->session[i]);
+
+			w += k > 0 ? (size_t)k : 0;
+		}
+		if (d && d->sess && d->sess->tenant) {
+			u = d->sess->tenant->uid;
+		} else {
+			/* closed while its kernel ran (its tenant gone at once): whose it was, if still remembered */
+			uint32_t j = 0;
+
+			while (j < SERVER_GONE && (srv->gone[j].session != h->session[i] || srv->gone[j].gpu != gpu))
+				j++;
+			if (j == SERVER_GONE) {
+				unknown = true;
+				continue;
+			}
+			u = srv->gone[j].uid;
+		}
+		if (!nuid) {
+			uid = u;
+			nuid = 1;
+		} else if (u != uid) {
+			nuid = 2; /* several: enough to know */
+		}
+	}
+	log_warn("gpu%u: work of session(s) %s%s ran %llu ms, past kernel_time_limit_ms %llu: the executor is being replaced",
+		 gpu_dev(srv, gpu), who, h->more ? " and more" : "", (unsigned long long)h->ran_ms,
+		 (unsigned long long)h->limit_ms);
+	if (nuid != 1 || unknown) {
+		log_warn("gpu%u: the hung work was not one known tenant's (%s): the hang counts against none",
+			 gpu_dev(srv, gpu),
+			 nuid > 1 ? "sessions of several tenants: a fused bundle" : "its sessions are gone or not named");
+		return;
+	}
+	if (!srv->hangs && !(srv->hangs = calloc(1, sizeof(*srv->hangs)))) {
+		log_err("gpu%u: out of memory: the hang of uid %u is not counted", gpu_dev(srv, gpu), uid);
+		return;
+	}
+	n = hangs_record(srv->hangs, uid, server_now_ns(), (uint64_t)p->hang_window_s * 1000000000u);
+	if (p->hang_strikes && n >= p->hang_strikes)
+		log_warn("uid %u: %u hangs within hang_window_s %u s (hang_strikes %u): its sessions may not attach a "
+			 "data path until %u s after this one",
+			 uid, n, p->hang_window_s, p->hang_strikes, p->hang_window_s);
+	else
+		log_warn("uid %u: hang %u within hang_window_s %u s (hang_strikes %u%s)", uid, n, p->hang_window_s,
+			 p->hang_strikes, p->hang_strikes ? "" : ": never barred");
+}
+
 void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req)
 {
 	struct session *s = server_conn_session(c);
@@ -552,6 +643,14 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -EEXIST, "the session is attached to gpu%u already",
 				   gpu_dev(srv, s->dp->gpu));
 		return;
+	}
+	{
+		char why[OOO_ERRMSG_MAX - 32];
+
+		if (hang_barred(srv, s->tenant->uid, why, sizeof(why))) {
+			server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_EHUNG, "%s", why);
+			return;
+		}
 	}
 	/*
 	 * The executor pins the session's area (cuMemHostRegister): it is the
@@ -721,6 +820,8 @@ void dpath_release_session(struct server *srv, struct session *s)
 	 */
 	if (!srv->stopping)
 		dpath_detach(srv, d->gpu, d->session);
+	srv->gone[srv->gone_next++ % SERVER_GONE] =
+		(struct server_gone){ .session = d->session, .gpu = d->gpu, .uid = s->tenant ? s->tenant->uid : 0 };
 	s->dp = NULL;
 	dp_free(d);
 }
@@ -1109,8 +1210,14 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 	list_for_each_safe(n, tmp, &srv->dpaths) {
 		struct sdpath *d = list_entry(n, struct sdpath, node);
 
+		char why[OOO_ERRMSG_MAX - 96];
+
 		if (d->gpu != gpu || d->attached || d->req)
 			continue;
+		if (d->sess && d->sess->tenant && hang_barred(srv, d->sess->tenant->uid, why, sizeof(why))) {
+			dp_lost(srv, d, why); /* frees only d's session */
+			continue;
+		}
 		/* EXEC_ATTACH_RESET: what the dead executor never took is dropped, not run late */
 		if (send_attach(srv, d, EXEC_ATTACH_RESET) == 0)
 			k++;
@@ -1123,6 +1230,8 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 
 void dpath_fini(struct server *srv)
 {
+	free(srv->hangs);
+	srv->hangs = NULL;
 	while (!list_empty(&srv->xreqs))
 		xreq_free(srv, list_entry(srv->xreqs.next, struct xreq, node));
 	while (!list_empty(&srv->dpaths)) {

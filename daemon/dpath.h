@@ -116,6 +116,14 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason);
 void dpath_gpu_lost(struct server *srv, uint32_t gpu);
 void dpath_gpu_ready(struct server *srv, uint32_t gpu);
+/*
+ * The executor of slot gpu found work past kernel_time_limit_ms (EXEC_MSG_HUNG,
+ * checked) and is exiting: the hang is counted against the tenant whose
+ * sessions the work was (oood.conf hang_strikes), unless they were several
+ * tenants' (a fused bundle: the kernel that did not end is one member's).
+ */
+struct exec_hung;
+void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h);
 /* The executor answered the ping sent behind a re-attach: the session may submit again. */
 void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session);
 

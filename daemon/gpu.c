@@ -472,6 +472,11 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	} else if (res > 0 && exec_msg_check(g->rbuf, (size_t)res, &type, &payload, &plen) == 0) {
 		if (type == EXEC_MSG_READY) {
 			on_ready(srv, g, payload);
+		} else if (type == EXEC_MSG_HUNG) {
+			struct exec_hung h;
+
+			memcpy(&h, payload, sizeof(h));
+			dpath_on_hung(srv, idx, &h);
 		} else if (type == (EXEC_MSG_PING | OOO_MSG_REPLY)) {
 			g->pong_ns = server_now_ns();
 			if (plen == sizeof(uint64_t)) {

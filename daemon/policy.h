@@ -22,6 +22,8 @@
 #define POLICY_MAX_FILE (1u << 20)
 #define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
 #define POLICY_KERNEL_TIME_LIMIT_MS_DEFAULT 10000 /* [daemon] kernel_time_limit_ms */
+#define POLICY_HANG_STRIKES_DEFAULT 3             /* [daemon] hang_strikes */
+#define POLICY_HANG_WINDOW_S_DEFAULT 600          /* [daemon] hang_window_s */
 #define POLICY_STREAMS_DEFAULT 4 /* [daemon] streams: an executor's bundles run on that many streams */
 #define POLICY_WAIT_SPIN_US_DEFAULT 1000 /* [class] wait_spin_us: libooo's spin before it sleeps, as it always did */
 #define POLICY_SERVING_THREADS_DEFAULT 2 /* [daemon] serving_threads (measured on the H200: bench/results/2026-12-05-serving-threads-*) */
@@ -116,6 +118,8 @@ struct policy {
 	bool spread_lanes;           /* bundles of independent queues on their own streams where that pays (default no) */
 	uint32_t urgent_reserve;     /* in-flight bundles per partition kept for queues above the lowest priority tier (0 .. 8, default 0) */
 	uint32_t kernel_time_limit_ms; /* a bundle running longer is taken as hung and its executor replaced (0: never) */
+	uint32_t hang_strikes;  /* a tenant (uid) whose work hung this many times within hang_window_s is barred (0: never) */
+	uint32_t hang_window_s; /* ... from attaching data paths until hang_window_s after its last hang */
 	uint32_t streams;            /* streams an executor runs its bundles on, concurrently (1 .. 8) */
 	uint32_t serving_threads;    /* threads an executor serves its sessions with, each a shard of them (1 .. 8) */
 	uint32_t shard_sessions;     /* a new session joins the first shard with fewer sessions (0: the fewest) */

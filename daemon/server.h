@@ -84,6 +84,8 @@ struct server_stats {
 	uint64_t reloads_failed;
 };
 
+#define SERVER_GONE 1024u
+
 struct server {
 	struct io_uring ring;
 	bool ring_ok;
@@ -130,6 +132,17 @@ struct server {
 	struct mps mps;           /* the MPS control daemon (mps.c) */
 	struct leases leases;     /* native tenants' MPS leases (lease.c) */
 	struct parts parts;       /* SM partitions: what oooctl set, the plans' numbering (parts.c) */
+	struct hangs *hangs;      /* tenants whose work ran past kernel_time_limit_ms (dpath.c; NULL until the first) */
+	/*
+	 * The last SERVER_GONE data paths released (dpath.c): an executor's
+	 * report of a hang (EXEC_MSG_HUNG) can name a session that closed while
+	 * its kernel ran, and the hang still counts against its tenant.
+	 */
+	struct server_gone {
+		uint64_t session; /* 0: unused */
+		uint32_t gpu, uid;
+	} gone[SERVER_GONE];
+	uint32_t gone_next;
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);

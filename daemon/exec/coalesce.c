@@ -5,6 +5,7 @@
  * parsed PTX a class references and hands its result back through a list.
  */
 #include "coalesce.h"
+#include "exec_proto.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -2087,27 +2088,45 @@ struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since)
  * set): its members get OOO_EHUNG, and dp->fatal_why names its sessions
  * (each once, the first few).
  */
+uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t cap, uint32_t *more)
+{
+	uint32_t n = 0;
+
+	*more = 0;
+	for (uint32_t k = 0; k < b->n; k++) {
+		uint64_t id = b->m[k].s ? b->m[k].s->id : 0;
+		uint32_t j = 0;
+
+		while (j < k && (b->m[j].s ? b->m[j].s->id : 0) != id)
+			j++;
+		if (j < k || !id)
+			continue; /* a session seen already (or a member without one) */
+		if (n < cap)
+			ids[n++] = id;
+		else
+			(*more)++;
+	}
+	return n;
+}
+
 void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_t since)
 {
 	struct coalescer *co = dp->co;
 	char who[64] = "";
 	size_t w = 0, cap = sizeof(who);
+	uint64_t ids[EXEC_HUNG_MAX];
+	uint32_t more, nid = co_bundle_sessions(b, ids, EXEC_HUNG_MAX, &more);
 
-	for (uint32_t k = 0, shown = 0; k < b->n && w < cap; k++) {
-		uint64_t id = b->m[k].s ? b->m[k].s->id : 0;
-		uint32_t j = 0;
-		int n;
+	for (uint32_t k = 0; k < nid && k < 4 && w < cap; k++) {
+		int n = snprintf(who + w, cap - w, "%s%llu", k ? ", " : "", (unsigned long long)ids[k]);
 
-		while (j < k && (b->m[j].s ? b->m[j].s->id : 0) != id)
-			j++;
-		if (j < k)
-			continue;
-		n = shown++ == 4 ? snprintf(who + w, cap - w, ", ...")
-				 : snprintf(who + w, cap - w, "%s%llu", k ? ", " : "", (unsigned long long)id);
-		if (n < 0 || shown > 4)
+		if (n < 0)
 			break;
 		w += (size_t)n;
 	}
+	if (nid + more > 4 && w < cap)
+		snprintf(who + w, cap - w, ", ...");
+	dp_report_hung(ids, nid, more, now - since, dp->kernel_limit_ns);
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why),
 		 "a bundle of %u launch(es) ran %llu ms, past kernel_time_limit_ms %llu a kernel (sessions %.32s)", b->n,
 		 (unsigned long long)((now - since) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u),

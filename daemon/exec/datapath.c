@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sched.h>
@@ -19,9 +20,11 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
+#include "../../client/wire.h"
 #include "../jit/jit.h"
 #include "../jit/ptx.h"
 #include "coalesce.h"
+#include "exec_proto.h"
 #include "memory.h"
 #include "nvrtc.h"
 
@@ -129,6 +132,7 @@ void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
 	for (unsigned n = 0; (r = dp->api->p_cuEventQuery(ev)) == CUDA_ERROR_NOT_READY; n++) {
 		uint64_t now = dp_now_ns(), since = 0;
 		struct dp_session *who = NULL;
+		struct dp_bundle *ob = NULL;
 
 		if (dp->fatal_all && atomic_load_explicit(dp->fatal_all, memory_order_acquire)) {
 			/*
@@ -144,7 +148,15 @@ void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
 		}
 		/* past the limit, every 100th look (~10 ms): is work on the GPU overdue, as check_hung sees it? */
 		if (now - t0 > dp->kernel_limit_ns && n % 100 == 0 &&
-		    (co_overdue(dp, now, &since) || overdue_pending(dp, now, &since, &who))) {
+		    ((ob = co_overdue(dp, now, &since)) || overdue_pending(dp, now, &since, &who))) {
+			uint64_t ids[EXEC_HUNG_MAX];
+			uint32_t more = 0, nid = 0;
+
+			if (ob)
+				nid = co_bundle_sessions(ob, ids, EXEC_HUNG_MAX, &more);
+			else if (who)
+				ids[nid++] = who->id;
+			dp_report_hung(ids, nid, more, now - since, dp->kernel_limit_ns);
 			fprintf(stderr,
 				"oood[executor]: a control request waited %llu ms for GPU work, and work has run past "
 				"kernel_time_limit_ms %llu; giving the context up, exiting\n",
@@ -1250,6 +1262,21 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
 	return hp;
 }
 
+void dp_report_hung(const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns, uint64_t limit_ns)
+{
+	struct exec_hung h = { .n = n < EXEC_HUNG_MAX ? n : EXEC_HUNG_MAX,
+			       .more = more + (n > EXEC_HUNG_MAX ? n - EXEC_HUNG_MAX : 0),
+			       .ran_ms = ran_ns / 1000000u,
+			       .limit_ms = limit_ns / 1000000u };
+	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(h)];
+	ssize_t len;
+
+	memcpy(h.session, ids, h.n * sizeof(ids[0]));
+	len = wire_encode(buf, sizeof(buf), EXEC_MSG_HUNG, 0, 0, &h, sizeof(h));
+	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+		fprintf(stderr, "oood[executor]: could not tell oood which sessions hung: %s\n", strerror(errno));
+}
+
 /*
  * The kernel time limit (oood.conf kernel_time_limit_ms): work that has
  * run longer is taken as hung. Nothing ends a running kernel but the end of
@@ -1278,6 +1305,9 @@ static void check_hung(struct datapath *dp, uint64_t now)
 	if (dp->fatal_all)
 		atomic_store_explicit(dp->fatal_all, true, memory_order_release);
 	if (hp) {
+		uint64_t id = hs->id;
+
+		dp_report_hung(&id, 1, 0, now - tq, dp->kernel_limit_ns);
 		hp->hung = true; /* the next pass's reap posts it */
 		snprintf(dp->fatal_why, sizeof(dp->fatal_why),
 			 "a queue's own stream ran %llu ms, past kernel_time_limit_ms %llu a command (session %llu)",

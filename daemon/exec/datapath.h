@@ -251,4 +251,11 @@ bool dp_progress(struct datapath *dp);
 int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max);
 void dp_awake(struct datapath *dp);
 
+/*
+ * Tells oood (EXEC_MSG_HUNG on the control socket, never blocking) which
+ * sessions' work ran past the kernel time limit, before the executor exits:
+ * oood counts the hang against their tenant (oood.conf hang_strikes).
+ */
+void dp_report_hung(const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns, uint64_t limit_ns);
+
 #endif

@@ -33,6 +33,22 @@ enum exec_msg_type {
 	EXEC_MSG_HOST_UNMAP = 0x10c,    /* exec_host; reply exec_mem_reply */
 	EXEC_MSG_STATS = 0x10d,         /* executor -> oood, unsolicited, about once a second: struct ooo_sched_counters */
 	EXEC_MSG_PARTITIONS = 0x10e,    /* oood -> executor: exec_partitions; reply exec_partitions_reply */
+	EXEC_MSG_HUNG = 0x10f,          /* executor -> oood, unsolicited, before it exits for a hang: struct exec_hung */
+};
+
+#define EXEC_HUNG_MAX 32u /* sessions an exec_hung names */
+
+/*
+ * Work ran past kernel_time_limit_ms (datapath.c check_hung): the sessions
+ * whose work it was (a fused bundle's members may be several tenants'; one
+ * of their kernels did not end). The executor exits right after.
+ */
+struct exec_hung {
+	uint32_t n;        /* sessions in session[], <= EXEC_HUNG_MAX */
+	uint32_t more;     /* sessions of the work beyond those (not named) */
+	uint64_t ran_ms;   /* how long it had run */
+	uint64_t limit_ms; /* the limit it ran past (per kernel) */
+	uint64_t session[EXEC_HUNG_MAX];
 };
 
 /*

@@ -82,6 +82,13 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 		memcpy(&k, *payload, sizeof(k));
 		return memchr(k.name, 0, sizeof(k.name)) ? 0 : -OOO_EPROTO;
 	}
+	case EXEC_MSG_HUNG: {
+		struct exec_hung hg;
+		if (*plen != sizeof(hg))
+			return -OOO_EPROTO;
+		memcpy(&hg, *payload, sizeof(hg));
+		return hg.n <= EXEC_HUNG_MAX ? 0 : -OOO_EPROTO;
+	}
 	case EXEC_MSG_PARTITIONS: {
 		struct exec_partitions p;
 		if (*plen != sizeof(p))

@@ -19,6 +19,9 @@
  *                                             once (its detach waits on the hung work): the executor
  *                                             is replaced after LIMIT_MS all the same (the other
  *                                             session sees OOO_EDEVRESET), the other's buffer intact
+ *   launch_check SOCK hang PTX LIMIT_MS barred  the hang that reaches the uid's hang_strikes: after
+ *                                             the restart its session is closed (OOO_ECLOSED) and a
+ *                                             new session's data path is refused (OOO_EHUNG)
  *   launch_check SOCK bench PTX LIBCUDA       round trip of a 2-block kernel + sync and the async
  *                                             launch rate, through ooo and directly in this process
  *   launch_check SOCK classes N               one session loads N distinct fusible kernels and runs
@@ -776,6 +779,66 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 	return fails != 0;
 }
 
+/*
+ * The tenant's kernel hangs once more when its uid has one hang short of
+ * hang_strikes: after the restart its session is closed (OOO_ECLOSED, the
+ * re-attach refused), and a new session's data path is refused with
+ * OOO_EHUNG, naming hang_strikes.
+ */
+static int hang_barred(const char *sock, const char *ptx, unsigned limit_ms)
+{
+	ooo_session *s = ooo_open(sock), *s2 = NULL;
+	ooo_queue *q = NULL, *q2 = NULL;
+	ooo_module *m = NULL;
+	ooo_kernel *k = NULL;
+	ooo_buf *sb = NULL;
+	size_t len;
+	char *img = slurp(ptx, &len);
+	uint64_t t0;
+	int r;
+
+	if (!s || !img || ooo_queue_create(s, NULL, &q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	CHECK(ooo_buf_alloc(s, 4096, 0, &sb) == 0, "alloc");
+	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "hang", &k) == 0, "load hang");
+	if (fails || !sb)
+		return 1;
+	t0 = mono_ms();
+	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0x676e6168u) == 0, "launch the kernel that never ends");
+	r = ooo_queue_sync(q, (int)limit_ms + 60000);
+	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the hang: %d (%s)", r, ooo_strerror(r));
+	/* the new executor does not take the session back: it is closed */
+	do {
+		r = ooo_launch(q, k, (uint32_t[3]){ 1, 1, 1 }, (uint32_t[3]){ 1, 1, 1 }, 0,
+			       &(struct __attribute__((packed)) { uint64_t p; uint32_t t; }){ ooo_buf_addr(sb), 0 }, 12);
+		if (r == 0)
+			r = ooo_queue_sync(q, 30000);
+		if (r == -OOO_EDEVRESET || r == -OOO_EHUNG || r == -EAGAIN)
+			usleep(20000);
+	} while ((r == -OOO_EDEVRESET || r == -OOO_EHUNG || r == -EAGAIN || r == 0) && mono_ms() - t0 < limit_ms + 30000u);
+	CHECK(r == -OOO_ECLOSED, "the barred tenant's session after the restart: %d (%s): %s", r, ooo_strerror(r),
+	      ooo_last_error());
+	printf("barred tenant's session: %d (%s)\n", r, ooo_strerror(r));
+	/* and a new one gets no data path */
+	s2 = ooo_open(sock);
+	CHECK(s2 != NULL, "a new session: %s", ooo_last_error());
+	r = s2 ? ooo_queue_create(s2, NULL, &q2) : -1;
+	CHECK(r == -OOO_EHUNG && strstr(ooo_last_error(), "hang_strikes"), "a new session's data path: %d (%s): %s", r,
+	      ooo_strerror(r), ooo_last_error());
+	printf("barred tenant's new session: %d (%s): %s\n", r, ooo_strerror(r), ooo_last_error());
+	ooo_kernel_free(k);
+	ooo_buf_free(sb);
+	ooo_module_unload(m);
+	ooo_queue_destroy(q);
+	ooo_queue_destroy(q2);
+	ooo_close(s);
+	ooo_close(s2);
+	free(img);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -791,9 +854,11 @@ int main(int argc, char **argv)
 		return smid(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
+	if (argc == 6 && !strcmp(argv[5], "barred") && !strcmp(argv[2], "hang"))
+		return hang_barred(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
 	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "exit"))) && !strcmp(argv[2], "hang"))
 		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10), argc == 6);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit] | bench PTX LIBCUDA\n");
+			"hang PTX LIMIT_MS [exit|barred] | bench PTX LIBCUDA\n");
 	return 2;
 }

@@ -427,7 +427,34 @@ for fz in yes no; do
 	echo "$out" | grep -q '^ok' || fail "launch_check hang exit (fuse = $fz): $out"
 	wait_ready || fail "executor not back after the hang (exit, fuse = $fz)"
 	[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced (exit, fuse = $fz)"
-	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel')"
+	# the session was gone when the executor reported the hang: it counts against its uid all the same
+	grep -q "uid $(id -u): hang 2 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log" ||
+		fail "the hang of a tenant that left was not counted: $(grep -i 'hang' "$rundir/oood.log" | tail -4)"
+	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel'); counted against uid $(id -u) (2 of hang_strikes 3)"
 	fake_stop
 done
+# hang strikes: a tenant (uid) whose kernels hang hang_strikes times within hang_window_s may not
+# attach a data path for hang_window_s: after the second hang (hang_strikes = 2) its session is closed
+# at the restart and a new session's attach is refused with OOO_EHUNG; another uid is not barred.
+gpu_start 'max_sessions = 200\n' "kernel_time_limit_ms = 1000\nhang_strikes = 2\nhang_window_s = 600\n"
+hang_ptx="$(dirname "$0")/../gpu/kernels/hang.ptx"
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$hang_ptx" 1000 2>&1) || fail "launch_check hang (first strike): $out"
+echo "$out" | grep -q '^ok' || fail "launch_check hang (first strike): $out"
+wait_ready || fail "executor not back after the first hang"
+grep -q "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 2)" "$rundir/oood.log" ||
+	fail "the first hang was not counted against uid $(id -u): $(grep -i hang "$rundir/oood.log" | tail -5)"
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$hang_ptx" 1000 barred 2>&1) || fail "launch_check hang barred: $out"
+echo "$out" | grep -q '^ok' || fail "launch_check hang barred: $out"
+wait_ready || fail "executor not back after the second hang"
+grep -q "uid $(id -u): 2 hangs within hang_window_s 600 s (hang_strikes 2)" "$rundir/oood.log" ||
+	fail "the second hang did not bar uid $(id -u): $(grep -i hang "$rundir/oood.log" | tail -5)"
+other="the other uid not tried (needs root and setpriv)"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	out=$(timeout 60 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/dp_check" "$sock" check 2>&1) ||
+		fail "uid 4301 after uid 0 was barred: $out"
+	other="uid 4301's data path works"
+fi
+grep -q "cannot be attached again (uid $(id -u).s kernels ran past" "$rundir/oood.log" || fail "the barred session was not closed at the restart"
+ok "hang strikes: the second hang of uid $(id -u) (hang_strikes 2): its session closed, a new one refused with OOO_EHUNG; $other"
+fake_stop
 echo "$passed passed, 0 failed"

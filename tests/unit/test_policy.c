@@ -87,6 +87,8 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_true(p->chain_launches);
 	assert_int_equal(p->urgent_reserve, 0);
 	assert_int_equal(p->kernel_time_limit_ms, 10000);
+	assert_int_equal(p->hang_strikes, 3);
+	assert_int_equal(p->hang_window_s, 600);
 }
 
 static void test_default_text(void **state)
@@ -247,6 +249,8 @@ static const struct range_case daemon_ranges[] = {
 	{ "shard_sessions", 0, 4096 },
 	{ "urgent_reserve", 0, 8 },
 	{ "kernel_time_limit_ms", 0, 3600000 },
+	{ "hang_strikes", 0, 16 },
+	{ "hang_window_s", 1, 86400 },
 };
 
 static uint64_t daemon_field(const struct policy *p, const char *key)
@@ -267,6 +271,10 @@ static uint64_t daemon_field(const struct policy *p, const char *key)
 		return p->urgent_reserve;
 	if (!strcmp(key, "kernel_time_limit_ms"))
 		return p->kernel_time_limit_ms;
+	if (!strcmp(key, "hang_strikes"))
+		return p->hang_strikes;
+	if (!strcmp(key, "hang_window_s"))
+		return p->hang_window_s;
 	return p->shutdown_grace_ms;
 }
 
