@@ -52,7 +52,8 @@ enum ooo_error {
 	OOO_EFAULT,        /* a kernel faulted on the GPU */
 	OOO_ECLOSED,       /* the daemon closed the session */
 	OOO_ENOTADMIN,     /* admin request from a peer that is not an admin */
-	OOO_EHUNG,         /* a kernel ran past oood.conf kernel_time_limit_ms: the GPU executor is being replaced */
+	OOO_EHUNG,         /* a kernel ran past oood.conf kernel_time_limit_ms: the GPU executor is being replaced;
+			    * from an attach: the tenant's kernels did so hang_strikes times (no data path for a while) */
 	OOO_EMAX
 };
 
