@@ -54,7 +54,7 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/hangs.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/parts.c daemon/partplan.c \
-               daemon/exec/executor.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c \
+               daemon/exec/executor.c daemon/exec/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
@@ -323,7 +323,7 @@ asan: deps
 
 # ---- fuzz ------------------------------------------------------------------
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps
+FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c client/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
@@ -331,6 +331,7 @@ $(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
 $(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/fence.c
 $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/ldcache.c
 $(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps_text.c
+$(BUILD)/fuzz/fuzz_exec: tests/fuzz/fuzz_exec.c daemon/exec/exec_proto.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	$(call msg,FUZZCC,$@)
 	@mkdir -p $(dir $@)
