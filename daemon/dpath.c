@@ -20,12 +20,13 @@
 #include "server.h"
 
 static uint64_t next_req = 1ull << 62; /* apart from buffers' request ids */
+#define DETACH_REQ (1ull << 63)          /* a detach's request id: this bit and the session id */
 
 static void restore_done(struct server *srv, struct xreq *x);
 
 void dpath_detach(struct server *srv, uint32_t gpu, uint64_t session)
 {
-	struct exec_attach a = { .session = session };
+	struct exec_attach a = { .req = DETACH_REQ | session, .session = session };
 
 	gpu_send(srv, gpu, EXEC_MSG_DETACH, &a, sizeof(a), -1);
 }
@@ -595,7 +596,8 @@ void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 			/* closed while its kernel ran (its tenant gone at once): whose it was, if still remembered */
 			uint32_t j = 0;
 
-			while (j < SERVER_GONE && (srv->gone[j].session != h->session[i] || srv->gone[j].gpu != gpu))
+			while (j < SERVER_GONE && (!h->session[i] || srv->gone[j].session != h->session[i] ||
+						   srv->gone[j].gpu != gpu))
 				j++;
 			if (j == SERVER_GONE) {
 				unknown = true;
@@ -820,8 +822,10 @@ void dpath_release_session(struct server *srv, struct session *s)
 	 */
 	if (!srv->stopping)
 		dpath_detach(srv, d->gpu, d->session);
-	srv->gone[srv->gone_next++ % SERVER_GONE] =
-		(struct server_gone){ .session = d->session, .gpu = d->gpu, .uid = s->tenant ? s->tenant->uid : 0 };
+	/* until the executor answers the detach, a hang it reports may name the session */
+	if (d->attached && s->tenant && d->session)
+		srv->gone[srv->gone_next++ % SERVER_GONE] =
+			(struct server_gone){ .session = d->session, .gpu = d->gpu, .uid = s->tenant->uid };
 	s->dp = NULL;
 	dp_free(d);
 }
@@ -967,6 +971,14 @@ static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
 	return NULL;
 }
 
+/* The executor of slot gpu answered session's detach (0: every session of the slot, which ended). */
+static void gone_drop(struct server *srv, uint32_t gpu, uint64_t session)
+{
+	for (uint32_t j = 0; j < SERVER_GONE; j++)
+		if (srv->gone[j].session && srv->gone[j].gpu == gpu && (!session || srv->gone[j].session == session))
+			srv->gone[j].session = 0;
+}
+
 /*
  * A replacement executor refused to take the session back (or could not be
  * asked): its data path cannot be served on this GPU again, and at an odd
@@ -990,9 +1002,11 @@ static void dp_lost(struct server *srv, struct sdpath *d, const char *reason)
 
 void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason)
 {
-	struct sdpath *d = req ? by_req(srv, gpu, req) : NULL;
+	struct sdpath *d = req && !(req & DETACH_REQ) ? by_req(srv, gpu, req) : NULL;
 	struct conn *c;
 
+	if (type == (EXEC_MSG_DETACH | OOO_MSG_REPLY) && (req & DETACH_REQ))
+		gone_drop(srv, gpu, req & ~DETACH_REQ);
 	if (!d) {
 		if (status < 0 && type != (EXEC_MSG_DETACH | OOO_MSG_REPLY))
 			log_warn("gpu%u: executor: %s", gpu_dev(srv, gpu), reason);
@@ -1093,6 +1107,8 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 {
 	struct list_node *n, *tmp, *dn, *dtmp;
+
+	gone_drop(srv, gpu, 0); /* its messages are all read: no report can name them any more */
 
 	/* forwarded requests die with the executor */
 	list_for_each_safe(n, tmp, &srv->xreqs) {

@@ -96,6 +96,7 @@ static void spawn(struct server *srv, struct gpu *g)
 	pid_t pid;
 
 	g->exited = false;
+	g->hung_ns = 0;
 	g->have_info = false;
 	g->have_stats = false; /* a new executor's counters start from zero */
 	g->ready_ns = 0;
@@ -476,7 +477,21 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 			struct exec_hung h;
 
 			memcpy(&h, payload, sizeof(h));
-			dpath_on_hung(srv, idx, &h);
+			/*
+			 * One per executor, and only as the executor's own limit allows: a
+			 * report is a claim of an executor that handles tenants' input, and
+			 * it pays for it with its exit (killed if it does not go, gpu_tick).
+			 */
+			if (g->hung_ns)
+				log_warn("gpu%u (%s): a second hang report from executor pid %d ignored", g->dev,
+					 slot_name(g), (int)g->pid);
+			else if (!srv->policy->kernel_time_limit_ms || !h.limit_ms || h.ran_ms < h.limit_ms)
+				log_warn("gpu%u (%s): a hang report with no limit passed (ran %llu ms, limit %llu ms) ignored",
+					 g->dev, slot_name(g), (unsigned long long)h.ran_ms, (unsigned long long)h.limit_ms);
+			else
+				dpath_on_hung(srv, idx, &h);
+			if (!g->hung_ns)
+				g->hung_ns = server_now_ns();
 		} else if (type == (EXEC_MSG_PING | OOO_MSG_REPLY)) {
 			g->pong_ns = server_now_ns();
 			if (plen == sizeof(uint64_t)) {
@@ -508,7 +523,12 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	}
 	if (fd >= 0)
 		close(fd);
-	if (res > 0 && !g->exited) {
+	/*
+	 * After the exit too, until the socket is drained: what the executor
+	 * sent last (a hang report before its exit) is read before
+	 * finalize_exit closes the socket.
+	 */
+	if (res > 0) {
 		arm_recv(srv, g);
 		return;
 	}
@@ -616,6 +636,12 @@ void gpu_tick(struct server *srv, uint64_t now)
 		if (g->state == OOO_DEV_RESTARTING && g->used && !g->retire && !g->pid && !g->inflight &&
 		    now >= g->restart_at_ns)
 			spawn(srv, g);
+		if (g->hung_ns && g->pid && !g->exited && now - g->hung_ns > GPU_HUNG_EXIT_NS) {
+			log_err("gpu%u (%s): executor pid %d reported a hang %llu s ago and has not exited, killing it",
+				g->dev, slot_name(g), (int)g->pid, (unsigned long long)((now - g->hung_ns) / 1000000000ull));
+			kill(g->pid, SIGKILL);
+			g->hung_ns = now; /* once more after as long, if SIGKILL did not end it yet */
+		}
 		if (g->state != OOO_DEV_READY || !g->pid || g->exited || g->retire)
 			continue;
 		/* watchdog: an executor stuck (a kernel that never ends under a blocking call) is replaced */

@@ -44,6 +44,7 @@ _Static_assert(EXEC_MAX == REG_EXEC_SLOTS, "the sessions' exec_seen bitmaps cove
 #define GPU_STABLE_NS (60ull * 1000000000ull) /* up this long: next restart starts from the minimum backoff */
 #define GPU_PING_NS (2ull * 1000000000ull)    /* the watchdog pings a ready executor this often */
 #define GPU_HANG_NS (30ull * 1000000000ull)   /* and kills one that has not answered for this long */
+#define GPU_HUNG_EXIT_NS (5ull * 1000000000ull) /* an executor still there this long after its hang report is killed */
 #define GPU_STATS_WARN_NS (60ull * 1000000000ull) /* at most one warning this often about unusable EXEC_MSG_STATS */
 
 struct server;
@@ -62,6 +63,7 @@ struct gpu {
 	int pidfd, ctl;
 	unsigned inflight; /* io_uring operations on pidfd/ctl */
 	bool exited;
+	uint64_t hung_ns; /* when the running executor reported a hang (EXEC_MSG_HUNG; one taken per executor), 0: none */
 	int wstatus;
 	uint32_t restarts;
 	uint32_t backoff_ms;

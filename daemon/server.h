@@ -84,7 +84,7 @@ struct server_stats {
 	uint64_t reloads_failed;
 };
 
-#define SERVER_GONE 1024u
+#define SERVER_GONE 4096u
 
 struct server {
 	struct io_uring ring;
@@ -134,9 +134,12 @@ struct server {
 	struct parts parts;       /* SM partitions: what oooctl set, the plans' numbering (parts.c) */
 	struct hangs *hangs;      /* tenants whose work ran past kernel_time_limit_ms (dpath.c; NULL until the first) */
 	/*
-	 * The last SERVER_GONE data paths released (dpath.c): an executor's
-	 * report of a hang (EXEC_MSG_HUNG) can name a session that closed while
-	 * its kernel ran, and the hang still counts against its tenant.
+	 * Attached data paths released whose executor has not yet answered
+	 * their detach (dpath.c): an executor's report of a hang
+	 * (EXEC_MSG_HUNG) can name a session that closed while its kernel ran
+	 * (its detach waits on that kernel), and the hang still counts against
+	 * its tenant. Freed by the detach's answer or the executor's end; past
+	 * SERVER_GONE at once, the oldest is forgotten.
 	 */
 	struct server_gone {
 		uint64_t session; /* 0: unused */

@@ -2083,32 +2083,54 @@ struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since)
 	return worst;
 }
 
-/*
- * End hung bundle b (co_overdue's, running since `since`; dp->fatal is
- * set): its members get OOO_EHUNG, and dp->fatal_why names its sessions
- * (each once, the first few).
- */
+static void add_session(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more)
+{
+	for (uint32_t j = 0; j < *n; j++)
+		if (ids[j] == id)
+			return;
+	if (*n < cap)
+		ids[(*n)++] = id;
+	else
+		(*more)++; /* may count one twice past cap: only a count of those not named */
+}
+
 uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t cap, uint32_t *more)
 {
 	uint32_t n = 0;
 
 	*more = 0;
-	for (uint32_t k = 0; k < b->n; k++) {
-		uint64_t id = b->m[k].s ? b->m[k].s->id : 0;
-		uint32_t j = 0;
-
-		while (j < k && (b->m[j].s ? b->m[j].s->id : 0) != id)
-			j++;
-		if (j < k || !id)
-			continue; /* a session seen already (or a member without one) */
-		if (n < cap)
-			ids[n++] = id;
-		else
-			(*more)++;
-	}
+	for (uint32_t k = 0; k < b->n; k++)
+		if (b->m[k].s)
+			add_session(b->m[k].s->id, ids, cap, &n, more);
 	return n;
 }
 
+void co_running_past(struct datapath *dp, uint64_t now, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more)
+{
+	struct coalescer *co = dp->co;
+
+	for (uint32_t p = 0; co && p < co->nparts; p++)
+		for (uint32_t i = 0; i < co->nsi; i++) {
+			struct co_stream *cs = &co->part[p].str[i];
+			struct dp_bundle *b = cs->fl_head;
+			uint64_t t;
+
+			if (!b || !b->looked || b->lstatus < 0)
+				continue;
+			t = b->issued_ns > cs->last_end_ns ? b->issued_ns : cs->last_end_ns;
+			if (!hung_start(co, b, &t) || now <= t || now - t <= dp->kernel_limit_ns)
+				continue;
+			for (uint32_t k = 0; k < b->n; k++)
+				if (b->m[k].s)
+					add_session(b->m[k].s->id, ids, cap, n, more);
+		}
+}
+
+/*
+ * End hung bundle b (co_overdue's, running since `since`; dp->fatal is
+ * set): its members get OOO_EHUNG, and dp->fatal_why names its sessions
+ * (each once, the first few).
+ */
 void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_t since)
 {
 	struct coalescer *co = dp->co;
@@ -2116,6 +2138,8 @@ void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_
 	size_t w = 0, cap = sizeof(who);
 	uint64_t ids[EXEC_HUNG_MAX];
 	uint32_t more, nid = co_bundle_sessions(b, ids, EXEC_HUNG_MAX, &more);
+
+	dp_report_hung(dp, ids, nid, more, now - since);
 
 	for (uint32_t k = 0; k < nid && k < 4 && w < cap; k++) {
 		int n = snprintf(who + w, cap - w, "%s%llu", k ? ", " : "", (unsigned long long)ids[k]);
@@ -2126,7 +2150,6 @@ void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_
 	}
 	if (nid + more > 4 && w < cap)
 		snprintf(who + w, cap - w, ", ...");
-	dp_report_hung(ids, nid, more, now - since, dp->kernel_limit_ns);
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why),
 		 "a bundle of %u launch(es) ran %llu ms, past kernel_time_limit_ms %llu a kernel (sessions %.32s)", b->n,
 		 (unsigned long long)((now - since) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u),

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +157,7 @@ void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
 				nid = co_bundle_sessions(ob, ids, EXEC_HUNG_MAX, &more);
 			else if (who)
 				ids[nid++] = who->id;
-			dp_report_hung(ids, nid, more, now - since, dp->kernel_limit_ns);
+			dp_report_hung(dp, ids, nid, more, now - since);
 			fprintf(stderr,
 				"oood[executor]: a control request waited %llu ms for GPU work, and work has run past "
 				"kernel_time_limit_ms %llu; giving the context up, exiting\n",
@@ -1262,16 +1263,52 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
 	return hp;
 }
 
-void dp_report_hung(const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns, uint64_t limit_ns)
+void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns)
 {
-	struct exec_hung h = { .n = n < EXEC_HUNG_MAX ? n : EXEC_HUNG_MAX,
-			       .more = more + (n > EXEC_HUNG_MAX ? n - EXEC_HUNG_MAX : 0),
-			       .ran_ms = ran_ns / 1000000u,
-			       .limit_ms = limit_ns / 1000000u };
+	static atomic_bool sent; /* one report per executor process */
+	struct exec_hung h = { .ran_ms = ran_ns / 1000000u, .limit_ms = dp->kernel_limit_ns / 1000000u };
 	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(h)];
+	uint64_t now = dp_now_ns();
 	ssize_t len;
 
-	memcpy(h.session, ids, h.n * sizeof(ids[0]));
+	if (atomic_exchange(&sent, true))
+		return;
+	h.more = more;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = 0;
+
+		while (j < h.n && h.session[j] != ids[i])
+			j++;
+		if (j < h.n)
+			continue;
+		if (h.n < EXEC_HUNG_MAX)
+			h.session[h.n++] = ids[i];
+		else
+			h.more++;
+	}
+	/* and whatever else has run past the limit: if the hang starved it, the two are not told apart */
+	co_running_past(dp, now, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
+	for (struct dp_session *s = dp->sessions; s; s = s->next)
+		for (uint32_t j = 0; s->base && j < s->nq; j++) {
+			struct dp_queue *q = s->queues[s->qlist[j]];
+			struct dp_pending *p = q && q->len ? &q->fifo[q->head] : NULL;
+			uint64_t t;
+			uint32_t k = 0;
+
+			if (!p || p->b || p->untimed || p->bwait)
+				continue;
+			t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
+			if (now <= t || now - t <= dp->kernel_limit_ns)
+				continue;
+			while (k < h.n && h.session[k] != s->id)
+				k++;
+			if (k < h.n)
+				continue;
+			if (h.n < EXEC_HUNG_MAX)
+				h.session[h.n++] = s->id;
+			else
+				h.more++;
+		}
 	len = wire_encode(buf, sizeof(buf), EXEC_MSG_HUNG, 0, 0, &h, sizeof(h));
 	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
 		fprintf(stderr, "oood[executor]: could not tell oood which sessions hung: %s\n", strerror(errno));
@@ -1307,7 +1344,7 @@ static void check_hung(struct datapath *dp, uint64_t now)
 	if (hp) {
 		uint64_t id = hs->id;
 
-		dp_report_hung(&id, 1, 0, now - tq, dp->kernel_limit_ns);
+		dp_report_hung(dp, &id, 1, 0, now - tq);
 		hp->hung = true; /* the next pass's reap posts it */
 		snprintf(dp->fatal_why, sizeof(dp->fatal_why),
 			 "a queue's own stream ran %llu ms, past kernel_time_limit_ms %llu a command (session %llu)",

@@ -252,10 +252,14 @@ int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max);
 void dp_awake(struct datapath *dp);
 
 /*
- * Tells oood (EXEC_MSG_HUNG on the control socket, never blocking) which
- * sessions' work ran past the kernel time limit, before the executor exits:
- * oood counts the hang against their tenant (oood.conf hang_strikes).
+ * Tells oood (EXEC_MSG_HUNG on the control socket, never blocking; once per
+ * process, whichever serving thread or control request finds a hang first)
+ * which sessions the hung work was, ids[] (n, *more not named), and with
+ * them every session of this serving thread whose work has run past one
+ * kernel_limit_ns (work the hang may have starved): oood counts the hang
+ * against their tenant only if they are all one tenant's (oood.conf
+ * hang_strikes).
  */
-void dp_report_hung(const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns, uint64_t limit_ns);
+void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns);
 
 #endif
