@@ -529,8 +529,11 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	 * finalize_exit closes the socket.
 	 */
 	if (res > 0) {
+		unsigned armed = g->inflight;
+
 		arm_recv(srv, g);
-		return;
+		if (!g->exited || g->inflight > armed)
+			return; /* (after the exit, a recv that could not be armed does not hold the end up) */
 	}
 	if (!g->inflight)
 		finalize_exit(srv, g);
