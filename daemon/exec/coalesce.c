@@ -2083,17 +2083,6 @@ struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since)
 	return worst;
 }
 
-static void add_session(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more)
-{
-	for (uint32_t j = 0; j < *n; j++)
-		if (ids[j] == id)
-			return;
-	if (*n < cap)
-		ids[(*n)++] = id;
-	else
-		(*more)++; /* may count one twice past cap: only a count of those not named */
-}
-
 uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t cap, uint32_t *more)
 {
 	uint32_t n = 0;
@@ -2101,7 +2090,7 @@ uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t c
 	*more = 0;
 	for (uint32_t k = 0; k < b->n; k++)
 		if (b->m[k].s)
-			add_session(b->m[k].s->id, ids, cap, &n, more);
+			dp_ids_add(b->m[k].s->id, ids, cap, &n, more);
 	return n;
 }
 
@@ -2122,7 +2111,7 @@ void co_running_past(struct datapath *dp, uint64_t now, uint64_t *ids, uint32_t 
 				continue;
 			for (uint32_t k = 0; k < b->n; k++)
 				if (b->m[k].s)
-					add_session(b->m[k].s->id, ids, cap, n, more);
+					dp_ids_add(b->m[k].s->id, ids, cap, n, more);
 		}
 }
 

@@ -1263,6 +1263,17 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
 	return hp;
 }
 
+void dp_ids_add(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more)
+{
+	for (uint32_t j = 0; j < *n; j++)
+		if (ids[j] == id)
+			return;
+	if (*n < cap)
+		ids[(*n)++] = id;
+	else
+		(*more)++; /* past cap one may count twice: only a count of those not named */
+}
+
 void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns)
 {
 	static atomic_bool sent; /* one report per executor process */
@@ -1274,18 +1285,8 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
 	if (atomic_exchange(&sent, true))
 		return;
 	h.more = more;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j = 0;
-
-		while (j < h.n && h.session[j] != ids[i])
-			j++;
-		if (j < h.n)
-			continue;
-		if (h.n < EXEC_HUNG_MAX)
-			h.session[h.n++] = ids[i];
-		else
-			h.more++;
-	}
+	for (uint32_t i = 0; i < n; i++)
+		dp_ids_add(ids[i], h.session, EXEC_HUNG_MAX, &h.n, &h.more);
 	/* and whatever else has run past the limit: if the hang starved it, the two are not told apart */
 	co_running_past(dp, now, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
@@ -1293,21 +1294,12 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
 			struct dp_queue *q = s->queues[s->qlist[j]];
 			struct dp_pending *p = q && q->len ? &q->fifo[q->head] : NULL;
 			uint64_t t;
-			uint32_t k = 0;
 
 			if (!p || p->b || p->untimed || p->bwait)
 				continue;
 			t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
-			if (now <= t || now - t <= dp->kernel_limit_ns)
-				continue;
-			while (k < h.n && h.session[k] != s->id)
-				k++;
-			if (k < h.n)
-				continue;
-			if (h.n < EXEC_HUNG_MAX)
-				h.session[h.n++] = s->id;
-			else
-				h.more++;
+			if (now > t && now - t > dp->kernel_limit_ns)
+				dp_ids_add(s->id, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
 		}
 	len = wire_encode(buf, sizeof(buf), EXEC_MSG_HUNG, 0, 0, &h, sizeof(h));
 	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)

@@ -261,5 +261,7 @@ void dp_awake(struct datapath *dp);
  * hang_strikes).
  */
 void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns);
+/* Adds session id to ids[] (*n of cap used) unless it is there; past cap, counts it in *more. */
+void dp_ids_add(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more);
 
 #endif
