@@ -79,6 +79,7 @@ const char *wire_type_name(uint16_t type)
 	case OOO_MSG_MPS_RUN: return "mps run";
 	case OOO_MSG_PARTITIONS: return "partitions";
 	case OOO_MSG_PARTITION_SET: return "partition set";
+	case OOO_MSG_PARDON: return "pardon";
 	default: return "unknown";
 	}
 }
@@ -217,6 +218,14 @@ static int check_request(const struct wire_msg *m, const char **why)
 		const struct ooo_msg_mps_run *r = p;
 		if (n != sizeof(*r) || !FIELD_OK(r, line)) {
 			*why = "mps run: bad size or line not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
+	case OOO_MSG_PARDON: {
+		const struct ooo_msg_pardon *r = p;
+		if (n != sizeof(*r) || r->reserved) {
+			*why = "pardon: bad size or reserved field";
 			return -OOO_EPROTO;
 		}
 		return 0;
@@ -442,6 +451,15 @@ static int check_to_peer(const struct wire_msg *m, const char **why)
 		return check_list(m, sizeof(struct ooo_lease_rec), why);
 	case OOO_MSG_PARTITIONS:
 		return check_list(m, sizeof(struct ooo_part_gpu_rec), why);
+	case OOO_MSG_PARDON: {
+		const struct ooo_msg_pardon_reply *r = p;
+		EXACT(*r);
+		if (!FIELD_OK(r, msg)) {
+			*why = "pardon reply text is not NUL-terminated";
+			return -OOO_EPROTO;
+		}
+		return 0;
+	}
 	case OOO_MSG_PARTITION_SET: {
 		const struct ooo_msg_partition_set_reply *r = p;
 		EXACT(*r);

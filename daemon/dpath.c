@@ -635,6 +635,28 @@ void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 			 p->hang_strikes, p->hang_strikes ? "" : ": never barred");
 }
 
+void dpath_admin_pardon(struct server *srv, const struct ooo_msg_pardon *req, struct ooo_msg_pardon_reply *rep)
+{
+	const struct policy *p = srv->policy;
+	uint64_t window = (uint64_t)p->hang_window_s * 1000000000u;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->uid = req->uid;
+	if (srv->hangs) {
+		rep->barred = hangs_barred(srv->hangs, req->uid, server_now_ns(), p->hang_strikes, window, NULL, &rep->hangs);
+		if (!hangs_forget(srv->hangs, req->uid))
+			rep->hangs = 0;
+	}
+	if (rep->barred)
+		snprintf(rep->msg, sizeof(rep->msg), "uid %u: %u hangs forgotten; it was barred and may attach data paths again",
+			 req->uid, rep->hangs);
+	else if (rep->hangs)
+		snprintf(rep->msg, sizeof(rep->msg), "uid %u: %u hangs forgotten (it was not barred)", req->uid, rep->hangs);
+	else
+		snprintf(rep->msg, sizeof(rep->msg), "uid %u: no hangs within hang_window_s (%u s): nothing to forget",
+			 req->uid, p->hang_window_s);
+}
+
 void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req)
 {
 	struct session *s = server_conn_session(c);

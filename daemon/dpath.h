@@ -124,6 +124,10 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu);
  */
 struct exec_hung;
 void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h);
+/* oooctl pardon: forgets the hangs of req->uid (checked by wire_decode); *rep says what was forgotten. */
+struct ooo_msg_pardon;
+struct ooo_msg_pardon_reply;
+void dpath_admin_pardon(struct server *srv, const struct ooo_msg_pardon *req, struct ooo_msg_pardon_reply *rep);
 /* The executor answered the ping sent behind a re-attach: the session may submit again. */
 void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session);
 

@@ -701,6 +701,14 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
 		return;
 	}
+	if (type == OOO_MSG_PARDON) {
+		struct ooo_msg_pardon_reply rep;
+
+		dpath_admin_pardon(srv, m->payload, &rep);
+		log_info("oooctl (pid %u uid %u): pardon: %s", c->cred.pid, c->cred.uid, rep.msg);
+		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
+		return;
+	}
 	if (type == OOO_MSG_EVICT) {
 		struct ooo_msg_evict_reply rep;
 		int r = lease_admin_evict(srv, m->payload, &rep);
@@ -915,6 +923,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_MPS_RUN:
 	case OOO_MSG_PARTITIONS:
 	case OOO_MSG_PARTITION_SET:
+	case OOO_MSG_PARDON:
 		if (!c->admin) {
 			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
 					 wire_type_name(type), srv->sock_path[1]);

@@ -2963,6 +2963,54 @@ static int do_evict(int argc, char **argv)
 	return RC_OK;
 }
 
+/* ---- pardon -------------------------------------------------------------------- */
+
+static int do_pardon(int argc, char **argv)
+{
+	struct ooo_msg_pardon req = { 0 };
+	struct ooo_msg_pardon_reply rep;
+	unsigned long v;
+	ooo_session *s;
+	int rc, r, c;
+
+	optind = 0;
+	if ((c = cmd_getopt(argc, argv, "")) != -1)
+		return RC_USAGE; /* no options of its own */
+	if (argc - optind != 1)
+		return usage_error(optind < argc ? "one tenant, not more" : "which tenant? oooctl pardon UID|USER");
+	if (parse_uint(argv[optind], 0, 0xfffffffeu, &v)) {
+		req.uid = (uint32_t)v;
+	} else {
+		struct passwd *pw = getpwnam(argv[optind]);
+
+		if (!pw)
+			return usage_error("'%s' is neither a uid nor a user", argv[optind]);
+		req.uid = (uint32_t)pw->pw_uid;
+	}
+	if (!(s = admin_open(&rc)))
+		return rc;
+	r = call(s, OOO_MSG_PARDON, &req, sizeof(req), &rep, sizeof(rep));
+	ooo_close(s);
+	if (r >= 0 && (size_t)r != sizeof(rep)) {
+		snprintf(reason, sizeof(reason), "pardon reply of %d bytes, expected %zu", r, sizeof(rep));
+		r = -OOO_EPROTO;
+	}
+	if (r < 0)
+		return report("pardon", r);
+	sanitize(rep.msg);
+	if (opt_json) {
+		j_obj(NULL);
+		j_u64("uid", rep.uid);
+		j_u64("hangs", rep.hangs);
+		j_bool("barred", rep.barred != 0);
+		j_str("message", rep.msg);
+		j_obj_end();
+		return RC_OK;
+	}
+	printf("%s\n", rep.msg);
+	return RC_OK;
+}
+
 /* ---- partition ---------------------------------------------------------------- */
 
 
@@ -3621,6 +3669,11 @@ static const struct cmd cmds[] = {
 	  "\n"
 	  "Only processes that hold a lease can be evicted. A process that is not (yet) an\n"
 	  "MPS client gets SIGTERM at once. The lease ends when the process exits.\n" },
+	{ "pardon", do_pardon, "Forget a tenant's hangs, so that it may attach data paths again", "UID|USER",
+	  "oood bars a tenant (uid) whose kernels ran past kernel_time_limit_ms hang_strikes\n"
+	  "times within hang_window_s from attaching data paths until hang_window_s after\n"
+	  "its last hang (oood.conf(5)). pardon forgets its hangs: the bar ends at once,\n"
+	  "and its next hangs count from zero. Sessions closed by the bar stay closed.\n" },
 	{ "partition", do_partition, "Show the executors' SM partitions, or resize a class's at run time",
 	  "[list] | set CLASS SMS | reset CLASS [-w|--wait MS]",
 	  "  list             each GPU's reserved partitions (class, SMs asked, SMs it has,\n"

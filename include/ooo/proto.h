@@ -71,6 +71,7 @@ enum ooo_msg_type {
 	OOO_MSG_MPS_RUN = 44,   /* admin: ooo_msg_mps_run -> ooo_msg_mps_run_reply (one checked control command) */
 	OOO_MSG_PARTITIONS = 45, /* admin: ooo_msg_list_req -> ooo_msg_list + ooo_part_gpu_rec, one per executor */
 	OOO_MSG_PARTITION_SET = 46, /* admin: ooo_msg_partition_set -> ooo_msg_partition_set_reply */
+	OOO_MSG_PARDON = 47,        /* admin: ooo_msg_pardon -> ooo_msg_pardon_reply */
 };
 
 #define OOO_MSG_REPLY 0x8000u /* set in the type of every reply */
@@ -651,6 +652,20 @@ struct ooo_part_gpu_rec {
 	char domain[OOO_DOMAIN_MAX]; /* its executor's trust domain, "" for a spare */
 	struct ooo_part_rec p[OOO_PART_MAX];
 	char reason[OOO_ERRMSG_MAX]; /* why the last plan was refused, or could not be made for this GPU */
+};
+
+/* Forget a tenant's hangs (oood.conf hang_strikes): it may attach data paths again at once. */
+struct ooo_msg_pardon {
+	uint32_t uid;
+	uint32_t reserved; /* 0 */
+};
+
+struct ooo_msg_pardon_reply {
+	uint32_t uid;
+	uint32_t hangs;  /* hangs forgotten (within hang_window_s of its last) */
+	uint32_t barred; /* 1: it was barred */
+	uint32_t reserved;
+	char msg[OOO_ERRMSG_MAX];
 };
 
 struct ooo_msg_evict_reply {

@@ -435,7 +435,8 @@ for fz in yes no; do
 done
 # hang strikes: a tenant (uid) whose kernels hang hang_strikes times within hang_window_s may not
 # attach a data path for hang_window_s: after the second hang (hang_strikes = 2) its session is closed
-# at the restart and a new session's attach is refused with OOO_EHUNG; another uid is not barred.
+# at the restart and a new session's attach is refused with OOO_EHUNG; another uid is not barred;
+# oooctl pardon ends the bar.
 gpu_start 'max_sessions = 200\n' "kernel_time_limit_ms = 1000\nhang_strikes = 2\nhang_window_s = 600\n"
 hang_ptx="$(dirname "$0")/../gpu/kernels/hang.ptx"
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$hang_ptx" 1000 2>&1) || fail "launch_check hang (first strike): $out"
@@ -454,7 +455,15 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		fail "uid 4301 after uid 0 was barred: $out"
 	other="uid 4301's data path works"
 fi
+# still barred, until the operator pardons it
+out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) && fail "a barred tenant attached: $out"
+echo "$out" | grep -q "hang_strikes" || fail "the barred tenant's attach did not say why: $out"
+out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
+echo "$out" | grep -q "uid $(id -u): 2 hangs forgotten; it was barred" || fail "oooctl pardon said: $out"
+out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "the pardoned tenant's data path: $out"
+out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon (again): $out"
+echo "$out" | grep -q "nothing to forget" || fail "a second pardon said: $out"
 grep -q "cannot be attached again (uid $(id -u).s kernels ran past" "$rundir/oood.log" || fail "the barred session was not closed at the restart"
-ok "hang strikes: the second hang of uid $(id -u) (hang_strikes 2): its session closed, a new one refused with OOO_EHUNG; $other"
+ok "hang strikes: the second hang of uid $(id -u) (hang_strikes 2): its session closed, a new one refused with OOO_EHUNG until oooctl pardon; $other"
 fake_stop
 echo "$passed passed, 0 failed"
