@@ -418,6 +418,9 @@ for fz in yes no; do
 	wait_ready || fail "executor not back after the hang (fuse = $fz)"
 	[ "$(field restarts)" -gt "$r0" ] || fail "the hung executor was not replaced (fuse = $fz)"
 	grep -q 'past kernel_time_limit_ms 1000' "$rundir/oood.log" || fail "oood's log does not say why the executor went (fuse = $fz): $(tail -5 "$rundir/oood.log")"
+	# the executor named the hung work's session: the hang counts against its uid (a bundle, or the queue's own stream)
+	grep -q "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log" ||
+		fail "the hang was not counted against uid $(id -u) (fuse = $fz): $(grep -i hang "$rundir/oood.log" | tail -4)"
 	ok "fuse = $fz: a kernel that never ends: $(echo "$out" | grep '^hung kernel'); the executor replaced, the other tenant's buffer intact, both tenants' kernels run again"
 	# its tenant leaves at once: the detach that waits on the hung work ends the same way once the work
 	# is overdue (a bundle: with fuse = no a launch with no sync behind it is not timed, see oood.conf.5)
