@@ -809,8 +809,7 @@ static int hang_barred(const char *sock, const char *ptx, unsigned limit_ms)
 	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the hang: %d (%s)", r, ooo_strerror(r));
 	/* the new executor does not take the session back: it is closed */
 	do {
-		r = ooo_launch(q, k, (uint32_t[3]){ 1, 1, 1 }, (uint32_t[3]){ 1, 1, 1 }, 0,
-			       &(struct __attribute__((packed)) { uint64_t p; uint32_t t; }){ ooo_buf_addr(sb), 0 }, 12);
+		r = launch_hang(q, k, ooo_buf_addr(sb), 0);
 		if (r == 0)
 			r = ooo_queue_sync(q, 30000);
 		if (r == -OOO_EDEVRESET || r == -OOO_EHUNG || r == -EAGAIN)
