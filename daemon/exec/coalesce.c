@@ -2054,6 +2054,21 @@ static bool hung_start(const struct coalescer *co, struct dp_bundle *b, uint64_t
  * last end seen, and, when it waits for other streams' bundles, of theirs
  * (until they end it is not a candidate: they are). *since: its start.
  */
+/*
+ * Stream cs's oldest running bundle if the time limit times it now, with
+ * when its time started (*t: the later of its issue, the end of the bundle
+ * before it, and the ends of what it waits for); else NULL.
+ */
+static struct dp_bundle *timed_bundle(const struct coalescer *co, struct co_stream *cs, uint64_t *t)
+{
+	struct dp_bundle *b = cs->fl_head;
+
+	if (!b || !b->looked || b->lstatus < 0)
+		return NULL;
+	*t = b->issued_ns > cs->last_end_ns ? b->issued_ns : cs->last_end_ns;
+	return hung_start(co, b, t) ? b : NULL;
+}
+
 struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since)
 {
 	struct coalescer *co = dp->co;
@@ -2061,15 +2076,11 @@ struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since)
 
 	for (uint32_t p = 0; co && p < co->nparts; p++)
 		for (uint32_t i = 0; i < co->nsi; i++) {
-			struct co_stream *cs = &co->part[p].str[i];
-			struct dp_bundle *b = cs->fl_head;
 			uint32_t steps;
-			uint64_t t;
+			uint64_t t = 0;
+			struct dp_bundle *b = timed_bundle(co, &co->part[p].str[i], &t);
 
-			if (!b || !b->looked || b->lstatus < 0)
-				continue;
-			t = b->issued_ns > cs->last_end_ns ? b->issued_ns : cs->last_end_ns;
-			if (!hung_start(co, b, &t))
+			if (!b)
 				continue;
 			steps = b->fused ? b->depth : b->n;
 			if (now > t && now - t > dp->kernel_limit_ns * (steps ? steps : 1) && (!worst || t < *since)) {
@@ -2100,14 +2111,10 @@ void co_running_past(struct datapath *dp, uint64_t now, uint64_t *ids, uint32_t 
 
 	for (uint32_t p = 0; co && p < co->nparts; p++)
 		for (uint32_t i = 0; i < co->nsi; i++) {
-			struct co_stream *cs = &co->part[p].str[i];
-			struct dp_bundle *b = cs->fl_head;
-			uint64_t t;
+			uint64_t t = 0;
+			struct dp_bundle *b = timed_bundle(co, &co->part[p].str[i], &t);
 
-			if (!b || !b->looked || b->lstatus < 0)
-				continue;
-			t = b->issued_ns > cs->last_end_ns ? b->issued_ns : cs->last_end_ns;
-			if (!hung_start(co, b, &t) || now <= t || now - t <= dp->kernel_limit_ns)
+			if (!b || now <= t || now - t <= dp->kernel_limit_ns)
 				continue;
 			for (uint32_t k = 0; k < b->n; k++)
 				if (b->m[k].s)

@@ -1229,30 +1229,37 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
  * stream since the pending before it. Not timed: one behind another
  * queue's event (that queue's work is timed). Its end asked once more.
  */
+/* q's head pending if the time limit times it now, with when its time started (*t); else NULL. */
+static struct dp_pending *timed_pending(struct datapath *dp, struct dp_queue *q, uint64_t *t)
+{
+	struct dp_pending *p = q && q->len ? &q->fifo[q->head] : NULL;
+
+	if (!p || p->b || p->untimed || p->hung)
+		return NULL;
+	if (p->bwait) {
+		uint64_t e = 0;
+
+		if (!co_seq_ended(dp, p->bw_key, p->bw_seq, &e))
+			return NULL; /* the bundle first: it is timed */
+		/* the stream runs on from that end (as first seen): the head's time starts there at the latest */
+		if (e > q->head_since)
+			q->head_since = e;
+		p->bwait = false;
+	}
+	*t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
+	return p;
+}
+
 static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uint64_t *since, struct dp_session **who)
 {
 	struct dp_pending *hp = NULL;
 
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
 		for (uint32_t j = 0; s->base && j < s->nq; j++) {
-			struct dp_queue *q = s->queues[s->qlist[j]];
-			struct dp_pending *p = q && q->len ? &q->fifo[q->head] : NULL;
-			uint64_t t;
+			uint64_t t = 0;
+			struct dp_pending *p = timed_pending(dp, s->queues[s->qlist[j]], &t);
 
-			if (!p || p->b || p->untimed || p->hung)
-				continue;
-			if (p->bwait) {
-				uint64_t e = 0;
-
-				if (!co_seq_ended(dp, p->bw_key, p->bw_seq, &e))
-					continue; /* the bundle first: it is timed */
-				/* the stream runs on from that end (as first seen): the head's time starts there at the latest */
-				if (e > q->head_since)
-					q->head_since = e;
-				p->bwait = false;
-			}
-			t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
-			if (now > t && now - t > dp->kernel_limit_ns * p->steps && (!hp || t < *since)) {
+			if (p && now > t && now - t > dp->kernel_limit_ns * p->steps && (!hp || t < *since)) {
 				hp = p;
 				*who = s;
 				*since = t;
@@ -1291,14 +1298,9 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
 	co_running_past(dp, now, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
 		for (uint32_t j = 0; s->base && j < s->nq; j++) {
-			struct dp_queue *q = s->queues[s->qlist[j]];
-			struct dp_pending *p = q && q->len ? &q->fifo[q->head] : NULL;
-			uint64_t t;
+			uint64_t t = 0;
 
-			if (!p || p->b || p->untimed || p->bwait)
-				continue;
-			t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
-			if (now > t && now - t > dp->kernel_limit_ns)
+			if (timed_pending(dp, s->queues[s->qlist[j]], &t) && now > t && now - t > dp->kernel_limit_ns)
 				dp_ids_add(s->id, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
 		}
 	len = wire_encode(buf, sizeof(buf), EXEC_MSG_HUNG, 0, 0, &h, sizeof(h));
