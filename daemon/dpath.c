@@ -618,7 +618,8 @@ void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 	if (nuid != 1 || unknown) {
 		log_warn("gpu%u: the hung work was not one known tenant's (%s): the hang counts against none",
 			 gpu_dev(srv, gpu),
-			 nuid > 1 ? "sessions of several tenants: a fused bundle" : "its sessions are gone or not named");
+			 nuid > 1 ? "sessions of several tenants: a fused bundle, or work the hang may have starved"
+				 : "its sessions are gone or not named, or a serving thread's work is not known");
 		return;
 	}
 	if (!srv->hangs && !(srv->hangs = calloc(1, sizeof(*srv->hangs)))) {

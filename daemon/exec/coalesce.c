@@ -2105,7 +2105,8 @@ uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t c
 	return n;
 }
 
-void co_running_past(struct datapath *dp, uint64_t now, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more)
+void co_running_past(struct datapath *dp, uint64_t now, uint64_t min_ns, uint64_t *ids, uint32_t cap, uint32_t *n,
+		     uint32_t *more)
 {
 	struct coalescer *co = dp->co;
 
@@ -2114,7 +2115,7 @@ void co_running_past(struct datapath *dp, uint64_t now, uint64_t *ids, uint32_t 
 			uint64_t t = 0;
 			struct dp_bundle *b = timed_bundle(co, &co->part[p].str[i], &t);
 
-			if (!b || now <= t || now - t <= dp->kernel_limit_ns)
+			if (!b || now <= t || now - t <= min_ns)
 				continue;
 			for (uint32_t k = 0; k < b->n; k++)
 				if (b->m[k].s)

@@ -136,10 +136,11 @@ uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t c
 /*
  * Adds to ids[] (*n of cap used; past cap, *more counts) the sessions of
  * every stream's running bundle whose time (as co_overdue counts it) is
- * past one kernel_limit_ns, whatever its steps: all work that may be the
- * hang or starved by it.
+ * past min_ns, whatever its steps: work that may be the hang or starved by
+ * it (dp_long_sessions).
  */
-void co_running_past(struct datapath *dp, uint64_t now, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more);
+void co_running_past(struct datapath *dp, uint64_t now, uint64_t min_ns, uint64_t *ids, uint32_t cap, uint32_t *n,
+		     uint32_t *more);
 /* Start compiled classes, move backlogs, form and dispatch bundles. Returns true if anything moved. */
 bool co_progress(struct datapath *dp, uint64_t now);
 /* A pass without sessions: take in the compiles that finished (classes outlive their sessions). */

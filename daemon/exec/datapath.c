@@ -1281,6 +1281,49 @@ void dp_ids_add(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t 
 		(*more)++; /* past cap one may count twice: only a count of those not named */
 }
 
+/*
+ * Adds to ids[] the sessions whose work on this serving thread has run past
+ * min_ns: the bundles running on its streams, and the commands its queues'
+ * own streams run (as the time limit times them).
+ */
+static void dp_long_sessions(struct datapath *dp, uint64_t now, uint64_t min_ns, uint64_t *ids, uint32_t cap,
+			     uint32_t *n, uint32_t *more)
+{
+	co_running_past(dp, now, min_ns, ids, cap, n, more);
+	for (struct dp_session *s = dp->sessions; s; s = s->next)
+		for (uint32_t j = 0; s->base && j < s->nq; j++) {
+			uint64_t t = 0;
+
+			if (timed_pending(dp, s->queues[s->qlist[j]], &t) && now > t && now - t > min_ns)
+				dp_ids_add(s->id, ids, cap, n, more);
+		}
+}
+
+/*
+ * With several serving threads: publish this one's work past half the limit
+ * (DP_HUNG_EVERY_NS, from check_hung), for another thread's hang report.
+ */
+static void publish_long(struct datapath *dp, uint64_t now)
+{
+	uint64_t ids[EXEC_HUNG_MAX];
+	uint32_t n = 0, more = 0;
+
+	if (dp->npeers < 2)
+		return;
+	dp_long_sessions(dp, now, dp->kernel_limit_ns / 2, ids, EXEC_HUNG_MAX, &n, &more);
+	longwork_publish(&dp->longwork, ids, n, more);
+}
+
+/*
+ * Tell oood which sessions' work hung (ids[0..n), more not named), before
+ * the executor exits: once per executor. The report also names every
+ * session whose work has run past half the limit, this thread's (now) and
+ * the other serving threads' (as each last published it, at most
+ * DP_HUNG_EVERY_NS before): a kernel that never ends can starve other work,
+ * and work that started before the hang's own may pass the limit first. A
+ * report naming several tenants counts against none (dpath.c
+ * dpath_on_hung), so a starved tenant is never the one blamed.
+ */
 void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns)
 {
 	static atomic_bool sent; /* one report per executor process */
@@ -1294,15 +1337,21 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
 	h.more = more;
 	for (uint32_t i = 0; i < n; i++)
 		dp_ids_add(ids[i], h.session, EXEC_HUNG_MAX, &h.n, &h.more);
-	/* and whatever else has run past the limit: if the hang starved it, the two are not told apart */
-	co_running_past(dp, now, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
-	for (struct dp_session *s = dp->sessions; s; s = s->next)
-		for (uint32_t j = 0; s->base && j < s->nq; j++) {
-			uint64_t t = 0;
+	dp_long_sessions(dp, now, dp->kernel_limit_ns / 2, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
+	for (uint32_t i = 0; i < dp->npeers; i++) {
+		uint64_t pid[LONGWORK_IDS];
+		uint32_t pn = 0, pmore = 0;
 
-			if (timed_pending(dp, s->queues[s->qlist[j]], &t) && now > t && now - t > dp->kernel_limit_ns)
-				dp_ids_add(s->id, h.session, EXEC_HUNG_MAX, &h.n, &h.more);
+		if (dp->peers[i] == dp)
+			continue;
+		if (!longwork_read(&dp->peers[i]->longwork, pid, &pn, &pmore)) {
+			h.more++; /* its work is not known: the hang counts against none */
+			continue;
 		}
+		h.more += pmore;
+		for (uint32_t k = 0; k < pn; k++)
+			dp_ids_add(pid[k], h.session, EXEC_HUNG_MAX, &h.n, &h.more);
+	}
 	len = wire_encode(buf, sizeof(buf), EXEC_MSG_HUNG, 0, 0, &h, sizeof(h));
 	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
 		fprintf(stderr, "oood[executor]: could not tell oood which sessions hung: %s\n", strerror(errno));
@@ -1326,6 +1375,8 @@ static void check_hung(struct datapath *dp, uint64_t now)
 	struct dp_bundle *b = co_overdue(dp, now, &tb);
 	struct dp_session *hs = NULL;
 	struct dp_pending *hp = overdue_pending(dp, now, &tq, &hs);
+
+	publish_long(dp, now);
 
 	if (hp && b && tq >= tb)
 		hp = NULL; /* the bundle started first */

@@ -23,6 +23,7 @@
 
 #include "../../client/ring.h"
 #include "cuda.h"
+#include "longwork.h"
 #include "validate.h"
 
 struct memory;
@@ -169,6 +170,15 @@ struct datapath {
 	bool hung;         /* fatal because a bundle ran past kernel_limit_ns: the executor exits without touching CUDA */
 	char fatal_why[160];
 	atomic_bool *fatal_all; /* with several serving threads (executor.c): set by the first that finds it gone */
+	/*
+	 * With several serving threads (executor.c; else npeers 0): every
+	 * thread's datapath, this one's too, and what this one last saw of its
+	 * work running past half the limit (check_hung publishes it), which a
+	 * hang report of another thread names too (dp_report_hung)
+	 */
+	struct datapath *const *peers;
+	uint32_t npeers;
+	struct longwork longwork;
 	/* the serving loop's own cost (executor.c counts the passes, take_submissions the commands) */
 	uint64_t loops, work_ns, commands, take_ns, dispatch_ns;
 	uint64_t pass_take_ns, pass_dispatch_ns; /* of the last dp_progress */
@@ -255,10 +265,10 @@ void dp_awake(struct datapath *dp);
  * Tells oood (EXEC_MSG_HUNG on the control socket, never blocking; once per
  * process, whichever serving thread or control request finds a hang first)
  * which sessions the hung work was, ids[] (n, *more not named), and with
- * them every session of this serving thread whose work has run past one
- * kernel_limit_ns (work the hang may have starved): oood counts the hang
- * against their tenant only if they are all one tenant's (oood.conf
- * hang_strikes).
+ * them every session whose work has run past half kernel_limit_ns, on this
+ * serving thread and (as they last published it) on the others (work the
+ * hang may have starved): oood counts the hang against their tenant only if
+ * they are all one tenant's (oood.conf hang_strikes).
  */
 void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns);
 /* Adds session id to ids[] (*n of cap used) unless it is there; past cap, counts it in *more. */

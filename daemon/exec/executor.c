@@ -216,6 +216,7 @@ struct shard {
 
 struct shards {
 	struct shard sh[EXEC_THREADS_MAX];
+	struct datapath *dps[EXEC_THREADS_MAX]; /* each shard's datapath: the peers of each (dp->peers) */
 	unsigned n;
 	uint32_t fill;        /* a new session joins the first shard with fewer sessions (0: the fewest) */
 	bool threaded;        /* n > 1 */
@@ -1153,6 +1154,11 @@ int executor_main(int argc, char **argv)
 		h->dp.mem = &mem;
 		h->dp.streams = (uint32_t)streams;
 		h->dp.fatal_all = S.threaded ? &S.fatal_all : NULL;
+		if (S.threaded) {
+			S.dps[i] = &h->dp;
+			h->dp.peers = S.dps;
+			h->dp.npeers = S.n;
+		}
 		pthread_mutex_init(&h->mu, NULL);
 		h->wake = -1;
 		if (!S.threaded)
