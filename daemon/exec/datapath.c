@@ -1321,11 +1321,11 @@ static void publish_long(struct datapath *dp, uint64_t now)
  * Tell oood which sessions' work hung (ids[0..n), more not named), before
  * the executor exits: once per executor. The report also names every
  * session whose work has run past half the limit, this thread's (now) and
- * the other serving threads' (as each last published it, at most
- * DP_HUNG_EVERY_NS before): a kernel that never ends can starve other work,
- * and work that started before the hang's own may pass the limit first. A
- * report naming several tenants counts against none (dpath.c
- * dpath_on_hung), so a starved tenant is never the one blamed.
+ * the other serving threads' (as each last published it: every
+ * DP_HUNG_EVERY_NS while it serves): a kernel that never ends can starve
+ * other work, and work that started before the hang's own may pass the
+ * limit first. A report naming several tenants counts against none
+ * (dpath.c dpath_on_hung), so a starved tenant is never the one blamed.
  */
 void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns)
 {
