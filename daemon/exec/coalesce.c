@@ -60,17 +60,6 @@
 	(sizeof(struct ooo_jit_desc_hdr) + sizeof(struct ooo_jit_desc_member) * SCHED_MAX_BUNDLE +             \
 	 SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
 #define CO_CHAIN_MAX 16u       /* a queue's launches one bundle may chain (its head and those behind it) */
-/*
- * A tenant writes a request's launches one after another (~0.1-0.3 us each):
- * a pass that takes only the first would send it alone and the rest as a
- * second bundle behind it. While the last command a queue's backlog took is
- * a launch that came less than CO_BURST_GAP_NS ago, its head launch (of a
- * class that chains) waits for the rest, at most CO_BURST_MAX_NS after it
- * came, so that the request goes as one chain. A burst ends at once with
- * anything but a launch (a sync's barrier, an event) or at CO_CHAIN_MAX.
- */
-#define CO_BURST_GAP_NS 2000u
-#define CO_BURST_MAX_NS 8000u
 #define CO_CHAIN_WORDS (1u + SCHED_MAX_BUNDLE) /* a stream's chain counters: the ticket, a done counter per member */
 #define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
 #define CO_INFLIGHT 8u         /* bundles in flight on the partition, at least (a queue's chain pipelines like direct launches) */
@@ -1073,34 +1062,8 @@ static bool event_ready(const struct dp_session *s, const struct dp_cmd *cmd)
 	return true;
 }
 
-/*
- * Is the tenant still writing the burst that q's head launch (of class c,
- * shape) begins? Only while everything behind the head is a launch that
- * could chain with it (same class and shape): a different kernel, a barrier
- * or an event ends the burst for chaining, and so does CO_BURST_GAP_NS
- * without a command, CO_BURST_MAX_NS after the head came, or CO_CHAIN_MAX.
- */
-static bool burst_open(struct datapath *dp, struct co_class *c, int shape, struct dp_queue *q, uint64_t now)
-{
-	struct coalescer *co = dp->co;
-	const struct dp_cmd *head = &q->bl[q->bl_head], *tail = &q->bl[(q->bl_head + q->bl_len - 1) % DP_BACKLOG];
-
-	if (!co->chain || !c || !c->chain || c->state != CLS_READY || q->bl_len >= CO_CHAIN_MAX ||
-	    (now > tail->arrival_ns && now - tail->arrival_ns >= CO_BURST_GAP_NS) ||
-	    (now > head->arrival_ns && now - head->arrival_ns >= CO_BURST_MAX_NS))
-		return false;
-	for (uint32_t i = 1; i < q->bl_len; i++) {
-		const struct ooo_sqe *e = &q->bl[(q->bl_head + i) % DP_BACKLOG].e;
-		int sh = -1;
-
-		if (!holdable(dp, q->s, e, &sh) || sh != shape || cmd_class(co, q->s, e) != c)
-			return false;
-	}
-	return true;
-}
-
 /* Move q's backlog forward: issue what goes to its own stream, hand its next launch to the scheduler. */
-static bool advance(struct datapath *dp, struct dp_queue *q, uint64_t now)
+static bool advance(struct datapath *dp, struct dp_queue *q)
 {
 	struct coalescer *co = dp->co;
 	bool moved = false;
@@ -1117,8 +1080,6 @@ static bool advance(struct datapath *dp, struct dp_queue *q, uint64_t now)
 			struct co_class *c = cmd_class(co, q->s, &cmd->e);
 			struct sched_launch l;
 
-			if (burst_open(dp, c, shape, q, now))
-				break; /* the rest of the request is coming: next pass (co_busy keeps the loop polling) */
 			if (q->sw_wait) {
 				CUresult r = dp->api->p_cuEventQuery(q->sw_ev);
 
@@ -1962,7 +1923,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	co->st.stream_bundles[b->stream % co->nstreams]++;
 	launcher_push(dp, b);
 	for (uint32_t k = 0; k < n; k++)
-		advance(dp, qs[k], now);
+		advance(dp, qs[k]);
 }
 
 /* The bundles of stream cs that have ended, in order. */
@@ -2218,7 +2179,7 @@ bool co_progress(struct datapath *dp, uint64_t now)
 	for (struct dp_queue *q = co->bl_head, *next; q; q = next) {
 		next = q->bl_next;
 		if (!q->in_sched)
-			moved |= advance(dp, q, now);
+			moved |= advance(dp, q);
 	}
 	do {
 		nb = sched_poll(co->sched, now, co->out, CO_POLL_MAX, NULL);
