@@ -51,6 +51,10 @@
  * to wait for such an event hangs too, and synchronizing on any of them
  * (or on the context) blocks, as it would on the GPU: only the process's
  * end stops it. Other streams' work completes as usual.
+ * And a slow kernel: one whose parameters end in 0x776f6c73 ("slow") runs
+ * FAKECUDA_SLOW_MS (default 3000) ms: its stream's events recorded from
+ * then on complete only then (a stream made to wait for one, likewise),
+ * and synchronizing on them sleeps until then.
  */
 #include <ooo/jit.h>
 #include <stddef.h>
@@ -97,6 +101,35 @@ static _Atomic CUresult sticky;  /* CUDA_SUCCESS, or the fault every later call 
 static _Atomic CUresult pending; /* a fault not seen yet: the next query or synchronize sees it (it ran after the launch) */
 static _Atomic bool hung;        /* a launch marked "hang" was issued: see the top */
 static _Atomic bool legacy_hung; /* on a legacy or per-thread stream handle (below 4096) */
+static _Atomic uint64_t slow_until;   /* the latest end of a slow kernel (CLOCK_MONOTONIC ns): see the top */
+static _Atomic uint64_t legacy_slow;  /* a slow kernel's end on a legacy or per-thread stream handle */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A synchronizing call behind a slow kernel: it returns when the kernel has ended. */
+static void sleep_until(uint64_t t)
+{
+	for (uint64_t now = mono_ns(); now < t; now = mono_ns()) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)((t - now) < 1000000u ? (t - now) : 1000000u) };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* *a = max(*a, v) */
+static void max_store(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t o = *a;
+
+	while (o < v && !__atomic_compare_exchange_n((uint64_t *)a, &o, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+}
 
 /* A synchronizing call behind a hang: it never returns (the kernel never ends). */
 static void block_if(const _Atomic bool *h)
@@ -408,6 +441,7 @@ CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 CUresult cuCtxSynchronize(void)
 {
 	block_if(&hung);
+	sleep_until(slow_until);
 	return seen();
 }
 
@@ -415,6 +449,7 @@ CUresult cuCtxSynchronize(void)
 struct fake_stream {
 	int prio;
 	_Atomic bool hung;
+	_Atomic uint64_t slow; /* a slow kernel on it ends then (0: none) */
 };
 
 static _Atomic bool *stream_hung(CUstream s)
@@ -422,9 +457,15 @@ static _Atomic bool *stream_hung(CUstream s)
 	return (uintptr_t)s >= 4096 ? &((struct fake_stream *)s)->hung : &legacy_hung;
 }
 
-/* An event: whether it was last recorded behind a hang (it never completes) */
+static _Atomic uint64_t *stream_slow(CUstream s)
+{
+	return (uintptr_t)s >= 4096 ? &((struct fake_stream *)s)->slow : &legacy_slow;
+}
+
+/* An event: whether it was last recorded behind a hang (it never completes), or behind a slow kernel (until when) */
 struct fake_event {
 	_Atomic bool hung;
+	_Atomic uint64_t ready; /* CLOCK_MONOTONIC ns; 0: at once */
 };
 
 CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int fl, int prio)
@@ -475,6 +516,7 @@ static void note_fused_prio(CUstream s)
 CUresult cuStreamSynchronize(CUstream s)
 {
 	block_if(stream_hung(s));
+	sleep_until(*stream_slow(s));
 	return seen();
 }
 
@@ -485,6 +527,7 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (((struct fake_event *)e)->hung)
 		*stream_hung(s) = true; /* what comes after waits for ever */
+	max_store(stream_slow(s), ((struct fake_event *)e)->ready); /* and for the slow kernel before the event */
 	return CUDA_SUCCESS;
 }
 
@@ -518,6 +561,7 @@ CUresult cuEventRecord(CUevent e, CUstream s)
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
 	((struct fake_event *)e)->hung = *stream_hung(s);
+	((struct fake_event *)e)->ready = *stream_slow(s);
 	return CUDA_SUCCESS;
 }
 
@@ -527,13 +571,16 @@ CUresult cuEventQuery(CUevent e)
 		return sticky;
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
-	return ((struct fake_event *)e)->hung ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	return ((struct fake_event *)e)->hung || mono_ns() < ((struct fake_event *)e)->ready ? CUDA_ERROR_NOT_READY
+												: CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent e)
 {
-	if (e)
+	if (e) {
 		block_if(&((struct fake_event *)e)->hung);
+		sleep_until(((struct fake_event *)e)->ready);
+	}
 	return cuEventQuery(e);
 }
 
@@ -883,19 +930,22 @@ static const unsigned char *fused_table(const struct fake_func *f, void **params
 	return (const unsigned char *)(uintptr_t)a;
 }
 
-/* Do n bytes of parameters end in the word that marks a hang (see the top)? */
-static bool hang_word(const unsigned char *p, uint32_t n)
+#define HANG_WORD 0x676e6168u /* "hang" */
+#define SLOW_WORD 0x776f6c73u /* "slow" */
+
+/* Do n bytes of parameters end in word (see the top)? */
+static bool hang_word(const unsigned char *p, uint32_t n, uint32_t word)
 {
 	uint32_t v;
 
 	if (!p || n < 4)
 		return false;
 	memcpy(&v, p + n - 4, 4);
-	return v == 0x676e6168u;
+	return v == word;
 }
 
-/* Is a launch of f with these parameters marked to hang: alone, or any member of a fused table? */
-static bool hang_marked(const struct fake_func *f, void **params, void **extra)
+/* Is a launch of f with these parameters marked (HANG_WORD, SLOW_WORD): alone, or any member of a fused table? */
+static bool hang_marked(const struct fake_func *f, void **params, void **extra, uint32_t word)
 {
 	const unsigned char *t;
 	uint32_t n;
@@ -903,7 +953,7 @@ static bool hang_marked(const struct fake_func *f, void **params, void **extra)
 	if (!f->nparams)
 		return false;
 	if (strncmp(f->name, "ooo_fused", 9))
-		return hang_word(param_bytes(f, f->nparams - 1, params, extra), f->size[f->nparams - 1]);
+		return hang_word(param_bytes(f, f->nparams - 1, params, extra), f->size[f->nparams - 1], word);
 	if (!(t = fused_table(f, params, extra)))
 		return false;
 	memcpy(&n, t, 4);
@@ -911,7 +961,7 @@ static bool hang_marked(const struct fake_func *f, void **params, void **extra)
 		struct ooo_jit_desc_member m;
 
 		memcpy(&m, t + sizeof(struct ooo_jit_desc_hdr) + sizeof(m) * i, sizeof(m));
-		if (hang_word(t + m.param_off, m.param_size))
+		if (hang_word(t + m.param_off, m.param_size, word))
 			return true;
 	}
 	return false;
@@ -970,8 +1020,16 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 		note_fused_prio(s);
 	if (f->copyk && hostptr())
 		copy_kernel(f, params, extra);
-	if (!f->copyk && hang_marked(f, params, extra))
+	if (!f->copyk && hang_marked(f, params, extra, HANG_WORD))
 		hung = *stream_hung(s) = true;
+	if (!f->copyk && hang_marked(f, params, extra, SLOW_WORD)) {
+		const char *e = getenv("FAKECUDA_SLOW_MS");
+		uint64_t ms = e && atoi(e) > 0 ? (uint64_t)atoi(e) : 3000u;
+		uint64_t end = (*stream_slow(s) > mono_ns() ? *stream_slow(s) : mono_ns()) + ms * 1000000u;
+
+		max_store(stream_slow(s), end);
+		max_store(&slow_until, end);
+	}
 	/* kernels do not run here; one that would dereference a null-page pointer faults (see the top) */
 	for (uint32_t i = 0; i < f->nparams && f->copyk != 1; i++) { /* (the copy kernel's third is a length) */
 		const unsigned char *p = f->size[i] == 8 ? param_bytes(f, i, params, extra) : NULL;

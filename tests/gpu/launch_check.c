@@ -22,6 +22,13 @@
  *   launch_check SOCK hang PTX LIMIT_MS barred  the hang that reaches the uid's hang_strikes: after
  *                                             the restart its session is closed (OOO_ECLOSED) and a
  *                                             new session's data path is refused (OOO_EHUNG)
+ *   launch_check SOCK stall PTX hang|slow     one session's kernel, hang(p, tag) with tag "hang" (it
+ *                                             never ends) or "slow" (tests/fakecuda only: it runs
+ *                                             FAKECUDA_SLOW_MS; on a GPU it ends at once): prints
+ *                                             "launched" once it is launched, then waits for its sync,
+ *                                             which must fail with OOO_EHUNG or OOO_EDEVRESET (the
+ *                                             executor replaced for a hang); test_fakecuda.sh runs
+ *                                             two of them as two uids to see whom a hang counts against
  *   launch_check SOCK bench PTX LIBCUDA       round trip of a 2-block kernel + sync and the async
  *                                             launch rate, through ooo and directly in this process
  *   launch_check SOCK classes N               one session loads N distinct fusible kernels and runs
@@ -838,6 +845,43 @@ static int hang_barred(const char *sock, const char *ptx, unsigned limit_ms)
 	return fails != 0;
 }
 
+/* One session's kernel that stalls (see the top), launched, then its sync: ended by a hang's restart. */
+static int stall(const char *sock, const char *ptx, const char *how)
+{
+	ooo_session *s = ooo_open(sock);
+	ooo_queue *q = NULL;
+	ooo_module *m = NULL;
+	ooo_kernel *k = NULL;
+	ooo_buf *sb = NULL;
+	size_t len;
+	char *img = slurp(ptx, &len);
+	uint32_t tag = !strcmp(how, "hang") ? 0x676e6168u : 0x776f6c73u;
+	uint64_t t0;
+	int r;
+
+	if (!s || !img || ooo_queue_create(s, NULL, &q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	CHECK(ooo_buf_alloc(s, 4096, 0, &sb) == 0, "alloc");
+	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "hang", &k) == 0, "load hang");
+	if (fails || !sb)
+		return 1;
+	t0 = mono_ms();
+	CHECK(launch_hang(q, k, ooo_buf_addr(sb), tag) == 0, "launch the %s kernel", how);
+	printf("launched\n");
+	r = ooo_queue_sync(q, 120000);
+	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the %s kernel: %d (%s)", how, r, ooo_strerror(r));
+	printf("%s kernel: %d (%s) after %llu ms\n", how, r, ooo_strerror(r), (unsigned long long)(mono_ms() - t0));
+	ooo_kernel_free(k);
+	ooo_buf_free(sb);
+	ooo_module_unload(m);
+	ooo_queue_destroy(q);
+	ooo_close(s);
+	free(img);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -851,6 +895,8 @@ int main(int argc, char **argv)
 		return fault(argv[1], argv[3], argc == 4);
 	if (argc == 4 && !strcmp(argv[2], "smid"))
 		return smid(argv[1], (unsigned)strtoul(argv[3], NULL, 10));
+	if (argc == 5 && !strcmp(argv[2], "stall") && (!strcmp(argv[4], "hang") || !strcmp(argv[4], "slow")))
+		return stall(argv[1], argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
 	if (argc == 6 && !strcmp(argv[5], "barred") && !strcmp(argv[2], "hang"))
@@ -858,6 +904,6 @@ int main(int argc, char **argv)
 	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "exit"))) && !strcmp(argv[2], "hang"))
 		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10), argc == 6);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit|barred] | bench PTX LIBCUDA\n");
+			"hang PTX LIMIT_MS [exit|barred] | stall PTX hang|slow | bench PTX LIBCUDA\n");
 	return 2;
 }

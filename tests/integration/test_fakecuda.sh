@@ -16,8 +16,9 @@
 # replaced, a neighbour's buffer intact), bundles sent unfused when fusing does not pay (every timed
 # bundle made to measure 2 ms), fused launches the driver refuses (each bundle's members then run one
 # by one, and one tenant's own refused launch fails only its sync), a buffer that survives a SIGKILL of the executor and is mapped
-# again by the next one, a SIGKILLed tenant's charge returned, and an
-# allocation over mem_limit refused. The same checks run on the GPU machine
+# again by the next one, a SIGKILLed tenant's charge returned, an
+# allocation over mem_limit refused, kernels that never end (the time limit, hang strikes, and a hang
+# beside another uid's long work on the other serving thread, counted against neither). The same checks run on the GPU machine
 # (tests/gpu) with the real driver.
 set -u
 build=${1:-build}
@@ -469,4 +470,40 @@ echo "$out" | grep -q "nothing to forget" || fail "a second pardon said: $out"
 grep -q "cannot be attached again (uid $(id -u).s kernels ran past" "$rundir/oood.log" || fail "the barred session was not closed at the restart"
 ok "hang strikes: the second hang of uid $(id -u) (hang_strikes 2): its session closed, a new one refused with OOO_EHUNG until oooctl pardon; $other"
 fake_stop
+
+# a hang beside another tenant's long work, on the other serving thread of one executor (domain =
+# shared; shard_sessions = 0: the first session on thread 0, the second on thread 1): uid 4301's kernel
+# runs 4 s (the stand-in's "slow" kernel, FAKECUDA_SLOW_MS), past kernel_time_limit_ms 2000, and
+# passes it first; uid 0's, launched after it, never ends. The report names both tenants' work (the
+# other thread's as that thread published it), so the hang counts against neither (hang_strikes = 1
+# would bar at once): a tenant whose work a hang starved is not the one blamed.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	FAKECUDA_SLOW_MS=4000 gpu_start 'max_sessions = 200\ndomain = shared\n' \
+		"kernel_time_limit_ms = 2000\nhang_strikes = 1\nserving_threads = 2\nshard_sessions = 0\n"
+	slog=$rundir/slow.out
+	timeout 120 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/launch_check" "$sock" stall \
+		"$hang_ptx" slow >"$slog" 2>&1 &
+	spid=$!
+	for _ in $(seq 200); do
+		grep -q '^launched' "$slog" && break
+		sleep 0.05
+	done
+	grep -q '^launched' "$slog" || fail "uid 4301's slow kernel was not launched: $(cat "$slog")"
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" stall "$hang_ptx" hang 2>&1) ||
+		fail "launch_check stall hang: $out"
+	wait "$spid" || fail "launch_check stall slow (uid 4301): $(cat "$slog")"
+	wait_ready || fail "executor not back after the hang"
+	grep -q "the hung work was not one known tenant's (sessions of several tenants" "$rundir/oood.log" ||
+		fail "the hang beside uid 4301's work: $(grep -i hang "$rundir/oood.log" | tail -5)"
+	grep -q "uid [0-9]*: 1 hangs within" "$rundir/oood.log" &&
+		fail "a hang was counted against one tenant: $(grep -i hang "$rundir/oood.log" | tail -5)"
+	for u in 4301 "$(id -u)"; do
+		out=$($ctl pardon "$u" 2>&1) || fail "oooctl pardon $u: $out"
+		echo "$out" | grep -q "nothing to forget" || fail "uid $u had hangs counted: $out"
+	done
+	ok "a hang beside another uid's work past half the limit on the other serving thread: counted against neither ($(sed -n 's/^slow kernel: /uid 4301: /p' "$slog"))"
+	fake_stop
+else
+	echo "$name: a hang beside another uid's work: not tried (needs root and setpriv)"
+fi
 echo "$passed passed, 0 failed"
