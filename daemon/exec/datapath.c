@@ -1311,10 +1311,9 @@ static void publish_long(struct datapath *dp, uint64_t now)
 	if (dp->npeers < 2)
 		return;
 	dp_long_sessions(dp, now, dp->kernel_limit_ns / 2, ids, EXEC_HUNG_MAX, &n, &more);
-	if (!n && !more && !dp->longwork_named)
+	if (!n && !more && longwork_empty(&dp->longwork))
 		return; /* nothing then, nothing now */
 	longwork_publish(&dp->longwork, ids, n, more);
-	dp->longwork_named = n || more;
 }
 
 /*
@@ -1412,10 +1411,8 @@ bool dp_progress(struct datapath *dp)
 	dp->blocked = 0;
 	if (!dp->sessions) {
 		dp->pass_take_ns = 0; /* a pass over no session took nothing (serve adds both when a control message came) */
-		if (dp->longwork_named) {
+		if (!longwork_empty(&dp->longwork))
 			longwork_publish(&dp->longwork, NULL, 0, 0); /* its sessions left: none of their work runs here */
-			dp->longwork_named = false;
-		}
 		/*
 		 * Compiles queued by sessions that are gone still finish: take
 		 * them in (the classes stay for the next session, and the

@@ -179,7 +179,6 @@ struct datapath {
 	struct datapath *const *peers;
 	uint32_t npeers;
 	struct longwork longwork;
-	bool longwork_named; /* its last publication named work */
 	/* the serving loop's own cost (executor.c counts the passes, take_submissions the commands) */
 	uint64_t loops, work_ns, commands, take_ns, dispatch_ns;
 	uint64_t pass_take_ns, pass_dispatch_ns; /* of the last dp_progress */

@@ -17,6 +17,11 @@ void longwork_publish(struct longwork *lw, const uint64_t *ids, uint32_t n, uint
 	atomic_store_explicit(&lw->seq, s + 2, memory_order_release);
 }
 
+bool longwork_empty(const struct longwork *lw)
+{
+	return !atomic_load_explicit(&lw->n, memory_order_relaxed) && !atomic_load_explicit(&lw->more, memory_order_relaxed);
+}
+
 bool longwork_read(const struct longwork *lw, uint64_t *ids, uint32_t *n, uint32_t *more)
 {
 	for (unsigned t = 0; t < LONGWORK_TRIES; t++) {

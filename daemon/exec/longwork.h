@@ -27,6 +27,9 @@ struct longwork {
 /* The owning thread publishes ids[0..n) (only the first LONGWORK_IDS are named; the rest and `more` are counted). */
 void longwork_publish(struct longwork *lw, const uint64_t *ids, uint32_t n, uint32_t more);
 
+/* Does the latest publication name no work? (For the owning thread, which alone writes it.) */
+bool longwork_empty(const struct longwork *lw);
+
 /*
  * Another thread reads the latest publication into ids[0..*n) (at most
  * LONGWORK_IDS) and *more. False when no consistent copy could be read

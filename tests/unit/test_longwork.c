@@ -22,13 +22,16 @@ static void test_empty_and_one(void **state)
 	assert_true(longwork_read(&lw, ids, &n, &more)); /* nothing published yet: nothing */
 	assert_int_equal(n, 0);
 	assert_int_equal(more, 0);
+	assert_true(longwork_empty(&lw));
 	longwork_publish(&lw, in, 3, 0);
+	assert_false(longwork_empty(&lw));
 	assert_true(longwork_read(&lw, ids, &n, &more));
 	assert_int_equal(n, 3);
 	assert_int_equal(more, 0);
 	assert_int_equal(ids[0], 7);
 	assert_int_equal(ids[2], 11);
 	longwork_publish(&lw, NULL, 0, 0); /* the work ended */
+	assert_true(longwork_empty(&lw));
 	assert_true(longwork_read(&lw, ids, &n, &more));
 	assert_int_equal(n, 0);
 	assert_int_equal(atomic_load(&lw.seq) & 1, 0);
@@ -47,6 +50,9 @@ static void test_overflow_counted(void **state)
 	assert_true(longwork_read(&lw, ids, &n, &more));
 	assert_int_equal(n, LONGWORK_IDS);
 	assert_int_equal(more, 7);
+	assert_false(longwork_empty(&lw));
+	longwork_publish(&lw, NULL, 0, 1); /* only a count: not empty either */
+	assert_false(longwork_empty(&lw));
 	assert_int_equal(ids[LONGWORK_IDS - 1], 100 + LONGWORK_IDS - 1);
 }
 
