@@ -786,6 +786,42 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 	return fails != 0;
 }
 
+/* One tenant of hang.ptx: a session, a queue, a 4 KiB buffer and the hang kernel (hang_barred, stall). */
+struct hang_tenant {
+	ooo_session *s;
+	ooo_queue *q;
+	ooo_module *m;
+	ooo_kernel *k;
+	ooo_buf *b;
+	char *img;
+};
+
+/* Set t up from sock and the PTX file; 0, or 1 after saying what failed (hang_tenant_close frees what was made). */
+static int hang_tenant_open(struct hang_tenant *t, const char *sock, const char *ptx)
+{
+	size_t len;
+
+	memset(t, 0, sizeof(*t));
+	t->s = ooo_open(sock);
+	t->img = slurp(ptx, &len);
+	if (!t->s || !t->img || ooo_queue_create(t->s, NULL, &t->q))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	CHECK(ooo_buf_alloc(t->s, 4096, 0, &t->b) == 0, "alloc");
+	CHECK(ooo_module_load(t->s, OOO_PTX, t->img, len, &t->m) == 0 && ooo_kernel_get(t->m, "hang", &t->k) == 0,
+	      "load hang");
+	return fails || !t->b || !t->k;
+}
+
+static void hang_tenant_close(struct hang_tenant *t)
+{
+	ooo_kernel_free(t->k);
+	ooo_buf_free(t->b);
+	ooo_module_unload(t->m);
+	ooo_queue_destroy(t->q);
+	ooo_close(t->s);
+	free(t->img);
+}
+
 /*
  * The tenant's kernel hangs once more when its uid has one hang short of
  * hang_strikes: after the restart its session is closed (OOO_ECLOSED, the
@@ -794,31 +830,25 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
  */
 static int hang_barred(const char *sock, const char *ptx, unsigned limit_ms)
 {
-	ooo_session *s = ooo_open(sock), *s2 = NULL;
-	ooo_queue *q = NULL, *q2 = NULL;
-	ooo_module *m = NULL;
-	ooo_kernel *k = NULL;
-	ooo_buf *sb = NULL;
-	size_t len;
-	char *img = slurp(ptx, &len);
+	struct hang_tenant t;
+	ooo_session *s2 = NULL;
+	ooo_queue *q2 = NULL;
 	uint64_t t0;
 	int r;
 
-	if (!s || !img || ooo_queue_create(s, NULL, &q))
-		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
-	CHECK(ooo_buf_alloc(s, 4096, 0, &sb) == 0, "alloc");
-	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "hang", &k) == 0, "load hang");
-	if (fails || !sb)
+	if (hang_tenant_open(&t, sock, ptx)) {
+		hang_tenant_close(&t);
 		return 1;
+	}
 	t0 = mono_ms();
-	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0x676e6168u) == 0, "launch the kernel that never ends");
-	r = ooo_queue_sync(q, (int)limit_ms + 60000);
+	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0x676e6168u) == 0, "launch the kernel that never ends");
+	r = ooo_queue_sync(t.q, (int)limit_ms + 60000);
 	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the hang: %d (%s)", r, ooo_strerror(r));
 	/* the new executor does not take the session back: it is closed */
 	do {
-		r = launch_hang(q, k, ooo_buf_addr(sb), 0);
+		r = launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0);
 		if (r == 0)
-			r = ooo_queue_sync(q, 30000);
+			r = ooo_queue_sync(t.q, 30000);
 		if (r == -OOO_EDEVRESET || r == -OOO_EHUNG || r == -EAGAIN)
 			usleep(20000);
 	} while ((r == -OOO_EDEVRESET || r == -OOO_EHUNG || r == -EAGAIN || r == 0) && mono_ms() - t0 < limit_ms + 30000u);
@@ -832,14 +862,9 @@ static int hang_barred(const char *sock, const char *ptx, unsigned limit_ms)
 	CHECK(r == -OOO_EHUNG && strstr(ooo_last_error(), "hang_strikes"), "a new session's data path: %d (%s): %s", r,
 	      ooo_strerror(r), ooo_last_error());
 	printf("barred tenant's new session: %d (%s): %s\n", r, ooo_strerror(r), ooo_last_error());
-	ooo_kernel_free(k);
-	ooo_buf_free(sb);
-	ooo_module_unload(m);
-	ooo_queue_destroy(q);
+	hang_tenant_close(&t);
 	ooo_queue_destroy(q2);
-	ooo_close(s);
 	ooo_close(s2);
-	free(img);
 	if (!fails)
 		printf("ok\n");
 	return fails != 0;
@@ -848,35 +873,22 @@ static int hang_barred(const char *sock, const char *ptx, unsigned limit_ms)
 /* One session's kernel that stalls (see the top), launched, then its sync: ended by a hang's restart. */
 static int stall(const char *sock, const char *ptx, const char *how)
 {
-	ooo_session *s = ooo_open(sock);
-	ooo_queue *q = NULL;
-	ooo_module *m = NULL;
-	ooo_kernel *k = NULL;
-	ooo_buf *sb = NULL;
-	size_t len;
-	char *img = slurp(ptx, &len);
+	struct hang_tenant t;
 	uint32_t tag = !strcmp(how, "hang") ? 0x676e6168u : 0x776f6c73u;
 	uint64_t t0;
 	int r;
 
-	if (!s || !img || ooo_queue_create(s, NULL, &q))
-		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
-	CHECK(ooo_buf_alloc(s, 4096, 0, &sb) == 0, "alloc");
-	CHECK(ooo_module_load(s, OOO_PTX, img, len, &m) == 0 && ooo_kernel_get(m, "hang", &k) == 0, "load hang");
-	if (fails || !sb)
+	if (hang_tenant_open(&t, sock, ptx)) {
+		hang_tenant_close(&t);
 		return 1;
+	}
 	t0 = mono_ms();
-	CHECK(launch_hang(q, k, ooo_buf_addr(sb), tag) == 0, "launch the %s kernel", how);
+	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), tag) == 0, "launch the %s kernel", how);
 	printf("launched\n");
-	r = ooo_queue_sync(q, 120000);
+	r = ooo_queue_sync(t.q, 120000);
 	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the %s kernel: %d (%s)", how, r, ooo_strerror(r));
 	printf("%s kernel: %d (%s) after %llu ms\n", how, r, ooo_strerror(r), (unsigned long long)(mono_ms() - t0));
-	ooo_kernel_free(k);
-	ooo_buf_free(sb);
-	ooo_module_unload(m);
-	ooo_queue_destroy(q);
-	ooo_close(s);
-	free(img);
+	hang_tenant_close(&t);
 	if (!fails)
 		printf("ok\n");
 	return fails != 0;
