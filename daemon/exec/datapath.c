@@ -93,47 +93,126 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
 #define DP_HUNG_EVERY_NS 2000000u /* the kernel time limit is looked at this often (check_hung visits every queue) */
 
 /*
- * Wait for event ev, or with ev NULL for what stream st holds now, as
- * cuEventSynchronize / cuStreamSynchronize would, but with the kernel time
- * limit on (kernel_limit_ns) by polling: what a control request waits for
- * (a buffer freed, a session detached, a module unloaded) cannot hold the
- * executor behind a kernel that never ends. Once it has waited the limit,
- * it looks every ~10 ms whether work on the GPU is overdue as check_hung
- * would see it (co_overdue, overdue_pending: the wait's own length is no
- * proof, a legit backlog can be long); then the executor gives its context
- * up at once: it says why and exits without another CUDA call (freeing
- * what the request frees would wait for the kernel too); oood starts a new
- * one, and every tenant of this executor sees OOO_EDEVRESET. (What this
- * pass did not reap is still in the lists: a stream whose ended head was
- * not reaped hides what is behind it, and then the 30 s watchdog acts.)
+ * While a control request waits for queue q's stream: the work on it that
+ * runs now, as its pieces end in order (a pending without a bundle: the
+ * commands since the pending before it, p->steps; then the commands issued
+ * since the last pending, q->direct_n, with no pending behind them: a
+ * launch has no completion of its own, and launches the scheduler still
+ * held are issued there when their session goes). Each piece is timed from
+ * the later of the wait's start and the end of the piece before it as
+ * first seen (and of the bundle the stream waits for first): never longer
+ * than it ran. Not timed: a piece behind another queue's event (that
+ * queue's work is timed). The serving thread does not reap meanwhile, so
+ * check_hung's view (overdue_pending: a queue's head pending) stands still.
  */
-void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
+struct own_watch {
+	struct dp_queue *q;
+	uint32_t at;    /* pendings of q->fifo seen ended (or completing with a bundle) */
+	uint64_t since; /* the piece at `at` runs from here at the latest */
+};
+
+/* Has the piece of w->q's own stream that runs now passed the limit (with when its time started, *since)? */
+static bool own_overdue(struct datapath *dp, struct own_watch *w, uint64_t now, uint64_t *since)
+{
+	struct dp_queue *q = w->q;
+	uint64_t t, e = 0;
+	uint32_t steps;
+	bool untimed, bwait;
+	uint16_t key;
+	uint64_t seq;
+
+	while (w->at < q->len) {
+		struct dp_pending *p = &q->fifo[(q->head + w->at) % DP_QUEUE_DEPTH];
+		CUresult r;
+
+		if (p->b) { /* completes with a bundle (co_overdue times it), not on this stream */
+			w->at++;
+			continue;
+		}
+		if ((r = dp->api->p_cuEventQuery(p->ev)) == CUDA_ERROR_NOT_READY)
+			break;
+		if (r != CUDA_SUCCESS)
+			return false; /* a fault: the wait ends with it */
+		w->at++;
+		w->since = now;
+	}
+	if (w->at < q->len) {
+		const struct dp_pending *p = &q->fifo[(q->head + w->at) % DP_QUEUE_DEPTH];
+
+		steps = p->steps;
+		untimed = p->untimed || p->hung;
+		bwait = p->bwait;
+		key = p->bw_key;
+		seq = p->bw_seq;
+	} else {
+		steps = q->direct_n;
+		untimed = q->direct_untimed;
+		bwait = q->bwait;
+		key = q->bw_key;
+		seq = q->bw_seq;
+	}
+	if (!steps || untimed)
+		return false;
+	t = w->since;
+	if (bwait) {
+		if (!co_seq_ended(dp, key, seq, &e))
+			return false; /* the bundle first: it is timed */
+		if (e > t)
+			t = e;
+	}
+	*since = t;
+	return now > t && now - t > dp->kernel_limit_ns * steps;
+}
+
+/*
+ * Wait for event ev, or with ev NULL for what queue q's stream holds now,
+ * as cuEventSynchronize / cuStreamSynchronize would, but with the kernel
+ * time limit on (kernel_limit_ns) by polling: what a control request waits
+ * for (a buffer freed, a session detached, a module unloaded) cannot hold
+ * the executor behind a kernel that never ends. Once it has waited the
+ * limit, it looks every ~10 ms whether work on the GPU is overdue as
+ * check_hung would see it (co_overdue, overdue_pending: the wait's own
+ * length is no proof, a legit backlog can be long), or q's own stream's
+ * work as own_overdue times it; then the executor gives its context up at
+ * once: it says why and exits without another CUDA call (freeing what the
+ * request frees would wait for the kernel too); oood starts a new one, and
+ * every tenant of this executor sees OOO_EDEVRESET. (What this pass did not
+ * reap is still in the lists: a stream whose ended head was not reaped
+ * hides what is behind it from overdue_pending, and unless own_overdue
+ * sees it the 30 s watchdog acts.)
+ */
+void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev)
 {
 	CUevent own = NULL;
 	uint64_t t0;
 	CUresult r;
+	struct own_watch w = { .q = ev ? NULL : q };
 
 	if (!dp->kernel_limit_ns) {
 		if (ev)
 			dp->api->p_cuEventSynchronize(ev);
-		else
-			dp->api->p_cuStreamSynchronize(st);
+		else if (q)
+			dp->api->p_cuStreamSynchronize(q->stream);
 		return;
 	}
 	if (!ev) {
-		if (ev_get(dp, &own) < 0 || dp->api->p_cuEventRecord(own, st) != CUDA_SUCCESS) {
+		if (!q)
+			return;
+		if (ev_get(dp, &own) < 0 || dp->api->p_cuEventRecord(own, q->stream) != CUDA_SUCCESS) {
 			if (own)
 				ev_put(dp, own);
-			dp->api->p_cuStreamSynchronize(st); /* no event to poll: as before the limit */
+			dp->api->p_cuStreamSynchronize(q->stream); /* no event to poll: as before the limit */
 			return;
 		}
 		ev = own;
 	}
 	t0 = dp_now_ns();
+	w.since = t0;
 	for (unsigned n = 0; (r = dp->api->p_cuEventQuery(ev)) == CUDA_ERROR_NOT_READY; n++) {
 		uint64_t now = dp_now_ns(), since = 0;
 		struct dp_session *who = NULL;
 		struct dp_bundle *ob = NULL;
+		bool over = false;
 
 		if (dp->fatal_all && atomic_load_explicit(dp->fatal_all, memory_order_acquire)) {
 			/*
@@ -147,9 +226,18 @@ void dp_sync(struct datapath *dp, CUstream st, CUevent ev)
 			fflush(NULL);
 			_exit(1);
 		}
-		/* past the limit, every 100th look (~10 ms): is work on the GPU overdue, as check_hung sees it? */
-		if (now - t0 > dp->kernel_limit_ns && n % 100 == 0 &&
-		    ((ob = co_overdue(dp, now, &since)) || overdue_pending(dp, now, &since, &who))) {
+		/*
+		 * Every 100th look (~10 ms): how far q's own stream got; past the
+		 * limit: is work on the GPU overdue, as check_hung sees it, or
+		 * the piece of q's own stream that runs now?
+		 */
+		if (n % 100 == 0 && w.q && own_overdue(dp, &w, now, &since)) {
+			who = w.q->s;
+			over = true;
+		} else if (n % 100 == 0 && now - t0 > dp->kernel_limit_ns) {
+			over = (ob = co_overdue(dp, now, &since)) || overdue_pending(dp, now, &since, &who);
+		}
+		if (over) {
 			uint64_t ids[EXEC_HUNG_MAX];
 			uint32_t more = 0, nid = 0;
 
@@ -278,7 +366,7 @@ err:
 static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 {
 	co_queue_destroy(dp, q); /* its held commands are issued first */
-	dp_sync(dp, q->stream, NULL);
+	dp_sync(dp, q, NULL);
 	while (q->len) {
 		struct dp_pending *p = &q->fifo[q->head];
 
@@ -437,7 +525,7 @@ void dp_session_quiesce(struct datapath *dp, uint64_t id)
 		co_flush_session(dp, s); /* held launches may name the memory that goes next */
 	for (int i = 0; s && i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
-			dp_sync(dp, s->queues[i]->stream, NULL);
+			dp_sync(dp, s->queues[i], NULL);
 	}
 }
 
@@ -643,7 +731,7 @@ int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region)
 	co_flush_session(dp, s);
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
-			dp_sync(dp, s->queues[i]->stream, NULL);
+			dp_sync(dp, s->queues[i], NULL);
 	}
 	dp->api->p_cuMemHostUnregister(s->host[region]);
 	munmap(s->host[region], s->host_size[region]);
@@ -699,7 +787,7 @@ int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 	}
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
-			dp_sync(dp, s->queues[i]->stream, NULL);
+			dp_sync(dp, s->queues[i], NULL);
 	}
 	dp->api->p_cuModuleUnload(s->modules[module]);
 	s->modules[module] = NULL;
@@ -879,6 +967,59 @@ void *dp_host_ptr(struct dp_session *s, uint64_t addr)
 }
 
 /*
+ * Record p's event on q's stream, behind the commands issued there since
+ * the last pending: p (at the fifo's tail, issued_ns set) completes them,
+ * for the kernel time limit (overdue_pending). Counts it in flight.
+ */
+static int pending_push(struct datapath *dp, struct dp_queue *q, struct dp_pending *p)
+{
+	p->hung = false;
+	p->status = 0;
+	p->notify = false;
+	p->steps = (uint16_t)(q->direct_n > UINT16_MAX ? UINT16_MAX : q->direct_n ? q->direct_n : 1);
+	p->untimed = q->direct_untimed;
+	p->bwait = q->bwait;
+	p->bw_key = q->bw_key;
+	p->bw_seq = q->bw_seq;
+	if (ev_get(dp, &p->ev) < 0)
+		return -ENOMEM;
+	if (dp->api->p_cuEventRecord(p->ev, q->stream) != CUDA_SUCCESS) {
+		ev_put(dp, p->ev);
+		return -EIO;
+	}
+	q->direct_n = 0;
+	q->direct_untimed = q->bwait = false;
+	q->len++;
+	q->s->inflight++;
+	dp->inflight++;
+	return 0;
+}
+
+/*
+ * Commands on q's own stream with no pending behind them (launches have no
+ * completion of their own) get a silent one (no completion for the tenant)
+ * once they have gone untimed for a quarter of the limit, so a kernel that
+ * never ends there, with no sync behind it, is timed all the same: from the
+ * pending's issue (never before the work could run). Not where the fifo is
+ * half full (the tenant's own syncs need the room; theirs time it).
+ */
+static void watch_tail(struct datapath *dp, struct dp_queue *q, uint64_t now)
+{
+	struct dp_pending *p;
+
+	if (!q->direct_n || q->len >= DP_QUEUE_DEPTH / 2 || now < q->direct_since ||
+	    now - q->direct_since < dp->kernel_limit_ns / 4)
+		return;
+	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
+	p->b = NULL;
+	p->taken_ns = p->issued_ns = now;
+	p->user_data = 0;
+	p->opcode = OOO_OP_NOP;
+	if (pending_push(dp, q, p) < 0)
+		q->direct_since = now; /* no event now: not again before another quarter */
+}
+
+/*
  * Issue one validated submission on its queue's own stream (a launch's
  * parameters at params, or in staging when NULL). Returns a status to post
  * at once (< 0), 0 if issued, 1 if issued with a completion to come.
@@ -890,6 +1031,7 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 	unsigned char *stage = (unsigned char *)s->base + s->h.staging_off;
 	struct dp_pending *p;
 	CUresult r = CUDA_SUCCESS;
+	int n;
 
 	if ((e->flags & OOO_SQE_NOTIFY) && q->len == DP_QUEUE_DEPTH)
 		return -EBUSY; /* the tenant changed the entry after we looked: refuse, never overflow */
@@ -913,7 +1055,8 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 		goto failed;
 	if (e->opcode != OOO_OP_NOP) {
 		q->own_dirty = true;
-		q->direct_n++;
+		if (!q->direct_n++)
+			q->direct_since = dp_now_ns();
 	}
 	switch (e->opcode) {
 	case OOO_OP_NOP:
@@ -982,34 +1125,16 @@ failed:
 	}
 	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 	p->b = NULL;
-	p->hung = false;
 	p->taken_ns = dp->now_ns;
 	p->issued_ns = dp_now_ns();
 	dp_stage(dp, OOO_STAGE_QUEUE, q->cls, p->issued_ns - p->taken_ns, 1);
 	if (co_before_direct(dp, q) != CUDA_SUCCESS) /* a NOP behind a bundle that is done: nothing to wait for */
 		return -EIO;
-	/* what it completes on the queue's stream, for the kernel time limit (overdue_pending) */
-	p->steps = (uint16_t)(q->direct_n > UINT16_MAX ? UINT16_MAX : q->direct_n ? q->direct_n : 1);
-	p->untimed = q->direct_untimed;
-	p->bwait = q->bwait;
-	p->bw_key = q->bw_key;
-	p->bw_seq = q->bw_seq;
-	q->direct_n = 0;
-	q->direct_untimed = q->bwait = false;
-	if (ev_get(dp, &p->ev) < 0)
-		return -ENOMEM;
-	r = api->p_cuEventRecord(p->ev, q->stream);
-	if (r != CUDA_SUCCESS) {
-		ev_put(dp, p->ev);
-		return -EIO;
-	}
+	if ((n = pending_push(dp, q, p)) < 0)
+		return n;
 	p->user_data = e->user_data;
 	p->opcode = e->opcode;
-	p->status = 0;
 	p->notify = true;
-	q->len++;
-	s->inflight++;
-	dp->inflight++;
 	return 1;
 }
 
@@ -1189,17 +1314,17 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 					p->status = -OOO_EFAULT;
 				}
 			}
-			if (!dp_post(s, p->user_data, (uint16_t)i, p->opcode, p->status)) {
-				s->blocked = true; /* ring full: try again later */
-				return moved;
-			}
-			{
+			/* a silent pending (watch_tail) posts nothing; a fault ends the executor anyway */
+			if (p->b || p->notify) {
 				/* a barrier behind a bundle runs from the later of its own taking and the bundle's issue */
 				uint64_t issued = p->b ? co_bundle_issued(p->b) : p->issued_ns;
 
+				if (!dp_post(s, p->user_data, (uint16_t)i, p->opcode, p->status)) {
+					s->blocked = true; /* ring full: try again later */
+					return moved;
+				}
 				if (p->b && p->taken_ns > issued)
 					issued = p->taken_ns;
-
 				dp_stage(dp, OOO_STAGE_RUN, q->cls, seen > issued ? seen - issued : 0, 1);
 				if (!s->posted++)
 					s->seen_ns = seen;
@@ -1257,8 +1382,11 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
 		for (uint32_t j = 0; s->base && j < s->nq; j++) {
 			uint64_t t = 0;
-			struct dp_pending *p = timed_pending(dp, s->queues[s->qlist[j]], &t);
+			struct dp_queue *q = s->queues[s->qlist[j]];
+			struct dp_pending *p;
 
+			watch_tail(dp, q, now);
+			p = timed_pending(dp, q, &t);
 			if (p && now > t && now - t > dp->kernel_limit_ns * p->steps && (!hp || t < *since)) {
 				hp = p;
 				*who = s;

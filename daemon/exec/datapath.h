@@ -60,7 +60,7 @@ struct dp_pending {
 	int32_t status;
 	uint16_t member;      /* with b: the command's place among b's members (UINT16_MAX: it follows b) */
 	uint8_t opcode;
-	bool notify;
+	bool notify;          /* without b: false for a silent pending (watch_tail): it posts no completion */
 	bool hung;            /* its work ran past the kernel time limit (check_hung): it ends with OOO_EHUNG */
 	/* without b, for the kernel time limit (overdue_pending): the work on the queue's stream it completes */
 	bool untimed;         /* it waits for another queue's event: not timed (that queue's work is) */
@@ -96,6 +96,7 @@ struct dp_queue {
 	struct dp_bundle *last; /* referenced: the bundle holding the queue's latest work, if that went to a bundle */
 	/* for the kernel time limit: what the queue's stream got since its last pending (dp_issue) */
 	uint32_t direct_n;      /* commands issued on it */
+	uint64_t direct_since;  /* when the first of them was (watch_tail) */
 	bool direct_untimed;    /* one of them waits for another queue's event */
 	bool bwait;             /* it waits for a bundle (co_before_direct): bw_key, bw_seq */
 	uint16_t bw_key;
@@ -205,8 +206,8 @@ int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_ef
 int dp_detach(struct datapath *dp, uint64_t id);
 /* Wait for the session's queues: before memory they may use goes away. */
 void dp_session_quiesce(struct datapath *dp, uint64_t id);
-/* cuEventSynchronize(ev), or with ev NULL cuStreamSynchronize(st), bounded by kernel_limit_ns (past it: exit) */
-void dp_sync(struct datapath *dp, CUstream st, CUevent ev);
+/* cuEventSynchronize(ev), or with ev NULL cuStreamSynchronize(q's stream), bounded by kernel_limit_ns (past it: exit) */
+void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev);
 /* A queue priority (0..99, higher first) on the device's CUDA stream priorities [least, greatest] (lower numbers run first) */
 int dp_cuda_priority(int least, int greatest, int priority);
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,

@@ -19,6 +19,10 @@
  *                                             once (its detach waits on the hung work): the executor
  *                                             is replaced after LIMIT_MS all the same (the other
  *                                             session sees OOO_EDEVRESET), the other's buffer intact
+ *   launch_check SOCK hang PTX LIMIT_MS stay  the same kernel with no sync behind it, its tenant still
+ *                                             there (a launch has no completion of its own): the
+ *                                             executor is replaced after LIMIT_MS all the same, before
+ *                                             LIMIT_MS + 15 s; the other's buffer intact
  *   launch_check SOCK hang PTX LIMIT_MS barred  the hang that reaches the uid's hang_strikes: after
  *                                             the restart its session is closed (OOO_ECLOSED) and a
  *                                             new session's data path is refused (OOO_EHUNG)
@@ -689,7 +693,9 @@ static int launch_hang(ooo_queue *q, ooo_kernel *k, uint64_t p, uint32_t tag)
 	return r;
 }
 
-static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave)
+enum hang_mode { HANG_SYNC, HANG_EXIT, HANG_STAY };
+
+static int hang(const char *sock, const char *ptx, unsigned limit_ms, enum hang_mode mode)
 {
 	ooo_session *s = ooo_open(sock), *other = ooo_open(sock);
 	ooo_queue *q = NULL, *oq = NULL;
@@ -720,24 +726,38 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, bool leave
 	      "other: its kernel before the hang");
 	t0 = mono_ms();
 	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0x676e6168u) == 0, "launch the kernel that never ends");
-	if (leave) {
-		/* the tenant goes (its buffer freed, then its session closed): those wait on the hung work */
-		ooo_kernel_free(k);
-		ooo_buf_free(sb);
-		ooo_module_unload(m);
-		ooo_queue_destroy(q);
-		ooo_close(s);
-		s = NULL;
+	if (mode != HANG_SYNC) {
+		if (mode == HANG_EXIT) {
+			/* the tenant goes (its buffer freed, then its session closed): those wait on the hung work */
+			ooo_kernel_free(k);
+			ooo_buf_free(sb);
+			ooo_module_unload(m);
+			ooo_queue_destroy(q);
+			ooo_close(s);
+			s = NULL;
+		}
+		/* (HANG_STAY: nothing behind the launch, its tenant idle; the other tenant's copies go on) */
 		do
 			r = ooo_memcpy_dtoh(oq, back, ooo_buf_addr(ob), sizeof(back));
 		while (r == 0 && mono_ms() - t0 < limit_ms + 60000u);
 		ms = mono_ms() - t0;
-		CHECK(r == -OOO_EDEVRESET, "the other tenant after the hung one left: %d (%s), after %llu ms", r,
-		      ooo_strerror(r), (unsigned long long)ms);
+		CHECK(r == -OOO_EDEVRESET, "the other tenant beside the hung one (%s): %d (%s), after %llu ms",
+		      mode == HANG_EXIT ? "gone" : "no sync", r, ooo_strerror(r), (unsigned long long)ms);
 		CHECK(ms + 50 >= limit_ms && ms < limit_ms + 15000u,
 		      "the executor was replaced after %llu ms, with a limit of %u ms", (unsigned long long)ms, limit_ms);
-		printf("hung kernel, its tenant gone: the executor replaced after %llu ms, limit %u ms\n",
-		       (unsigned long long)ms, limit_ms);
+		printf("hung kernel, %s: the executor replaced after %llu ms, limit %u ms\n",
+		       mode == HANG_EXIT ? "its tenant gone" : "no sync behind it", (unsigned long long)ms, limit_ms);
+		if (mode == HANG_STAY) {
+			r = ooo_queue_sync(q, 30000);
+			CHECK(r == -OOO_EDEVRESET || r == -OOO_EHUNG, "the hung tenant's sync after the restart: %d (%s)", r,
+			      ooo_strerror(r));
+			ooo_kernel_free(k);
+			ooo_buf_free(sb);
+			ooo_module_unload(m);
+			ooo_queue_destroy(q);
+			ooo_close(s);
+			s = NULL;
+		}
 		r = dtoh_after_reset(oq, back, ooo_buf_addr(ob), sizeof(back));
 		CHECK(r == 0 && !memcmp(pat, back, sizeof(pat) - 4), "the other session's buffer after the restart: %d", r);
 		CHECK(launch_hang(oq, ok, ooo_buf_addr(ob) + 4096 - 4, 0) == 0 && ooo_queue_sync(oq, 30000) == 0,
@@ -913,9 +933,11 @@ int main(int argc, char **argv)
 		return bench(argv[1], argv[3], argv[4]);
 	if (argc == 6 && !strcmp(argv[5], "barred") && !strcmp(argv[2], "hang"))
 		return hang_barred(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
-	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "exit"))) && !strcmp(argv[2], "hang"))
-		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10), argc == 6);
+	if ((argc == 5 || (argc == 6 && (!strcmp(argv[5], "exit") || !strcmp(argv[5], "stay")))) &&
+	    !strcmp(argv[2], "hang"))
+		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10),
+			    argc == 5 ? HANG_SYNC : !strcmp(argv[5], "exit") ? HANG_EXIT : HANG_STAY);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit|barred] | stall PTX hang|slow | bench PTX LIBCUDA\n");
+			"hang PTX LIMIT_MS [exit|stay|barred] | stall PTX hang|slow | bench PTX LIBCUDA\n");
 	return 2;
 }

@@ -1,7 +1,7 @@
 # lib.sh: shared set-up of the tests/gpu scripts (sourced, not run).
 # The caller sets `name` and `build`, then calls gpu_start CONFIG_EXTRA.
 # Gives: $libcuda, gpu_require, gpu_require_nvcc ($nvcc), and from gpu_start $rundir $sock $ctl $daemon,
-# fail, field, wait_ready, tenant_mem, buffer_survives_restart, hold_buffer, across_restart, over_quota_refused, gpu_stop.
+# fail, field, wait_ready, wait_restarted, tenant_mem, buffer_survives_restart, hold_buffer, across_restart, over_quota_refused, gpu_stop.
 
 # Skip (exit 77) where there is no NVIDIA device.
 gpu_require() {
@@ -72,6 +72,17 @@ field() { $ctl --json devices 2>/dev/null | sed -n "s/^ *\"$1\": \"*\([^\",]*\)\
 wait_ready() {
 	for _ in $(seq 300); do
 		[ "$(field state)" = ready ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_restarted R0: wait until the executor has restarted more than R0 times and is ready again (a
+# tenant can hear of its fault before the executor exits, when the old one still reads "ready")
+wait_restarted() {
+	for _ in $(seq 300); do
+		r=$(field restarts)
+		[ "${r:-0}" -gt "$1" ] && [ "$(field state)" = ready ] && return 0
 		sleep 0.1
 	done
 	return 1
