@@ -123,18 +123,19 @@ static void spawn(struct server *srv, struct gpu *g)
 			fcntl(sv[1], F_SETFD, 0);
 		else if (dup2(sv[1], EXEC_CTL_FD) < 0)
 			_exit(127);
-		char streams[16], threads[16], fill[16], reserve[16], klimit[16];
+		char streams[16], threads[16], fill[16], reserve[16], klimit[16], burst[16];
 
 		snprintf(streams, sizeof(streams), "%u", srv->policy->streams);
 		snprintf(threads, sizeof(threads), "%u", srv->policy->serving_threads);
 		snprintf(fill, sizeof(fill), "%u", srv->policy->shard_sessions);
 		snprintf(reserve, sizeof(reserve), "%u", srv->policy->urgent_reserve);
 		snprintf(klimit, sizeof(klimit), "%u", srv->policy->kernel_time_limit_ms);
+		snprintf(burst, sizeof(burst), "%u", srv->policy->burst_wait_us);
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
 		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--fuse-copies",
 		      srv->policy->fuse_copies ? "yes" : "no", "--spread-lanes", srv->policy->spread_lanes ? "yes" : "no",
 		      "--chain-launches", srv->policy->chain_launches ? "yes" : "no",
-		      "--streams", streams, "--urgent-reserve", reserve, "--kernel-limit-ms", klimit,
+		      "--streams", streams, "--urgent-reserve", reserve, "--burst-wait-us", burst, "--kernel-limit-ms", klimit,
 		      "--threads", threads, "--shard-sessions", fill, "--fence", strcmp(g->domain, OOO_DOMAIN_FENCED) ? "no" : "yes", (char *)NULL);
 		_exit(127);
 	}

@@ -58,7 +58,7 @@ enum key_type {
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_SPREAD_LANES, F_CHAIN_LAUNCHES, F_URGENT_RESERVE, F_KERNEL_TIME_LIMIT, F_HANG_STRIKES, F_HANG_WINDOW, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_SPREAD_LANES, F_CHAIN_LAUNCHES, F_URGENT_RESERVE, F_BURST_WAIT, F_KERNEL_TIME_LIMIT, F_HANG_STRIKES, F_HANG_WINDOW, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
 	F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
@@ -91,6 +91,7 @@ static const struct key_def daemon_keys[] = {
 	{ "chain_launches", F_CHAIN_LAUNCHES, T_BOOL, 0, 0 },
 	{ "streams", F_STREAMS, T_U32, 1, 8 },
 	{ "urgent_reserve", F_URGENT_RESERVE, T_U32, 0, 8 },
+	{ "burst_wait_us", F_BURST_WAIT, T_U32, 0, 50 },
 	{ "kernel_time_limit_ms", F_KERNEL_TIME_LIMIT, T_U32, 0, 3600000 },
 	{ "hang_strikes", F_HANG_STRIKES, T_U32, 0, HANGS_STRIKES_MAX },
 	{ "hang_window_s", F_HANG_WINDOW, T_U32, 1, 86400 },
@@ -739,6 +740,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	case F_MAX_SESSIONS: p->max_sessions = (uint32_t)n; break;
 	case F_STREAMS: p->streams = (uint32_t)n; break;
 	case F_URGENT_RESERVE: p->urgent_reserve = (uint32_t)n; break;
+	case F_BURST_WAIT: p->burst_wait_us = (uint32_t)n; break;
 	case F_KERNEL_TIME_LIMIT: p->kernel_time_limit_ms = (uint32_t)n; break;
 	case F_HANG_STRIKES: p->hang_strikes = (uint32_t)n; break;
 	case F_HANG_WINDOW: p->hang_window_s = (uint32_t)n; break;
@@ -1145,6 +1147,7 @@ static void policy_defaults(struct policy *p)
 	p->spread_lanes = false;
 	p->chain_launches = true;
 	p->urgent_reserve = 0;
+	p->burst_wait_us = 0;
 	p->kernel_time_limit_ms = POLICY_KERNEL_TIME_LIMIT_MS_DEFAULT;
 	p->hang_strikes = POLICY_HANG_STRIKES_DEFAULT;
 	p->hang_window_s = POLICY_HANG_WINDOW_S_DEFAULT;

@@ -117,6 +117,7 @@ struct policy {
 	bool chain_launches;         /* a queue's consecutive launches may run chained in one fused bundle (default yes) */
 	bool spread_lanes;           /* bundles of independent queues on their own streams where that pays (default no) */
 	uint32_t urgent_reserve;     /* in-flight bundles per partition kept for queues above the lowest priority tier (0 .. 8, default 0) */
+	uint32_t burst_wait_us;      /* a lone head launch of a chaining class waits this long without a new command for the rest of its burst (0 .. 50, default 0: off) */
 	uint32_t kernel_time_limit_ms; /* a bundle running longer is taken as hung and its executor replaced (0: never) */
 	uint32_t hang_strikes;  /* a tenant (uid) whose work hung this many times within hang_window_s is barred (0: never) */
 	uint32_t hang_window_s; /* ... from attaching data paths until hang_window_s after its last hang */

@@ -60,6 +60,17 @@
 	(sizeof(struct ooo_jit_desc_hdr) + sizeof(struct ooo_jit_desc_member) * SCHED_MAX_BUNDLE +             \
 	 SCHED_MAX_BUNDLE * DP_HOLD_PARAMS)
 #define CO_CHAIN_MAX 16u       /* a queue's launches one bundle may chain (its head and those behind it) */
+/*
+ * A tenant writes a request's launches one after another (~0.1-0.3 us each):
+ * a pass that takes only the first would send it alone and the rest as a
+ * second bundle behind it. With oood.conf burst_wait_us (co->burst_gap_ns;
+ * 0: off), while the last command a queue's backlog took is a launch that
+ * came less than that ago, its head launch (of a class that chains) waits
+ * for the rest, at most CO_BURST_SPAN times that after it came, so that the
+ * request goes as one chain. A burst ends at once with anything but a
+ * launch (a sync's barrier, an event) or at CO_CHAIN_MAX.
+ */
+#define CO_BURST_SPAN 4u
 #define CO_CHAIN_WORDS (1u + SCHED_MAX_BUNDLE) /* a stream's chain counters: the ticket, a done counter per member */
 #define CO_SPARE 64u           /* freed bundles kept for reuse (a bundle is ~6 KiB: no malloc per dispatch) */
 #define CO_INFLIGHT 8u         /* bundles in flight on the partition, at least (a queue's chain pipelines like direct launches) */
@@ -254,6 +265,7 @@ struct coalescer {
 	uint32_t nstreams; /* of every partition, at each tier */
 	bool lanes;        /* oood.conf spread_lanes: the scheduler's lanes choose the streams */
 	uint32_t reserve;  /* oood.conf urgent_reserve: in-flight bundles per partition for queues above the lowest tier */
+	uint32_t burst_gap_ns; /* oood.conf burst_wait_us (burst_open; 0: off) */
 	uint32_t ntiers;   /* CO_TIERS, or 1 where the device has one stream priority */
 	uint32_t nsi;      /* ntiers * nstreams: the streams of a partition */
 	int tier_prio[CO_TIERS]; /* the CUDA stream priority of each tier's streams */
@@ -1062,8 +1074,35 @@ static bool event_ready(const struct dp_session *s, const struct dp_cmd *cmd)
 	return true;
 }
 
+/*
+ * Is the tenant still writing the burst that q's head launch (of class c,
+ * shape) begins? Only while everything behind the head is a launch that
+ * could chain with it (same class and shape): a different kernel, a barrier
+ * or an event ends the burst for chaining, and so does co->burst_gap_ns
+ * without a command, CO_BURST_SPAN times that after the head came, or
+ * CO_CHAIN_MAX.
+ */
+static bool burst_open(struct datapath *dp, struct co_class *c, int shape, struct dp_queue *q, uint64_t now)
+{
+	struct coalescer *co = dp->co;
+	const struct dp_cmd *head = &q->bl[q->bl_head], *tail = &q->bl[(q->bl_head + q->bl_len - 1) % DP_BACKLOG];
+
+	if (!co->burst_gap_ns || !co->chain || !c || !c->chain || c->state != CLS_READY || q->bl_len >= CO_CHAIN_MAX ||
+	    (now > tail->arrival_ns && now - tail->arrival_ns >= co->burst_gap_ns) ||
+	    (now > head->arrival_ns && now - head->arrival_ns >= (uint64_t)co->burst_gap_ns * CO_BURST_SPAN))
+		return false;
+	for (uint32_t i = 1; i < q->bl_len; i++) {
+		const struct ooo_sqe *e = &q->bl[(q->bl_head + i) % DP_BACKLOG].e;
+		int sh = -1;
+
+		if (!holdable(dp, q->s, e, &sh) || sh != shape || cmd_class(co, q->s, e) != c)
+			return false;
+	}
+	return true;
+}
+
 /* Move q's backlog forward: issue what goes to its own stream, hand its next launch to the scheduler. */
-static bool advance(struct datapath *dp, struct dp_queue *q)
+static bool advance(struct datapath *dp, struct dp_queue *q, uint64_t now)
 {
 	struct coalescer *co = dp->co;
 	bool moved = false;
@@ -1080,6 +1119,8 @@ static bool advance(struct datapath *dp, struct dp_queue *q)
 			struct co_class *c = cmd_class(co, q->s, &cmd->e);
 			struct sched_launch l;
 
+			if (burst_open(dp, c, shape, q, now))
+				break; /* the rest of the request is coming: next pass (co_busy keeps the loop polling) */
 			if (q->sw_wait) {
 				CUresult r = dp->api->p_cuEventQuery(q->sw_ev);
 
@@ -1923,7 +1964,7 @@ static void dispatch(struct datapath *dp, const struct sched_bundle *sb, uint64_
 	co->st.stream_bundles[b->stream % co->nstreams]++;
 	launcher_push(dp, b);
 	for (uint32_t k = 0; k < n; k++)
-		advance(dp, qs[k]);
+		advance(dp, qs[k], now);
 }
 
 /* The bundles of stream cs that have ended, in order. */
@@ -2179,7 +2220,7 @@ bool co_progress(struct datapath *dp, uint64_t now)
 	for (struct dp_queue *q = co->bl_head, *next; q; q = next) {
 		next = q->bl_next;
 		if (!q->in_sched)
-			moved |= advance(dp, q);
+			moved |= advance(dp, q, now);
 	}
 	do {
 		nb = sched_poll(co->sched, now, co->out, CO_POLL_MAX, NULL);
@@ -2636,6 +2677,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 		co->max_inflight = CO_INFLIGHT;
 	cfg.max_inflight = co->max_inflight;
 	co->reserve = dp->urgent_reserve < CO_RESERVE_MAX ? dp->urgent_reserve : CO_RESERVE_MAX;
+	co->burst_gap_ns = dp->burst_wait_ns;
 	cfg.reserve_inflight = co->reserve;
 	cfg.streams = co->nstreams;
 	co->lanes = dp->spread_lanes && co->nstreams > 1;

@@ -160,6 +160,7 @@ struct datapath {
 	bool spread_lanes; /* the scheduler's lanes choose bundles' streams (oood.conf spread_lanes) */
 	bool chain_launches; /* a queue's consecutive launches may run chained in one fused bundle (oood.conf chain_launches) */
 	uint32_t urgent_reserve; /* oood.conf urgent_reserve (coalesce.c, at most CO_RESERVE_MAX) */
+	uint32_t burst_wait_ns;  /* oood.conf burst_wait_us (coalesce.c burst_open; 0: off) */
 	uint64_t kernel_limit_ns; /* oood.conf kernel_time_limit_ms: a bundle running longer is hung (0: never) */
 	uint64_t hung_checked_ns; /* when check_hung last looked */
 	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */

@@ -1016,7 +1016,7 @@ int executor_main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'T' },   { "shard-sessions", required_argument, NULL, 'P' },
 		{ "spread-lanes", required_argument, NULL, 'L' }, { "urgent-reserve", required_argument, NULL, 'R' },
 		{ "chain-launches", required_argument, NULL, 'K' }, { "kernel-limit-ms", required_argument, NULL, 'H' },
-		{ 0 },
+		{ "burst-wait-us", required_argument, NULL, 'B' }, { 0 },
 	};
 	const char *user = "nobody", *libcuda = "libcuda.so.1";
 	struct exec_ready r = { 0 };
@@ -1024,7 +1024,7 @@ int executor_main(int argc, char **argv)
 	struct memory mem = { 0 };
 	static struct shards S; /* large: the shards' datapaths */
 	CUcontext ctx = NULL;
-	unsigned long dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0, klimit = 0;
+	unsigned long dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0, klimit = 0, burst = 0;
 	char *end;
 	bool fuse = true, fence = false, fuse_copies = true, spread_lanes = false, chain_launches = true;
 	int c, rc;
@@ -1078,6 +1078,10 @@ int executor_main(int argc, char **argv)
 			break;
 		case 'H':
 			if (!opt_num(optarg, 0, 3600000, &klimit))
+				return EXEC_EXIT_USAGE;
+			break;
+		case 'B':
+			if (!opt_num(optarg, 0, 50, &burst))
 				return EXEC_EXIT_USAGE;
 			break;
 		default: return EXEC_EXIT_USAGE;
@@ -1149,6 +1153,7 @@ int executor_main(int argc, char **argv)
 		h->dp.spread_lanes = spread_lanes;
 		h->dp.chain_launches = chain_launches;
 		h->dp.urgent_reserve = (uint32_t)reserve;
+		h->dp.burst_wait_ns = (uint32_t)burst * 1000u;
 		h->dp.kernel_limit_ns = (uint64_t)klimit * 1000000u;
 		h->dp.fence = fence;
 		h->dp.mem = &mem;

@@ -148,9 +148,9 @@ buffer_survives_restart() {
 	keep_ready=$(grep '^ready' "$rundir/keep.out")
 	[ "$(tenant_mem)" -ge 67108864 ] || fail "64 MiB not charged: $(tenant_mem)"
 	pid=$(field executor_pid)
+	r0=$(field restarts)
 	kill -9 "$pid"
-	sleep 0.2
-	wait_ready || fail "executor not restarted: $(field reason)"
+	wait_restarted "${r0:-0}" || fail "executor not restarted: $(field reason)"
 	[ "$(field executor_pid)" != "$pid" ] || fail "the executor was not replaced"
 	for _ in $(seq 50); do grep -q 'mapping 1 buffers again' "$rundir/oood.log" && break; sleep 0.1; done
 	grep -q 'mapping 1 buffers again' "$rundir/oood.log" || fail "the new executor was not given the buffer"
@@ -185,9 +185,9 @@ across_restart() {
 	for _ in $(seq 100); do grep -q "^$2" "$3" && break; sleep 0.1; done
 	grep -q "^$2" "$3" || fail "dp_check $1: $(cat "$3")"
 	[ -z "${4:-}" ] || eval "$4"
+	r0=$(field restarts)
 	kill -9 "$(field executor_pid)"
-	sleep 0.3
-	wait_ready || fail "executor not restarted"
+	wait_restarted "${r0:-0}" || fail "executor not restarted"
 	echo go >&9
 	exec 9>&-
 	wait $tenant

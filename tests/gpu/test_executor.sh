@@ -18,8 +18,7 @@ owner=$(stat -c %U /proc/"$pid")
 [ "$(id -u)" -ne 0 ] || [ "$owner" = nobody ] || fail "executor runs as $owner, not nobody"
 # a dead executor is replaced
 kill -9 "$pid"
-sleep 0.2
-wait_ready || fail "executor not restarted: $(field reason)"
+wait_restarted 0 || fail "executor not restarted: $(field reason)"
 [ "$(field restarts)" = 1 ] || fail "restarts = $(field restarts), expected 1"
 [ "$(field executor_pid)" != "$pid" ] || fail "same executor pid after a restart"
 $ctl status | grep -q '^gpus  *1 ready of 1' || fail "status does not show the GPU"

@@ -229,9 +229,9 @@ ok "a plan without shared SMs refused and nothing changed; reset back to the pol
 # what oooctl set outlives the executor: a new one gets the plan when it is ready
 $ctl partition set default 24 >/dev/null || fail "partition set default 24"
 pid=$(field executor_pid)
+r0=$(field restarts)
 kill -9 "$pid"
-sleep 1.2
-wait_ready || fail "executor not back after SIGKILL"
+wait_restarted "${r0:-0}" || fail "executor not back after SIGKILL"
 [ "$(field executor_pid)" != "$pid" ] || fail "the executor was not replaced"
 for _ in $(seq 50); do $ctl partition | grep -q 'applied' && break; sleep 0.1; done
 out=$($ctl partition 2>&1)
@@ -330,6 +330,31 @@ hi=$(settle 1 high)
 rv=$($ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"reserve_inflight": \([0-9][0-9]*\),*$/\1/p' | head -1)
 [ "$rv" = 8 ] || fail "urgent_reserve = 4: oooctl sched says reserve_inflight '$rv', not 8 (4 for each of 2 serving threads)"
 ok "urgent_reserve = 4: dp_check prio, many, threads and order right, $hi bundles above the lowest tier, reserve_inflight $rv"
+fake_stop
+
+# burst_wait_us = 50: a queue's lone head launch of a chaining kernel waits for the rest of its
+# tenant's burst; the data path as without (order kept, nothing lost) and launches still chained; a
+# kernel that never ends, still held when its tenant leaves, is issued on its queue's own stream by
+# the session's flush and timed by the wait for it (own_overdue: it was not, 65c4190)
+FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'burst_wait_us = 50\nkernel_time_limit_ms = 1000\n'
+c0=$(counter chained_launches)
+for mode in check many threads copies launches; do
+	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (burst_wait_us = 50): $out"
+	echo "$out" | grep -q '^ok' || fail "dp_check $mode (burst_wait_us = 50): $out"
+done
+out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order (burst_wait_us = 50): $out"
+d=$(settle 1 chained_launches)
+[ "$d" -gt 0 ] || fail "burst_wait_us = 50: no chained launch: $($ctl sched 2>&1 | head -24)"
+for i in 1 2 3; do
+	r0=$(field restarts)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (burst_wait_us = 50, $i): $out"
+	echo "$out" | grep -q '^ok' || fail "launch_check hang exit (burst_wait_us = 50, $i): $out"
+	wait_restarted "$r0" || fail "the hung executor was not replaced (burst_wait_us = 50, $i): $(field state), $(field restarts) restarts"
+	$ctl pardon "$(id -u)" >/dev/null 2>&1 || fail "oooctl pardon"
+done
+[ "$(grep -c "uid $(id -u): hang 1 within" "$rundir/oood.log")" -eq 3 ] ||
+	fail "burst_wait_us = 50: the hangs of tenants that left were not each counted: $(grep -i 'hang' "$rundir/oood.log" | tail -6)"
+ok "burst_wait_us = 50: dp_check check, many, threads, copies, launches and order right, $d launches chained; 3 hangs of a tenant that left timed and counted"
 fake_stop
 
 # serving_threads = 3: the executor serves its sessions from three threads (each a shard of the

@@ -86,6 +86,7 @@ static void check_daemon_defaults(const struct policy *p)
 	assert_false(p->spread_lanes);
 	assert_true(p->chain_launches);
 	assert_int_equal(p->urgent_reserve, 0);
+	assert_int_equal(p->burst_wait_us, 0);
 	assert_int_equal(p->kernel_time_limit_ms, 10000);
 	assert_int_equal(p->hang_strikes, 3);
 	assert_int_equal(p->hang_window_s, 600);
@@ -248,6 +249,7 @@ static const struct range_case daemon_ranges[] = {
 	{ "serving_threads", 1, 8 },
 	{ "shard_sessions", 0, 4096 },
 	{ "urgent_reserve", 0, 8 },
+	{ "burst_wait_us", 0, 50 },
 	{ "kernel_time_limit_ms", 0, 3600000 },
 	{ "hang_strikes", 0, 16 },
 	{ "hang_window_s", 1, 86400 },
@@ -269,6 +271,8 @@ static uint64_t daemon_field(const struct policy *p, const char *key)
 		return p->shard_sessions;
 	if (!strcmp(key, "urgent_reserve"))
 		return p->urgent_reserve;
+	if (!strcmp(key, "burst_wait_us"))
+		return p->burst_wait_us;
 	if (!strcmp(key, "kernel_time_limit_ms"))
 		return p->kernel_time_limit_ms;
 	if (!strcmp(key, "hang_strikes"))

@@ -91,6 +91,7 @@ struct bench_opts {
 	char oood[PATH_MAX];
 	unsigned streams;           /* ooo: the private oood's [daemon] streams + 1; 0: its default */
 	unsigned urgent_reserve;    /* ooo: the private oood's [daemon] urgent_reserve + 1; 0: its default */
+	unsigned burst_wait_us;     /* ooo: the private oood's [daemon] burst_wait_us + 1; 0: its default */
 	unsigned kernel_limit_ms;   /* ooo: the private oood's [daemon] kernel_time_limit_ms + 1; 0: its default */
 	unsigned threads;           /* ooo: the private oood's [daemon] serving_threads + 1; 0: its default */
 	unsigned shard_sessions;    /* ooo: the private oood's [daemon] shard_sessions + 1; 0: its default */

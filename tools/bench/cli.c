@@ -137,6 +137,10 @@ void bench_gpu_usage(FILE *f)
 		"  --urgent-reserve N   ooo: the private oood's executor keeps N more in-flight\n"
 		"                       bundles for queues above the lowest priority tier\n"
 		"                       (oood.conf urgent_reserve, 0..8; default oood's, 0)\n"
+		"  --burst-wait-us N    ooo: the private oood's executor holds a lone head launch\n"
+		"                       up to N us without a new command for the rest of its\n"
+		"                       tenant's burst (oood.conf burst_wait_us, 0..50, 0 off;\n"
+		"                       default oood's, 0)\n"
 		"  --kernel-limit-ms N  ooo: the private oood's executor gives its context up when\n"
 		"                       a kernel runs longer than N ms (oood.conf\n"
 		"                       kernel_time_limit_ms, 0..3600000, 0 off; default oood's,\n"
@@ -458,7 +462,7 @@ static int copy_path(const char *opt, const char *arg, char *out, size_t cap)
 enum {
 	O_MODE = 256, O_TENANTS, O_DURATION, O_WARMUP, O_DRAIN, O_RATE, O_BE_RATE, O_SLO, O_SEED, O_KERNELS,
 	O_BLOCKS, O_ITERS, O_CHECK, O_LAYERS, O_DIM, O_GEMM, O_PTX, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_PARAMS,
-	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_SPREAD_LANES, O_CHAIN_LAUNCHES, O_URGENT_RESERVE, O_KERNEL_LIMIT, O_MPS, O_OOO_RUN,
+	O_CRITICAL, O_BE, O_JSON, O_CSV, O_PLOT, O_LIBCUDA, O_SOCKET, O_RUNDIR, O_OOOD, O_STREAMS, O_THREADS, O_SHARD_SESSIONS, O_WAIT_SPIN, O_FUSE_COPIES, O_SPREAD_LANES, O_CHAIN_LAUNCHES, O_URGENT_RESERVE, O_BURST_WAIT, O_KERNEL_LIMIT, O_MPS, O_OOO_RUN,
 	O_LEASE_SM,
 	O_LEASE_CRIT, O_CRIT_SHARE, O_CRIT_CLASS, O_DOMAINS, O_FENCE,
 };
@@ -491,6 +495,7 @@ int bench_gpu_main(int argc, char **argv)
 		{ "spread-lanes", required_argument, NULL, O_SPREAD_LANES },
 		{ "chain-launches", required_argument, NULL, O_CHAIN_LAUNCHES },
 		{ "urgent-reserve", required_argument, NULL, O_URGENT_RESERVE },
+		{ "burst-wait-us", required_argument, NULL, O_BURST_WAIT },
 		{ "kernel-limit-ms", required_argument, NULL, O_KERNEL_LIMIT },
 		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
 		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
@@ -677,6 +682,9 @@ int bench_gpu_main(int argc, char **argv)
 		case O_URGENT_RESERVE:
 			rc = parse_key_value("--urgent-reserve", optarg, 0, 8, &o->urgent_reserve);
 			break;
+		case O_BURST_WAIT:
+			rc = parse_key_value("--burst-wait-us", optarg, 0, 50, &o->burst_wait_us);
+			break;
 		case O_KERNEL_LIMIT:
 			rc = parse_key_value("--kernel-limit-ms", optarg, 0, 3600000, &o->kernel_limit_ms);
 			break;
@@ -810,11 +818,13 @@ int bench_gpu_main(int argc, char **argv)
 		goto out;
 	}
 	if (o->socket[0] &&
-	    (o->threads || o->streams || o->shard_sessions || o->wait_spin_us || o->urgent_reserve || o->kernel_limit_ms)) {
+	    (o->threads || o->streams || o->shard_sessions || o->wait_spin_us || o->urgent_reserve || o->burst_wait_us ||
+	     o->kernel_limit_ms)) {
 		rc = bench_usage_error("%s sets the private oood's policy: a running oood (--socket) has its own",
 				       o->threads ? "--threads" : o->streams ? "--streams" :
 				       o->shard_sessions ? "--shard-sessions" :
 				       o->urgent_reserve ? "--urgent-reserve" :
+				       o->burst_wait_us ? "--burst-wait-us" :
 				       o->kernel_limit_ms ? "--kernel-limit-ms" : "--wait-spin-us");
 		goto out;
 	}

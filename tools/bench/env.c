@@ -623,6 +623,8 @@ int bench_oood_start(struct bench_oood *d, const struct bench_opts *o, bool leas
 		fprintf(f, "streams = %u\n", o->streams - 1);
 	if (o->urgent_reserve)
 		fprintf(f, "urgent_reserve = %u\n", o->urgent_reserve - 1);
+	if (o->burst_wait_us)
+		fprintf(f, "burst_wait_us = %u\n", o->burst_wait_us - 1);
 	if (o->kernel_limit_ms)
 		fprintf(f, "kernel_time_limit_ms = %u\n", o->kernel_limit_ms - 1);
 	if (o->threads)
