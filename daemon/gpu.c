@@ -527,9 +527,13 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 	/*
 	 * After the exit too, until the socket is drained: what the executor
 	 * sent last (a hang report before its exit) is read before
-	 * finalize_exit closes the socket.
+	 * finalize_exit closes the socket. An executor that exits with our
+	 * requests unread in its socket makes the next recv fail with
+	 * ECONNRESET once (the socket's error, cleared by that read), before
+	 * the messages it sent: read on (seen losing a hang report in
+	 * test_fakecuda, where the executor gave up in a control request).
 	 */
-	if (res > 0) {
+	if (res > 0 || res == -ECONNRESET) {
 		unsigned armed = g->inflight;
 
 		arm_recv(srv, g);
