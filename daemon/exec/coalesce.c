@@ -2058,6 +2058,26 @@ bool co_seq_ended(const struct datapath *dp, uint16_t key, uint64_t seq, uint64_
 }
 
 /*
+ * Has bundle seq of stream key ended, asking its end event when no pass has
+ * seen it end yet (a control request's wait: no pass reaps meanwhile)? Not
+ * for a bundle whose launcher results the serving thread has not taken
+ * (its end may not be recorded yet), one that failed to launch or hung.
+ */
+bool co_seq_query(const struct datapath *dp, uint16_t key, uint64_t seq)
+{
+	const struct co_stream *w;
+	uint64_t e;
+
+	if (co_seq_ended(dp, key, seq, &e))
+		return true;
+	w = &dp->co->part[key / CO_MAX_SI].str[key % CO_MAX_SI];
+	for (const struct dp_bundle *b = w->fl_head; b; b = b->next)
+		if (b->seq == seq)
+			return b->looked && b->lstatus >= 0 && !b->hung && dp->api->p_cuEventQuery(b->end) == CUDA_SUCCESS;
+	return false;
+}
+
+/*
  * When b, a stream's head bundle, can have started running at the earliest
  * (*t: its issue or its stream's last end, as given): after the ends of the
  * other streams' bundles it waits for, as first seen (each such stream's

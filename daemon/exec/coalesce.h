@@ -130,6 +130,8 @@ bool co_reap(struct datapath *dp, uint64_t now);
 struct dp_bundle *co_overdue(struct datapath *dp, uint64_t now, uint64_t *since);
 /* Has the bundle with this (part * streams + stream, seq) ended, as seen? *end_ns: its stream's last end seen. */
 bool co_seq_ended(const struct datapath *dp, uint16_t key, uint64_t seq, uint64_t *end_ns);
+/* The same, asking the bundle's end event when no pass has seen it end yet (a control request's wait) */
+bool co_seq_query(const struct datapath *dp, uint16_t key, uint64_t seq);
 void co_end_hung(struct datapath *dp, struct dp_bundle *b, uint64_t now, uint64_t since);
 /* The distinct sessions of b's members, the first cap of them in ids[] (returns how many), *more the rest. */
 uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t cap, uint32_t *more);

@@ -109,6 +109,7 @@ struct own_watch {
 	struct dp_queue *q;
 	uint32_t at;    /* pendings of q->fifo seen ended (or completing with a bundle) */
 	uint64_t since; /* the piece at `at` runs from here at the latest */
+	uint64_t bw_ns; /* when the bundle that piece waits for was first seen ended here (0: not yet) */
 };
 
 /* Has the piece of w->q's own stream that runs now passed the limit (with when its time started, *since)? */
@@ -135,6 +136,7 @@ static bool own_overdue(struct datapath *dp, struct own_watch *w, uint64_t now, 
 			return false; /* a fault: the wait ends with it */
 		w->at++;
 		w->since = now;
+		w->bw_ns = 0;
 	}
 	if (w->at < q->len) {
 		const struct dp_pending *p = &q->fifo[(q->head + w->at) % DP_QUEUE_DEPTH];
@@ -154,12 +156,16 @@ static bool own_overdue(struct datapath *dp, struct own_watch *w, uint64_t now, 
 	if (!steps || untimed)
 		return false;
 	t = w->since;
-	if (bwait) {
-		if (!co_seq_ended(dp, key, seq, &e))
-			return false; /* the bundle first: it is timed */
-		if (e > t)
-			t = e;
+	if (bwait && !co_seq_ended(dp, key, seq, &e)) {
+		/* no pass reaps during the wait: ask the bundle itself, and keep when it was first seen ended */
+		if (!w->bw_ns && co_seq_query(dp, key, seq))
+			w->bw_ns = now;
+		if (!w->bw_ns)
+			return false; /* the bundle first: it is timed (co_overdue) */
+		e = w->bw_ns;
 	}
+	if (bwait && e > t)
+		t = e;
 	*since = t;
 	return now > t && now - t > dp->kernel_limit_ns * steps;
 }
@@ -169,11 +175,11 @@ static bool own_overdue(struct datapath *dp, struct own_watch *w, uint64_t now, 
  * as cuEventSynchronize / cuStreamSynchronize would, but with the kernel
  * time limit on (kernel_limit_ns) by polling: what a control request waits
  * for (a buffer freed, a session detached, a module unloaded) cannot hold
- * the executor behind a kernel that never ends. Once it has waited the
- * limit, it looks every ~10 ms whether work on the GPU is overdue as
- * check_hung would see it (co_overdue, overdue_pending: the wait's own
- * length is no proof, a legit backlog can be long), or q's own stream's
- * work as own_overdue times it; then the executor gives its context up at
+ * the executor behind a kernel that never ends. It looks every ~10 ms
+ * whether work on the GPU is overdue as check_hung would see it
+ * (co_overdue, overdue_pending: the wait's own length is no proof, a legit
+ * backlog can be long), or q's own stream's work as own_overdue times it;
+ * then the executor gives its context up at
  * once: it says why and exits without another CUDA call (freeing what the
  * request frees would wait for the kernel too); oood starts a new one, and
  * every tenant of this executor sees OOO_EDEVRESET. (What this pass did not
@@ -227,15 +233,33 @@ void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev)
 			_exit(1);
 		}
 		/*
-		 * Every 100th look (~10 ms): how far q's own stream got; past the
-		 * limit: is work on the GPU overdue, as check_hung sees it, or
-		 * the piece of q's own stream that runs now?
+		 * Every 100th look (~10 ms; as check_hung, which does not run for
+		 * this shard meanwhile): the overdue work whose time started
+		 * first, of a bundle (co_overdue), a queue's head pending
+		 * (overdue_pending, which also gives untimed tails a pending:
+		 * watch_tail) and the piece of q's own stream that runs now
+		 * (own_overdue, no earlier than the wait's start); a bundle first
+		 * on a tie. Not only the waited queue's own work: it may be
+		 * starved by another's.
 		 */
-		if (n % 100 == 0 && w.q && own_overdue(dp, &w, now, &since)) {
-			who = w.q->s;
-			over = true;
-		} else if (n % 100 == 0 && now - t0 > dp->kernel_limit_ns) {
-			over = (ob = co_overdue(dp, now, &since)) || overdue_pending(dp, now, &since, &who);
+		if (n % 100 == 0) {
+			uint64_t to = 0, tb = 0, tq = 0;
+			struct dp_session *hs = NULL;
+			bool mine = w.q && own_overdue(dp, &w, now, &to);
+			struct dp_bundle *b = co_overdue(dp, now, &tb);
+			struct dp_pending *hp = overdue_pending(dp, now, &tq, &hs);
+
+			if (b && (!mine || tb <= to) && (!hp || tb <= tq)) {
+				ob = b;
+				since = tb;
+			} else if (hp && (!mine || tq <= to)) {
+				who = hs;
+				since = tq;
+			} else if (mine) {
+				who = w.q->s;
+				since = to;
+			}
+			over = ob || who;
 		}
 		if (over) {
 			uint64_t ids[EXEC_HUNG_MAX];
@@ -380,6 +404,8 @@ static void queue_destroy(struct datapath *dp, struct dp_queue *q)
 		if (q->s)
 			q->s->inflight--;
 	}
+	if (q->direct_n)
+		dp->tails--;
 	dp->api->p_cuStreamDestroy(q->stream);
 	free(q);
 }
@@ -987,6 +1013,8 @@ static int pending_push(struct datapath *dp, struct dp_queue *q, struct dp_pendi
 		ev_put(dp, p->ev);
 		return -EIO;
 	}
+	if (q->direct_n)
+		dp->tails--;
 	q->direct_n = 0;
 	q->direct_untimed = q->bwait = false;
 	q->len++;
@@ -1000,8 +1028,11 @@ static int pending_push(struct datapath *dp, struct dp_queue *q, struct dp_pendi
  * completion of their own) get a silent one (no completion for the tenant)
  * once they have gone untimed for a quarter of the limit, so a kernel that
  * never ends there, with no sync behind it, is timed all the same: from the
- * pending's issue (never before the work could run). Not where the fifo is
- * half full (the tenant's own syncs need the room; theirs time it).
+ * first of them's issue (never before it could run; timed_pending takes
+ * the later of that, the pending before it and the bundle the stream waits
+ * for), as a sync behind them would have been. Not where the fifo is half
+ * full (the tenant's own syncs need the room; theirs time it). The serving
+ * loop wakes for it while such commands wait (dp_wake_ns).
  */
 static void watch_tail(struct datapath *dp, struct dp_queue *q, uint64_t now)
 {
@@ -1012,7 +1043,8 @@ static void watch_tail(struct datapath *dp, struct dp_queue *q, uint64_t now)
 		return;
 	p = &q->fifo[(q->head + q->len) % DP_QUEUE_DEPTH];
 	p->b = NULL;
-	p->taken_ns = p->issued_ns = now;
+	p->taken_ns = now;
+	p->issued_ns = q->direct_since;
 	p->user_data = 0;
 	p->opcode = OOO_OP_NOP;
 	if (pending_push(dp, q, p) < 0)
@@ -1055,8 +1087,10 @@ int dp_issue(struct datapath *dp, struct dp_session *s, const struct ooo_sqe *e,
 		goto failed;
 	if (e->opcode != OOO_OP_NOP) {
 		q->own_dirty = true;
-		if (!q->direct_n++)
+		if (!q->direct_n++) {
 			q->direct_since = dp_now_ns();
+			dp->tails++;
+		}
 	}
 	switch (e->opcode) {
 	case OOO_OP_NOP:
@@ -1488,6 +1522,30 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
 }
 
 /*
+ * A silent pending (watch_tail) is not the tenant's: its OOO_EHUNG goes to
+ * the first sync behind it on its queue's own stream (the one that waits
+ * for the hung work), as if that had been timed.
+ */
+static void hung_to_sync(struct dp_session *s, const struct dp_pending *hp)
+{
+	for (uint32_t j = 0; j < s->nq; j++) {
+		struct dp_queue *q = s->queues[s->qlist[j]];
+
+		if (!q->len || hp != &q->fifo[q->head])
+			continue; /* (overdue_pending's is a queue's head) */
+		for (uint32_t k = 1; k < q->len; k++) {
+			struct dp_pending *p = &q->fifo[(q->head + k) % DP_QUEUE_DEPTH];
+
+			if (!p->b && p->notify) {
+				p->hung = true;
+				return;
+			}
+		}
+		return;
+	}
+}
+
+/*
  * The kernel time limit (oood.conf kernel_time_limit_ms): work that has
  * run longer is taken as hung. Nothing ends a running kernel but the end of
  * its process, so the context is given up: the overdue work that started
@@ -1521,6 +1579,8 @@ static void check_hung(struct datapath *dp, uint64_t now)
 
 		dp_report_hung(dp, &id, 1, 0, now - tq);
 		hp->hung = true; /* the next pass's reap posts it */
+		if (!hp->notify)
+			hung_to_sync(hs, hp);
 		snprintf(dp->fatal_why, sizeof(dp->fatal_why),
 			 "a queue's own stream ran %llu ms, past kernel_time_limit_ms %llu a command (session %llu)",
 			 (unsigned long long)((now - tq) / 1000000u),
@@ -1622,4 +1682,13 @@ void dp_awake(struct datapath *dp)
 		ring_awake(&s->sq);
 		(void)!read(s->sq_efd, &v, sizeof(v)); /* nonblocking: drain */
 	}
+}
+
+uint64_t dp_wake_ns(const struct datapath *dp)
+{
+	uint64_t ns = dp->kernel_limit_ns / 8;
+
+	if (!dp->kernel_limit_ns || !dp->tails)
+		return 0;
+	return ns < 1000000u ? 1000000u : ns;
 }

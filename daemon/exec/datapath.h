@@ -163,6 +163,7 @@ struct datapath {
 	uint32_t burst_wait_ns;  /* oood.conf burst_wait_us (coalesce.c burst_open; 0: off) */
 	uint64_t kernel_limit_ns; /* oood.conf kernel_time_limit_ms: a bundle running longer is hung (0: never) */
 	uint64_t hung_checked_ns; /* when check_hung last looked */
+	uint32_t tails;           /* queues with commands on their own stream and no pending behind them (watch_tail) */
 	bool fence;        /* a fenced executor: every kernel runs fenced in its session's window */
 	struct memory *mem; /* the executor's device memory (windows, when fenced) */
 	uint32_t streams;  /* streams the coalescer runs bundles on (1 .. 8; 0: 1) */
@@ -262,6 +263,8 @@ bool dp_progress(struct datapath *dp);
  */
 int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max);
 void dp_awake(struct datapath *dp);
+/* How long an idle serving loop may sleep before the next pass is due (0: until a doorbell): watch_tail's */
+uint64_t dp_wake_ns(const struct datapath *dp);
 
 /*
  * Tells oood (EXEC_MSG_HUNG on the control socket, never blocking; once per

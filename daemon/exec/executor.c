@@ -523,6 +523,18 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 #define WAIT_FDS_MIN 64u      /* the first wait set's doorbells; it grows with the sessions */
 #define EXEC_NICE (-10)        /* the executor's nice value when started by root */
 #define STATS_NS 1000000000ull  /* the scheduler's counters go to oood this often */
+
+/* How long an idle serving loop sleeps: the counters' period with a coalescer, sooner where the datapath wants a pass (dp_wake_ns); tv_sec -1: until a doorbell */
+static struct timespec idle_timeout(const struct datapath *dp)
+{
+	uint64_t ns = dp->co ? STATS_NS : 0, w = dp_wake_ns(dp);
+
+	if (w && (!ns || w < ns))
+		ns = w;
+	if (!ns)
+		return (struct timespec){ -1, 0 };
+	return (struct timespec){ (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+}
 #define CTL_EVERY 8u            /* passes between looks at oood's socket while the data path moves */
 #define FATAL_GRACE_NS 20000000ull /* after a sticky error, passes for this long before exiting (see below) */
 
@@ -655,11 +667,10 @@ static int serve(int fd, struct memory *mem, struct shards *S)
 		if (busy || dp->blocked || partial) {
 			struct timespec ts = { 0, NAP_NS };
 			r = ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
-		} else if (dp->co) {
-			struct timespec ts = { STATS_NS / 1000000000ull, 0 }; /* wake to report the counters */
-			r = ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
 		} else {
-			r = ppoll(h->pfd, (nfds_t)n + 1, NULL, NULL);
+			/* wake to report the counters, and for the kernel time limit's untimed tails (dp_wake_ns) */
+			struct timespec ts = idle_timeout(dp);
+			r = ppoll(h->pfd, (nfds_t)n + 1, ts.tv_sec >= 0 ? &ts : NULL, NULL);
 		}
 		dp_awake(dp);
 		if (r < 0 && errno != EINTR)
@@ -847,16 +858,19 @@ static void *shard_main(void *arg)
 		if (busy || blocked || partial) {
 			struct timespec ts = { 0, NAP_NS };
 			(void)ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
-		} else if (dp->co) {
+		} else {
 			/*
 			 * Wake about once a second, as serve() does: compiles that
 			 * finished meanwhile are taken in (drain_compiles) and counted
-			 * in the next report instead of when work next comes.
+			 * in the next report instead of when work next comes; sooner
+			 * for the kernel time limit's untimed tails (dp_wake_ns).
 			 */
-			struct timespec ts = { STATS_NS / 1000000000ull, 0 };
-			(void)ppoll(h->pfd, (nfds_t)n + 1, &ts, NULL);
-		} else {
-			(void)ppoll(h->pfd, (nfds_t)n + 1, NULL, NULL);
+			struct timespec ts;
+
+			pthread_mutex_lock(&h->mu);
+			ts = idle_timeout(dp);
+			pthread_mutex_unlock(&h->mu);
+			(void)ppoll(h->pfd, (nfds_t)n + 1, ts.tv_sec >= 0 ? &ts : NULL, NULL);
 		}
 		(void)!read(h->wake, &v, sizeof(v)); /* nonblocking: drain */
 		pthread_mutex_lock(&h->mu);

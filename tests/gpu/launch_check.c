@@ -23,6 +23,9 @@
  *                                             there (a launch has no completion of its own): the
  *                                             executor is replaced after LIMIT_MS all the same, before
  *                                             LIMIT_MS + 15 s; the other's buffer intact
+ *   launch_check SOCK hang PTX LIMIT_MS late  the same, its sync issued LIMIT_MS / 2 after the launch
+ *                                             (the executor timed the launch by then): OOO_EHUNG or
+ *                                             OOO_EDEVRESET all the same
  *   launch_check SOCK hang PTX LIMIT_MS barred  the hang that reaches the uid's hang_strikes: after
  *                                             the restart its session is closed (OOO_ECLOSED) and a
  *                                             new session's data path is refused (OOO_EHUNG)
@@ -693,7 +696,7 @@ static int launch_hang(ooo_queue *q, ooo_kernel *k, uint64_t p, uint32_t tag)
 	return r;
 }
 
-enum hang_mode { HANG_SYNC, HANG_EXIT, HANG_STAY };
+enum hang_mode { HANG_SYNC, HANG_LATE, HANG_EXIT, HANG_STAY };
 
 static int hang(const char *sock, const char *ptx, unsigned limit_ms, enum hang_mode mode)
 {
@@ -726,7 +729,7 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, enum hang_
 	      "other: its kernel before the hang");
 	t0 = mono_ms();
 	CHECK(launch_hang(q, k, ooo_buf_addr(sb), 0x676e6168u) == 0, "launch the kernel that never ends");
-	if (mode != HANG_SYNC) {
+	if (mode == HANG_EXIT || mode == HANG_STAY) {
 		if (mode == HANG_EXIT) {
 			/* the tenant goes (its buffer freed, then its session closed): those wait on the hung work */
 			ooo_kernel_free(k);
@@ -772,6 +775,8 @@ static int hang(const char *sock, const char *ptx, unsigned limit_ms, enum hang_
 			printf("ok\n");
 		return fails != 0;
 	}
+	if (mode == HANG_LATE)
+		usleep(limit_ms * 500u); /* past a quarter of the limit: the executor timed it by then (watch_tail) */
 	r = ooo_queue_sync(q, (int)limit_ms + 60000);
 	ms = mono_ms() - t0;
 	CHECK(r == -OOO_EHUNG || r == -OOO_EDEVRESET, "sync after the hang: %d (%s), after %llu ms", r, ooo_strerror(r),
@@ -933,11 +938,15 @@ int main(int argc, char **argv)
 		return bench(argv[1], argv[3], argv[4]);
 	if (argc == 6 && !strcmp(argv[5], "barred") && !strcmp(argv[2], "hang"))
 		return hang_barred(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
-	if ((argc == 5 || (argc == 6 && (!strcmp(argv[5], "exit") || !strcmp(argv[5], "stay")))) &&
+	if ((argc == 5 ||
+	     (argc == 6 && (!strcmp(argv[5], "exit") || !strcmp(argv[5], "stay") || !strcmp(argv[5], "late")))) &&
 	    !strcmp(argv[2], "hang"))
 		return hang(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10),
-			    argc == 5 ? HANG_SYNC : !strcmp(argv[5], "exit") ? HANG_EXIT : HANG_STAY);
+			    argc == 5			   ? HANG_SYNC
+			    : !strcmp(argv[5], "exit") ? HANG_EXIT
+			    : !strcmp(argv[5], "stay") ? HANG_STAY
+						   : HANG_LATE);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit|stay|barred] | stall PTX hang|slow | bench PTX LIBCUDA\n");
+			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | bench PTX LIBCUDA\n");
 	return 2;
 }

@@ -457,7 +457,7 @@ for fz in yes no; do
 		fail "the hang of a tenant that left was not counted: $(grep -i 'hang' "$rundir/oood.log" | tail -4)"
 	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel'); counted against uid $(id -u) (2 of hang_strikes 3)"
 	# no sync behind the launch, its tenant still there and idle: still timed (fuse = no: a silent
-	# pending after a quarter of the limit, watch_tail) and counted against its uid (pardoned first:
+	# pending after a quarter of the limit, watch_tail, timed from the launch) and counted against its uid (pardoned first:
 	# a third hang would bar uid 0, the other tenant's too)
 	out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
 	r0=$(field restarts)
@@ -467,6 +467,15 @@ for fz in yes no; do
 	[ "$(grep -c "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log")" -eq 2 ] ||
 		fail "the hang with no sync behind it was not counted against uid $(id -u) (fuse = $fz): $(grep -i 'hang' "$rundir/oood.log" | tail -4)"
 	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel'); counted against uid $(id -u)"
+	# its sync comes half the limit after the launch: the executor timed the launch before (with fuse =
+	# no through a silent pending, whose OOO_EHUNG goes to the sync behind it: hung_to_sync)
+	out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
+	r0=$(field restarts)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 late 2>&1) || fail "launch_check hang late (fuse = $fz): $out"
+	echo "$out" | grep -q '^ok' || fail "launch_check hang late (fuse = $fz): $out"
+	echo "$out" | grep -q '^hung kernel: -1011 ' || fail "fuse = $fz: the late sync did not get OOO_EHUNG: $out"
+	wait_restarted "$r0" || fail "the hung executor was not replaced (late sync, fuse = $fz): $(field state), $(field restarts) restarts"
+	ok "fuse = $fz: a sync half the limit after the launch: $(echo "$out" | grep '^hung kernel')"
 	fake_stop
 done
 # hang strikes: a tenant (uid) whose kernels hang hang_strikes times within hang_window_s may not
