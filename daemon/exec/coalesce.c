@@ -593,22 +593,33 @@ void co_idle(struct datapath *dp)
 		drain_compiles(dp);
 }
 
-void co_module_loaded(struct datapath *dp, struct dp_session *s, uint32_t module, const char *ptx, size_t len)
+struct co_pmod *co_module_parse(const char *ptx, size_t len)
 {
-	struct co_pmod *pm;
+	struct co_pmod *pm = calloc(1, sizeof(*pm));
 	char err[256];
 
-	if (!dp->co || module >= DP_MAX_MODULES)
-		return;
-	pm = calloc(1, sizeof(*pm));
 	if (!pm)
-		return;
+		return NULL;
 	if (ptx_parse(ptx, len, &pm->m, err, sizeof(err)) < 0) {
 		free(pm);
-		return; /* not fusible: launches of its kernels are issued as they come */
+		return NULL; /* not fusible: launches of its kernels are issued as they come */
 	}
 	pm->refs = 1;
+	return pm;
+}
+
+void co_module_install(struct datapath *dp, struct dp_session *s, uint32_t module, struct co_pmod *pm)
+{
+	if (!dp->co || module >= DP_MAX_MODULES || s->pmods[module]) {
+		pmod_put(pm);
+		return;
+	}
 	s->pmods[module] = pm;
+}
+
+void co_pmod_free(struct co_pmod *pm)
+{
+	pmod_put(pm);
 }
 
 /*

@@ -67,8 +67,15 @@ int co_partitions(struct datapath *dp, const struct co_plan_part *plan, uint32_t
 int co_start(struct datapath *dp, char *why, size_t cap);
 void co_stop(struct datapath *dp); /* waits for the GPU and the compile thread; accepts dp->co == NULL */
 
-/* A module was loaded from PTX text (NUL-terminated): parse it for fusion (failures only make it not fusible). */
-void co_module_loaded(struct datapath *dp, struct dp_session *s, uint32_t module, const char *ptx, size_t len);
+/*
+ * A module loaded from PTX text (NUL-terminated), parsed for fusion (pure:
+ * no lock needed; NULL when it is not fusible or out of memory), then
+ * installed in s's slot `module` under the serving thread's lock (it takes
+ * pm; without a coalescer pm is freed). co_pmod_free accepts NULL.
+ */
+struct co_pmod *co_module_parse(const char *ptx, size_t len);
+void co_module_install(struct datapath *dp, struct dp_session *s, uint32_t module, struct co_pmod *pm);
+void co_pmod_free(struct co_pmod *pm);
 /* Before a module of s goes: flush s's held work, forget its kernels' classes. */
 void co_module_unload(struct datapath *dp, struct dp_session *s, uint32_t module);
 /* A kernel handle was made: find its fusion class. */

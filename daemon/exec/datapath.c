@@ -611,18 +611,10 @@ static int fence_module(const char *ptx, char **out, char **whyk, char *why, siz
 	return 0;
 }
 
-int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
-		   uint32_t *module, char *why, size_t cap)
+int dp_module_slot(struct datapath *dp, uint64_t id, uint32_t want, char *why, size_t cap)
 {
 	struct dp_session *s = dp_session_get(dp, id, true);
-	char jitlog[4096] = "";
-	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-	void *val[2] = { jitlog, (void *)(uintptr_t)sizeof(jitlog) };
-	struct stat st;
-	int seals = fcntl(fd, F_GET_SEALS), m, rc = 0;
-	char *image = NULL, *ptx = NULL;
-	void *map;
-	CUresult r;
+	int m;
 
 	if (!s) {
 		snprintf(why, cap, "out of memory");
@@ -634,14 +626,30 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 			snprintf(why, cap, "module slot %u is taken or out of range", want - 1);
 			return -EEXIST;
 		}
-	} else {
-		for (m = 0; m < DP_MAX_MODULES && (s->modules[m] || s->mlost[m]); m++)
-			;
-		if (m == DP_MAX_MODULES) {
-			snprintf(why, cap, "the session has %d modules loaded", DP_MAX_MODULES);
-			return -EMFILE;
-		}
+		return m;
 	}
+	for (m = 0; m < DP_MAX_MODULES && (s->modules[m] || s->mlost[m]); m++)
+		;
+	if (m == DP_MAX_MODULES) {
+		snprintf(why, cap, "the session has %d modules loaded", DP_MAX_MODULES);
+		return -EMFILE;
+	}
+	return m;
+}
+
+int dp_module_build(struct datapath *dp, uint32_t kind, int fd, uint64_t len, bool parse, struct dp_module_img *img,
+		    char *why, size_t cap)
+{
+	char jitlog[4096] = "";
+	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[2] = { jitlog, (void *)(uintptr_t)sizeof(jitlog) };
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS), rc = 0;
+	char *image = NULL, *ptx = NULL;
+	void *map;
+	CUresult r;
+
+	*img = (struct dp_module_img){ 0 };
 	/* the image must not change while we read it, nor shrink under our mapping */
 	if (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
 	    (uint64_t)st.st_size < len || !len) {
@@ -683,28 +691,71 @@ int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint
 					   "whose kernels ooo can fence, not CUBIN or FATBIN");
 			return -EPERM;
 		}
-		rc = fence_module(image, &fenced, &s->fence_why[m], why, cap);
+		rc = fence_module(image, &fenced, &img->fence_why, why, cap);
 		free(image);
 		if (rc < 0)
 			return rc;
 		image = fenced;
 	}
-	r = dp->api->p_cuModuleLoadDataEx(&s->modules[m], image, 2, opt, val);
-	if (r == CUDA_SUCCESS && kind != OOO_MODULE_CUBIN && kind != OOO_MODULE_FATBIN)
-		co_module_loaded(dp, s, (uint32_t)m, image, strlen(image));
+	r = dp->api->p_cuModuleLoadDataEx(&img->mod, image, 2, opt, val);
+	if (r == CUDA_SUCCESS && parse && kind != OOO_MODULE_CUBIN && kind != OOO_MODULE_FATBIN)
+		img->pm = co_module_parse(image, strlen(image));
 	free(image);
 	if (r != CUDA_SUCCESS) {
 		char e[128];
 
-		free(s->fence_why[m]);
-		s->fence_why[m] = NULL;
-		s->modules[m] = NULL;
+		free(img->fence_why);
+		*img = (struct dp_module_img){ 0 };
 		if (jitlog[0])
 			snprintf(why, cap, "%s", jitlog);
 		else
 			snprintf(why, cap, "cuModuleLoadData: %s", cuda_strerror(dp->api, r, e, sizeof(e)));
 		return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
 	}
+	return 0;
+}
+
+void dp_module_img_free(struct datapath *dp, struct dp_module_img *img)
+{
+	if (!img)
+		return;
+	if (img->mod)
+		dp->api->p_cuModuleUnload(img->mod);
+	co_pmod_free(img->pm);
+	free(img->fence_why);
+	*img = (struct dp_module_img){ 0 };
+}
+
+int dp_module_install(struct datapath *dp, uint64_t id, uint32_t slot, struct dp_module_img *img, char *why,
+		      size_t cap)
+{
+	struct dp_session *s = dp_session_get(dp, id, false);
+
+	if (!s || slot >= DP_MAX_MODULES || s->modules[slot] || s->mlost[slot]) {
+		snprintf(why, cap, "module slot %u was taken while the module loaded", slot);
+		dp_module_img_free(dp, img);
+		return -EEXIST;
+	}
+	s->modules[slot] = img->mod;
+	free(s->fence_why[slot]);
+	s->fence_why[slot] = img->fence_why;
+	co_module_install(dp, s, slot, img->pm);
+	*img = (struct dp_module_img){ 0 };
+	return 0;
+}
+
+int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
+		   uint32_t *module, char *why, size_t cap)
+{
+	struct dp_module_img img;
+	int m = dp_module_slot(dp, id, want, why, cap), rc;
+
+	if (m < 0)
+		return m;
+	if ((rc = dp_module_build(dp, kind, fd, len, dp->co != NULL, &img, why, cap)) < 0)
+		return rc;
+	if ((rc = dp_module_install(dp, id, (uint32_t)m, &img, why, cap)) < 0)
+		return rc;
 	*module = (uint32_t)m;
 	return 0;
 }

@@ -223,6 +223,27 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
  */
 int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
 		   uint32_t *module, char *why, size_t cap);
+/*
+ * The same in three steps, so that the slow one (compiling CUDA C,
+ * fencing, the driver's PTX JIT, parsing for the coalescer) can run
+ * without the serving thread's lock: dp_module_slot (locked) picks the
+ * slot (>= 0) or refuses; dp_module_build (unlocked: it reads no session,
+ * only dp's fixed settings) makes the module, parsed for the coalescer
+ * when parse; dp_module_install (locked) puts it in the slot, or frees it
+ * (-EEXIST) when the slot was taken meanwhile. dp_module_img_free frees
+ * one not installed (NULL and an empty one are fine).
+ */
+struct dp_module_img {
+	CUmodule mod;
+	struct co_pmod *pm; /* the coalescer's parse (NULL: not fusible, or no coalescer) */
+	char *fence_why;    /* fenced: why kernels could not be fenced, if any */
+};
+int dp_module_slot(struct datapath *dp, uint64_t id, uint32_t want, char *why, size_t cap);
+int dp_module_build(struct datapath *dp, uint32_t kind, int fd, uint64_t len, bool parse, struct dp_module_img *img,
+		    char *why, size_t cap);
+int dp_module_install(struct datapath *dp, uint64_t id, uint32_t slot, struct dp_module_img *img, char *why,
+		      size_t cap);
+void dp_module_img_free(struct datapath *dp, struct dp_module_img *img);
 int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module);
 /*
  * A restore failed: slot `module` stays taken (lost) until the tenant

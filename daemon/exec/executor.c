@@ -465,10 +465,27 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 			rep.status = -EBADF;
 			snprintf(rep.reason, sizeof(rep.reason), "module load without its image");
 		} else {
-			uint32_t mod = 0;
-			rep.status = dp_module_load(&h->dp, m.session, m.kind, fds[0], m.len, m.module, &mod,
-						    rep.reason, sizeof(rep.reason));
-			rep.addr = mod;
+			int slot = dp_module_slot(&h->dp, m.session, m.module, rep.reason, sizeof(rep.reason));
+			bool parse = h->dp.co != NULL;
+			struct dp_module_img img;
+
+			rep.status = slot < 0 ? slot : 0;
+			if (slot >= 0) {
+				/*
+				 * Compiling, fencing and the driver's PTX JIT take
+				 * milliseconds to seconds: the serving thread goes on
+				 * meanwhile (only this thread changes a session's
+				 * modules, and the session cannot go before it answers)
+				 */
+				shard_unlock(S, h);
+				rep.status = dp_module_build(&h->dp, m.kind, fds[0], m.len, parse, &img, rep.reason,
+							     sizeof(rep.reason));
+				h = shard_of(S, m.session);
+				if (rep.status == 0)
+					rep.status = dp_module_install(&h->dp, m.session, (uint32_t)slot, &img, rep.reason,
+								       sizeof(rep.reason));
+			}
+			rep.addr = rep.status == 0 ? (uint64_t)slot : 0;
 			/* a restore that failed keeps its slot taken: the tenant's handle names no other module */
 			if (rep.status < 0 && m.module)
 				(void)dp_module_lost(&h->dp, m.session, m.module - 1);

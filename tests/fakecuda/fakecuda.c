@@ -40,6 +40,9 @@
  * run on the GPU machine. FAKECUDA_FUSED_LOAD_MS=N makes each load of a
  * module with a fused entry (ooo_fused*) take N ms, as a slow compile
  * would: its results come after the tenants that asked for them are gone.
+ * FAKECUDA_SLOW_LOAD_MS=N makes each load of a module whose text holds
+ * "fakecuda_slow_load" take N ms, as the driver's PTX JIT of a large
+ * module would (launch_check loadstall).
  * Streams remember their priority: with FAKECUDA_PRIO_DIR=DIR, the first
  * launch of a fused entry (ooo_fused*) on a stream of priority P creates
  * the file DIR/fused-prio-P, so a test sees which CUDA stream priorities
@@ -786,6 +789,16 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int nopt,
 		free(m->f);
 		free(m);
 		return CUDA_ERROR_INVALID_PTX;
+	}
+	if (memmem(s, len, "fakecuda_slow_load", 18)) {
+		const char *e = getenv("FAKECUDA_SLOW_LOAD_MS");
+		long ms = e ? strtol(e, NULL, 10) : 0;
+
+		if (ms > 0 && ms <= 60000) {
+			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
 	}
 	if (memmem(s, len, ".entry ooo_fused", 16)) {
 		const char *e = getenv("FAKECUDA_FUSED_LOAD_MS");

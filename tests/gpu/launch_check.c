@@ -29,6 +29,10 @@
  *   launch_check SOCK hang PTX LIMIT_MS barred  the hang that reaches the uid's hang_strikes: after
  *                                             the restart its session is closed (OOO_ECLOSED) and a
  *                                             new session's data path is refused (OOO_EHUNG)
+ *   launch_check SOCK loadstall SLOW_PTX PTX  one session loads SLOW_PTX (tests/fakecuda: slow when
+ *                                             it holds "fakecuda_slow_load", FAKECUDA_SLOW_LOAD_MS)
+ *                                             while another launches and syncs PTX's hang(p, 0) again
+ *                                             and again: no sync waits for the load
  *   launch_check SOCK stall PTX hang|slow     one session's kernel, hang(p, tag) with tag "hang" (it
  *                                             never ends) or "slow" (tests/fakecuda only: it runs
  *                                             FAKECUDA_SLOW_MS; on a GPU it ends at once): prints
@@ -52,6 +56,7 @@
  *                                             (the SMs of the session's class's partition)
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
@@ -919,6 +924,82 @@ static int stall(const char *sock, const char *ptx, const char *how)
 	return fails != 0;
 }
 
+struct slow_load {
+	const char *sock, *ptx;
+	int status;
+	uint64_t ms;
+	bool done; /* set last (atomic): status and ms are final */
+};
+
+static void *slow_load_run(void *arg)
+{
+	struct slow_load *l = arg;
+	ooo_session *s = ooo_open(l->sock);
+	ooo_module *m = NULL;
+	size_t len;
+	char *img = slurp(l->ptx, &len);
+	uint64_t t0 = mono_ms();
+
+	l->status = s && img ? ooo_module_load(s, OOO_PTX, img, len, &m) : -1;
+	l->ms = mono_ms() - t0;
+	__atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+	ooo_module_unload(m);
+	ooo_close(s);
+	free(img);
+	return NULL;
+}
+
+/*
+ * One session loads SLOW_PTX (tests/fakecuda: its load takes
+ * FAKECUDA_SLOW_LOAD_MS when it holds "fakecuda_slow_load") while another
+ * session of the same serving thread launches PTX's hang(p, 0) and syncs,
+ * again and again: its slowest sync meanwhile must stay far below the
+ * load's time (the serving thread does not wait for the load).
+ */
+static int loadstall(const char *sock, const char *slow_ptx, const char *ptx)
+{
+	struct hang_tenant t;
+	struct slow_load l = { .sock = sock, .ptx = slow_ptx, .status = -1 };
+	pthread_t th;
+	uint64_t worst = 0, n = 0;
+	bool done = false;
+
+	if (hang_tenant_open(&t, sock, ptx)) {
+		hang_tenant_close(&t);
+		return 1;
+	}
+	/* warm: the kernel's first launch and sync */
+	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "first launch");
+	if (pthread_create(&th, NULL, slow_load_run, &l) != 0) {
+		printf("FAIL: pthread_create\n");
+		hang_tenant_close(&t);
+		return 1;
+	}
+	while (!done && !fails) {
+		uint64_t t0 = mono_ms(), d;
+
+		done = __atomic_load_n(&l.done, __ATOMIC_ACQUIRE);
+		CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0,
+		      "launch and sync %llu", (unsigned long long)n);
+		d = mono_ms() - t0;
+		worst = d > worst ? d : worst;
+		n++;
+		usleep(1000);
+	}
+	pthread_join(th, NULL);
+	printf("module load: %d after %llu ms; the other session's slowest of %llu syncs meanwhile: %llu ms\n", l.status,
+	       (unsigned long long)l.ms, (unsigned long long)n, (unsigned long long)worst);
+	CHECK(l.status == 0, "the slow module load: %d", l.status);
+	CHECK(l.ms >= 1000, "the module load took %llu ms: not slow (is FAKECUDA_SLOW_LOAD_MS set?)",
+	      (unsigned long long)l.ms);
+	CHECK(worst < l.ms / 4, "a sync took %llu ms while the module loaded for %llu ms", (unsigned long long)worst,
+	      (unsigned long long)l.ms);
+	hang_tenant_close(&t);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -936,6 +1017,8 @@ int main(int argc, char **argv)
 		return stall(argv[1], argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], argv[4]);
+	if (argc == 5 && !strcmp(argv[2], "loadstall"))
+		return loadstall(argv[1], argv[3], argv[4]);
 	if (argc == 6 && !strcmp(argv[5], "barred") && !strcmp(argv[2], "hang"))
 		return hang_barred(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
 	if ((argc == 5 ||
@@ -947,6 +1030,7 @@ int main(int argc, char **argv)
 			    : !strcmp(argv[5], "stay") ? HANG_STAY
 						   : HANG_LATE);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | bench PTX LIBCUDA\n");
+			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | loadstall SLOW_PTX PTX | "
+			"bench PTX LIBCUDA\n");
 	return 2;
 }

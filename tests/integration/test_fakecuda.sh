@@ -429,6 +429,16 @@ grep -q 'cannot be attached again' "$rundir/oood.log" || fail "oood did not log 
 out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after a refused re-attach: $out"
 ok "a refused re-attach closes the session with the reason ($(sed -n 's/^ok: //p' "$rundir/lost.out")); new sessions attach"
 fake_stop
+# a module load that takes 2 s (the driver's PTX JIT of a large module; the stand-in sleeps) does not
+# stall the other sessions of its serving thread: the load runs without the thread's lock
+FAKECUDA_SLOW_LOAD_MS=2000 gpu_start 'max_sessions = 200\n'
+{ cat "$(dirname "$0")/../gpu/kernels/hang.ptx"; echo '// fakecuda_slow_load'; } >"$rundir/slow.ptx"
+chmod 644 "$rundir/slow.ptx"
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" loadstall "$rundir/slow.ptx" "$(dirname "$0")/../gpu/kernels/hang.ptx" 2>&1) || fail "launch_check loadstall: $out"
+echo "$out" | grep -q '^ok' || fail "launch_check loadstall: $out"
+ok "$(echo "$out" | grep '^module load')"
+fake_stop
+
 # a kernel that never ends (the stand-in's modelled hang): past kernel_time_limit_ms its tenant gets
 # OOO_EHUNG, the executor goes without another CUDA call (a synchronizing one would block for ever) and
 # is replaced; the other tenant's buffer is intact and both tenants' kernels run again. With fuse = yes
