@@ -2530,13 +2530,13 @@ void co_queue_destroy(struct datapath *dp, struct dp_queue *q)
 	q->blparams = NULL;
 }
 
-void co_flush_session(struct datapath *dp, struct dp_session *s)
+bool co_flush_issue(struct datapath *dp, struct dp_session *s)
 {
 	struct coalescer *co = dp->co;
 	bool any = false, moved = true;
 
 	if (!co)
-		return;
+		return false;
 	/* issue held heads whose events allow it, round after round, so records and waits keep their order */
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
 		if (s->queues[i])
@@ -2564,12 +2564,24 @@ void co_flush_session(struct datapath *dp, struct dp_session *s)
 	}
 	/* its bundles' members name it (launch errors): the launcher's results first */
 	launcher_drain(dp);
-	/* wait for this session's bundles only (the others' ahead of them on the stream, in order) */
-	for (int i = 0; any && i < DP_MAX_QUEUES; i++) {
-		struct dp_queue *q = s->queues[i];
+	return any;
+}
 
-		if (q && q->last && !q->last->done && q->last->lstatus == 0)
-			dp_sync(dp, NULL, q->last->end);
+CUevent co_queue_last_end(const struct dp_queue *q)
+{
+	return q->last && !q->last->done && q->last->lstatus == 0 ? q->last->end : NULL;
+}
+
+void co_flush_session(struct datapath *dp, struct dp_session *s)
+{
+	/* wait for this session's bundles only (the others' ahead of them on the stream, in order) */
+	if (!co_flush_issue(dp, s))
+		return;
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		CUevent e = s->queues[i] ? co_queue_last_end(s->queues[i]) : NULL;
+
+		if (e)
+			dp_sync(dp, NULL, e);
 	}
 }
 

@@ -130,6 +130,14 @@ void co_bundle_put(struct datapath *dp, struct dp_bundle *b); /* accepts NULL */
 
 /* Issue everything s holds (unfused, in order) and wait for the GPU: before s's memory or modules go. */
 void co_flush_session(struct datapath *dp, struct dp_session *s);
+/*
+ * co_flush_session in two: issue s's held commands (true if any queue had
+ * held work or a bundle), then the end of each queue's last bundle, when it
+ * is still to be waited for (NULL: none). The bundle stays referenced by
+ * the queue while nothing more of it is issued.
+ */
+bool co_flush_issue(struct datapath *dp, struct dp_session *s);
+CUevent co_queue_last_end(const struct dp_queue *q);
 
 /* Complete the bundles that finished (before the sessions' completions are reaped). */
 bool co_reap(struct datapath *dp, uint64_t now);

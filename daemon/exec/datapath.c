@@ -88,6 +88,8 @@ static int ev_get(struct datapath *dp, CUevent *ev)
 }
 
 static void ev_put(struct datapath *dp, CUevent ev);
+static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t now);
+static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen);
 static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uint64_t *since, struct dp_session **who);
 
 #define DP_HUNG_EVERY_NS 2000000u /* the kernel time limit is looked at this often (check_hung visits every queue) */
@@ -102,8 +104,10 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
  * the later of the wait's start and the end of the piece before it as
  * first seen (and of the bundle the stream waits for first): never longer
  * than it ran. Not timed: a piece behind another queue's event (that
- * queue's work is timed). The serving thread does not reap meanwhile, so
- * check_hung's view (overdue_pending: a queue's head pending) stands still.
+ * queue's work is timed). The queue is not reaped meanwhile (dp_sync holds
+ * the serving thread's lock; quiesce_unlocked pauses its session, which
+ * overdue_pending and dp_long_sessions then leave to this), so its fifo
+ * stands still.
  */
 struct own_watch {
 	struct dp_queue *q;
@@ -166,6 +170,8 @@ static bool own_overdue(struct datapath *dp, struct own_watch *w, uint64_t now, 
 	}
 	if (bwait && e > t)
 		t = e;
+	if (w->at == 0 && q->head_since > t)
+		t = q->head_since; /* the head's start as the passes saw it (the end of what came before) */
 	*since = t;
 	return now > t && now - t > dp->kernel_limit_ns * steps;
 }
@@ -187,11 +193,87 @@ static bool own_overdue(struct datapath *dp, struct own_watch *w, uint64_t now, 
  * hides what is behind it from overdue_pending, and unless own_overdue
  * sees it the 30 s watchdog acts.)
  */
+/*
+ * The overdue work whose time started first (a bundle first on a tie), as
+ * check_hung sees it (co_overdue; overdue_pending, which also gives
+ * untimed tails a pending: watch_tail) and of the watched queues' own
+ * streams (own_overdue, each no earlier than the wait's start): not only
+ * the waited queues' own work, which may be starved by another's. Called
+ * with the serving thread's lock (check_hung does not run meanwhile; its
+ * looks every DP_HUNG_EVERY_NS of a wait's time).
+ */
+static bool overdue_first(struct datapath *dp, struct own_watch *w, uint32_t nw, uint64_t now, uint64_t *since,
+			  struct dp_bundle **ob, struct dp_session **who)
+{
+	uint64_t to = 0, tb = 0, tq = 0;
+	struct dp_session *hs = NULL, *ws = NULL;
+	bool mine = false;
+	struct dp_bundle *b;
+	struct dp_pending *hp;
+
+	for (uint32_t i = 0; i < nw; i++) {
+		uint64_t t = 0;
+
+		if (w[i].q && own_overdue(dp, &w[i], now, &t) && (!mine || t < to)) {
+			mine = true;
+			to = t;
+			ws = w[i].q->s;
+		}
+	}
+	b = co_overdue(dp, now, &tb);
+	hp = overdue_pending(dp, now, &tq, &hs);
+	*ob = NULL;
+	*who = NULL;
+	if (b && (!mine || tb <= to) && (!hp || tb <= tq)) {
+		*ob = b;
+		*since = tb;
+	} else if (hp && (!mine || tq <= to)) {
+		*who = hs;
+		*since = tq;
+	} else if (mine) {
+		*who = ws;
+		*since = to;
+	}
+	return *ob || *who;
+}
+
+/* A control request's wait found work past the limit: report it (dp_report_hung) and exit, no CUDA call more. */
+static void __attribute__((noreturn)) give_up(struct datapath *dp, struct dp_bundle *ob, struct dp_session *who,
+					      uint64_t since, uint64_t now, uint64_t t0)
+{
+	uint64_t ids[EXEC_HUNG_MAX];
+	uint32_t more = 0, nid = 0;
+
+	if (ob)
+		nid = co_bundle_sessions(ob, ids, EXEC_HUNG_MAX, &more);
+	else if (who)
+		ids[nid++] = who->id;
+	dp_report_hung(dp, ids, nid, more, now - since);
+	fprintf(stderr,
+		"oood[executor]: a control request waited %llu ms for GPU work, and work has run past "
+		"kernel_time_limit_ms %llu; giving the context up, exiting\n",
+		(unsigned long long)((now - t0) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u));
+	fflush(NULL);
+	_exit(1);
+}
+
+/* Another serving thread gave the context up or lost it while a control request waited: out. */
+static void fatal_elsewhere(const struct datapath *dp)
+{
+	if (!dp->fatal_all || !atomic_load_explicit(dp->fatal_all, memory_order_acquire))
+		return;
+	/* the executor ends, and this wait would not: a moment for that thread to post what it can */
+	usleep(50000);
+	fprintf(stderr, "oood[executor]: a control request waited for GPU work while another serving "
+			"thread gave the context up; exiting\n");
+	fflush(NULL);
+	_exit(1);
+}
+
 void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev)
 {
 	CUevent own = NULL;
-	uint64_t t0;
-	CUresult r;
+	uint64_t t0, looked = 0;
 	struct own_watch w = { .q = ev ? NULL : q };
 
 	if (!dp->kernel_limit_ns) {
@@ -214,68 +296,16 @@ void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev)
 	}
 	t0 = dp_now_ns();
 	w.since = t0;
-	for (unsigned n = 0; (r = dp->api->p_cuEventQuery(ev)) == CUDA_ERROR_NOT_READY; n++) {
+	for (unsigned n = 0; dp->api->p_cuEventQuery(ev) == CUDA_ERROR_NOT_READY; n++) {
 		uint64_t now = dp_now_ns(), since = 0;
 		struct dp_session *who = NULL;
 		struct dp_bundle *ob = NULL;
-		bool over = false;
 
-		if (dp->fatal_all && atomic_load_explicit(dp->fatal_all, memory_order_acquire)) {
-			/*
-			 * Another serving thread gave the context up (its work hung)
-			 * or lost it: the executor ends, and this wait would not.
-			 * A moment for that thread to post what it can, then out.
-			 */
-			usleep(50000);
-			fprintf(stderr, "oood[executor]: a control request waited for GPU work while another serving "
-					"thread gave the context up; exiting\n");
-			fflush(NULL);
-			_exit(1);
-		}
-		/*
-		 * Every 100th look (~10 ms; as check_hung, which does not run for
-		 * this shard meanwhile): the overdue work whose time started
-		 * first, of a bundle (co_overdue), a queue's head pending
-		 * (overdue_pending, which also gives untimed tails a pending:
-		 * watch_tail) and the piece of q's own stream that runs now
-		 * (own_overdue, no earlier than the wait's start); a bundle first
-		 * on a tie. Not only the waited queue's own work: it may be
-		 * starved by another's.
-		 */
-		if (n % 100 == 0) {
-			uint64_t to = 0, tb = 0, tq = 0;
-			struct dp_session *hs = NULL;
-			bool mine = w.q && own_overdue(dp, &w, now, &to);
-			struct dp_bundle *b = co_overdue(dp, now, &tb);
-			struct dp_pending *hp = overdue_pending(dp, now, &tq, &hs);
-
-			if (b && (!mine || tb <= to) && (!hp || tb <= tq)) {
-				ob = b;
-				since = tb;
-			} else if (hp && (!mine || tq <= to)) {
-				who = hs;
-				since = tq;
-			} else if (mine) {
-				who = w.q->s;
-				since = to;
-			}
-			over = ob || who;
-		}
-		if (over) {
-			uint64_t ids[EXEC_HUNG_MAX];
-			uint32_t more = 0, nid = 0;
-
-			if (ob)
-				nid = co_bundle_sessions(ob, ids, EXEC_HUNG_MAX, &more);
-			else if (who)
-				ids[nid++] = who->id;
-			dp_report_hung(dp, ids, nid, more, now - since);
-			fprintf(stderr,
-				"oood[executor]: a control request waited %llu ms for GPU work, and work has run past "
-				"kernel_time_limit_ms %llu; giving the context up, exiting\n",
-				(unsigned long long)((now - t0) / 1000000u), (unsigned long long)(dp->kernel_limit_ns / 1000000u));
-			fflush(NULL);
-			_exit(1);
+		fatal_elsewhere(dp);
+		if (now - looked >= DP_HUNG_EVERY_NS) {
+			looked = now;
+			if (overdue_first(dp, &w, w.q ? 1 : 0, now, &since, &ob, &who))
+				give_up(dp, ob, who, since, now, t0);
 		}
 		if (n < 1000)
 			sched_yield();
@@ -284,6 +314,133 @@ void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev)
 	}
 	if (own)
 		ev_put(dp, own);
+}
+
+/*
+ * Wait until s's queues have run what they hold now (their streams and
+ * the bundles they last joined), with the serving thread's lock released
+ * between looks (u), so that the other sessions of the thread are served
+ * meanwhile: s is paused (its submissions are not taken, its completions
+ * not reaped: its queues stay as they are), the looks at the time limit
+ * (every ~10 ms) take the lock. False if an event could not be recorded
+ * (nothing done: the caller waits the locked way). Called with the lock.
+ */
+static bool quiesce_unlocked(struct datapath *dp, struct dp_session *s, const struct dp_unlock *u)
+{
+	struct own_watch *w = calloc(s->nq ? s->nq : 1, sizeof(*w));
+	CUevent *own = calloc(s->nq ? s->nq : 1, sizeof(*own)), *last = calloc(s->nq ? s->nq : 1, sizeof(*last));
+	uint32_t nw = 0;
+	uint64_t t0, looked = 0;
+	bool ok = w && own && last;
+
+	for (uint32_t j = 0; ok && j < s->nq; j++) {
+		struct dp_queue *q = s->queues[s->qlist[j]];
+
+		if (ev_get(dp, &own[nw]) < 0 || dp->api->p_cuEventRecord(own[nw], q->stream) != CUDA_SUCCESS) {
+			if (own[nw])
+				ev_put(dp, own[nw]);
+			ok = false;
+			break;
+		}
+		w[nw] = (struct own_watch){ .q = q };
+		last[nw++] = co_queue_last_end(q);
+	}
+	if (!ok) {
+		for (uint32_t i = 0; i < nw; i++)
+			ev_put(dp, own[i]);
+		free(w);
+		free(own);
+		free(last);
+		return false;
+	}
+	s->paused = true;
+	t0 = dp_now_ns();
+	for (uint32_t i = 0; i < nw; i++)
+		w[i].since = t0;
+	u->unlock(u->arg);
+	for (unsigned n = 0;; n++) {
+		uint64_t now, since = 0;
+		struct dp_session *who = NULL;
+		struct dp_bundle *ob = NULL;
+		bool done = true;
+
+		for (uint32_t i = 0; i < nw; i++) {
+			/* (a fault ends the wait as well: the executor ends with it) */
+			if (last[i] && dp->api->p_cuEventQuery(last[i]) != CUDA_ERROR_NOT_READY)
+				last[i] = NULL;
+			if (last[i] || (w[i].q && dp->api->p_cuEventQuery(own[i]) == CUDA_ERROR_NOT_READY))
+				done = false;
+			else
+				w[i].q = NULL; /* this queue has run it all */
+		}
+		if (done)
+			break;
+		fatal_elsewhere(dp);
+		if (dp->kernel_limit_ns && dp_now_ns() - looked >= DP_HUNG_EVERY_NS) {
+			u->lock(u->arg);
+			looked = now = dp_now_ns();
+			if (overdue_first(dp, w, nw, now, &since, &ob, &who))
+				give_up(dp, ob, who, since, now, t0);
+			u->unlock(u->arg);
+		}
+		if (n < 1000)
+			sched_yield();
+		else
+			usleep(100);
+	}
+	u->lock(u->arg);
+	s->paused = false;
+	for (uint32_t i = 0; i < nw; i++)
+		ev_put(dp, own[i]);
+	free(w);
+	free(own);
+	free(last);
+	return true;
+}
+
+/*
+ * What s's tenant submitted before its request (it writes its ring before
+ * it asks oood) is taken first, as cuMemFree waits for work launched
+ * before it: else a free could pass a launch still in the ring, and the
+ * launch run after it on memory given to someone else.
+ */
+static void take_all(struct datapath *dp, struct dp_session *s)
+{
+	bool moved = false;
+
+	if (!s->base || s->paused)
+		return;
+	dp->now_ns = dp_now_ns();
+	/* what ended is reaped first: a fifo full of ended pendings would stop the taking */
+	if (s->inflight)
+		moved = reap(dp, s, dp->now_ns);
+	for (unsigned i = 0; !s->broken && i < 64; i++) { /* (64 x DP_BATCH: more than a ring holds) */
+		if (!take_submissions(dp, s, dp->now_ns))
+			break;
+		moved = true;
+		if (s->blocked)
+			break; /* a queue full: the rest waits, as it would for the serving thread */
+	}
+	if (moved || s->cq_dirty) {
+		ring_publish(&s->cq);
+		s->cq_dirty = false;
+	}
+}
+
+/* s's held commands issued, then what its queues hold run: unlocked when u is given (quiesce_unlocked). */
+static void session_drain(struct datapath *dp, struct dp_session *s, const struct dp_unlock *u)
+{
+	take_all(dp, s);
+	if (u) {
+		co_flush_issue(dp, s);
+		if (quiesce_unlocked(dp, s, u))
+			return;
+	}
+	co_flush_session(dp, s); /* held launches may name the memory that goes next */
+	for (int i = 0; i < DP_MAX_QUEUES; i++) {
+		if (s->queues[i])
+			dp_sync(dp, s->queues[i], NULL);
+	}
 }
 
 static void ev_put(struct datapath *dp, CUevent ev)
@@ -543,16 +700,12 @@ int dp_detach(struct datapath *dp, uint64_t id)
 	return -ENOENT;
 }
 
-void dp_session_quiesce(struct datapath *dp, uint64_t id)
+void dp_session_quiesce(struct datapath *dp, uint64_t id, const struct dp_unlock *u)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 
 	if (s)
-		co_flush_session(dp, s); /* held launches may name the memory that goes next */
-	for (int i = 0; s && i < DP_MAX_QUEUES; i++) {
-		if (s->queues[i])
-			dp_sync(dp, s->queues[i], NULL);
-	}
+		session_drain(dp, s, u);
 }
 
 void dp_fini(struct datapath *dp)
@@ -798,18 +951,14 @@ int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint6
 	return 0;
 }
 
-int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region)
+int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region, const struct dp_unlock *u)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 
 	if (!s || region >= OOO_HOST_REGIONS || !s->host[region])
 		return -ENOENT;
 	/* copies in flight may still read or write it */
-	co_flush_session(dp, s);
-	for (int i = 0; i < DP_MAX_QUEUES; i++) {
-		if (s->queues[i])
-			dp_sync(dp, s->queues[i], NULL);
-	}
+	session_drain(dp, s, u);
 	dp->api->p_cuMemHostUnregister(s->host[region]);
 	munmap(s->host[region], s->host_size[region]);
 	s->host[region] = NULL;
@@ -840,7 +989,7 @@ int dp_kernel_lost(struct datapath *dp, uint64_t id, uint32_t module, uint32_t k
 	return 0;
 }
 
-int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
+int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module, const struct dp_unlock *u)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 
@@ -854,17 +1003,15 @@ int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module)
 	}
 	if (!s || module >= DP_MAX_MODULES || !s->modules[module])
 		return -ENOENT;
-	co_module_unload(dp, s, module); /* held launches of its kernels are issued first */
+	/* what the session submitted and holds runs first (without the lock, with u): then nothing of it waits */
+	session_drain(dp, s, u);
+	co_module_unload(dp, s, module);
 	/* its kernels go with it: later launches of them are refused */
 	for (int k = 0; k < DP_MAX_KERNELS; k++) {
 		if (s->kmodule[k] == module + 1) {
 			s->kmodule[k] = 0;
 			s->kernels[k].live = false;
 		}
-	}
-	for (int i = 0; i < DP_MAX_QUEUES; i++) {
-		if (s->queues[i])
-			dp_sync(dp, s->queues[i], NULL);
 	}
 	dp->api->p_cuModuleUnload(s->modules[module]);
 	s->modules[module] = NULL;
@@ -1464,8 +1611,9 @@ static struct dp_pending *overdue_pending(struct datapath *dp, uint64_t now, uin
 {
 	struct dp_pending *hp = NULL;
 
+	/* (a paused session's queues are timed by the request that paused it: quiesce_unlocked) */
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
-		for (uint32_t j = 0; s->base && j < s->nq; j++) {
+		for (uint32_t j = 0; s->base && !s->paused && j < s->nq; j++) {
 			uint64_t t = 0;
 			struct dp_queue *q = s->queues[s->qlist[j]];
 			struct dp_pending *p;
@@ -1504,7 +1652,7 @@ static void dp_long_sessions(struct datapath *dp, uint64_t now, uint64_t min_ns,
 {
 	co_running_past(dp, now, min_ns, ids, cap, n, more);
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
-		for (uint32_t j = 0; s->base && j < s->nq; j++) {
+		for (uint32_t j = 0; s->base && !s->paused && j < s->nq; j++) {
 			uint64_t t = 0;
 
 			if (timed_pending(dp, s->queues[s->qlist[j]], &t) && now > t && now - t > min_ns)
@@ -1669,10 +1817,10 @@ bool dp_progress(struct datapath *dp)
 	for (struct dp_session *s = dp->sessions; s; s = s->next) {
 		bool m;
 
-		if (!s->base)
-			continue;
+		if (!s->base || (s->paused && !dp->fatal))
+			continue; /* (once fatal, what can be posted is, a paused session's too) */
 		m = s->inflight ? reap(dp, s, seen) : false;
-		if (!s->broken)
+		if (!s->broken && !s->paused)
 			m |= take_submissions(dp, s, now);
 		if (m) {
 			ring_publish(&s->cq);
@@ -1712,8 +1860,8 @@ int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max)
 	int n = 0;
 
 	for (struct dp_session *s = dp->sessions; s; s = s->next) {
-		if (!s->base || s->broken || s->blocked)
-			continue; /* a blocked session is looked at again after a nap */
+		if (!s->base || s->broken || s->blocked || s->paused)
+			continue; /* a blocked session is looked at again after a nap, a paused one when it goes on */
 		if (!ring_sleep_prepare(&s->sq))
 			return -1;
 		if (n < max)

@@ -113,6 +113,7 @@ struct dp_session {
 	bool registered;
 	bool broken; /* the tenant corrupted its ring: stop reading it */
 	bool blocked; /* a queue or the completion ring is full: wait for the tenant */
+	bool paused;  /* a control request waits for its queues without the lock: take and reap nothing of it */
 	bool cq_dirty; /* completions posted outside this session's own pass (bundles): publish */
 	uint32_t posted;  /* completions of pending commands posted since the last publish */
 	uint64_t seen_ns; /* when the first of them was seen */
@@ -206,8 +207,23 @@ struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create)
 int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
 	      uint32_t cq_n, bool reset, char *why, size_t cap);
 int dp_detach(struct datapath *dp, uint64_t id);
-/* Wait for the session's queues: before memory they may use goes away. */
-void dp_session_quiesce(struct datapath *dp, uint64_t id);
+/*
+ * How a control request's long wait lets the serving thread's lock go (the
+ * executor's shard lock; NULL: it keeps it, as with one serving thread,
+ * where the thread that waits is the one that serves).
+ */
+struct dp_unlock {
+	void (*lock)(void *arg);
+	void (*unlock)(void *arg);
+	void *arg;
+};
+/*
+ * Wait for the session's queues: before memory they may use goes away.
+ * With u, the lock goes between looks and the session is paused meanwhile
+ * (nothing of it taken or reaped), so its thread's other sessions are
+ * served while it waits for a long kernel.
+ */
+void dp_session_quiesce(struct datapath *dp, uint64_t id, const struct dp_unlock *u);
 /* cuEventSynchronize(ev), or with ev NULL cuStreamSynchronize(q's stream), bounded by kernel_limit_ns (past it: exit) */
 void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev);
 /* A queue priority (0..99, higher first) on the device's CUDA stream priorities [least, greatest] (lower numbers run first) */
@@ -244,7 +260,7 @@ int dp_module_build(struct datapath *dp, uint32_t kind, int fd, uint64_t len, bo
 int dp_module_install(struct datapath *dp, uint64_t id, uint32_t slot, struct dp_module_img *img, char *why,
 		      size_t cap);
 void dp_module_img_free(struct datapath *dp, struct dp_module_img *img);
-int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module);
+int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module, const struct dp_unlock *u);
 /*
  * A restore failed: slot `module` stays taken (lost) until the tenant
  * unloads it, or kernel index `kernel` of module `module` stays taken (its
@@ -255,7 +271,7 @@ int dp_module_lost(struct datapath *dp, uint64_t id, uint32_t module);
 int dp_kernel_lost(struct datapath *dp, uint64_t id, uint32_t module, uint32_t kernel);
 /* Map and register a host region from a sealed memfd (fd stays the caller's). */
 int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint64_t size, char *why, size_t cap);
-int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region);
+int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region, const struct dp_unlock *u);
 /* Look a kernel up and describe it, as the first free kernel index or as want - 1 (not 0: a restore). Returns 0 or -errno and why. */
 int dp_kernel_get(struct datapath *dp, uint64_t id, uint32_t module, const char *name, uint32_t want,
 		  struct ooo_msg_kernel *out, char *why, size_t cap);

@@ -277,6 +277,36 @@ static struct shard *shard_of(struct shards *S, uint64_t id)
 	return h;
 }
 
+/* A long wait's way to let shard h's lock go (dp_unlock), or NULL with one serving thread (it is this one). */
+struct shard_ref {
+	struct shards *S;
+	struct shard *h;
+};
+
+static void shard_ref_lock(void *arg)
+{
+	struct shard_ref *r = arg;
+
+	shard_lock(r->S, r->h);
+}
+
+static void shard_ref_unlock(void *arg)
+{
+	struct shard_ref *r = arg;
+
+	shard_unlock(r->S, r->h);
+}
+
+static const struct dp_unlock *shard_unlocker(struct shards *S, struct shard *h, struct shard_ref *r,
+					      struct dp_unlock *u)
+{
+	if (!S->threaded)
+		return NULL;
+	*r = (struct shard_ref){ S, h };
+	*u = (struct dp_unlock){ .lock = shard_ref_lock, .unlock = shard_ref_unlock, .arg = r };
+	return u;
+}
+
 static int handle_mem(int fd, struct memory *mem, struct shards *S, uint16_t type, const struct exec_mem_req *q,
 		      int in_fd)
 {
@@ -284,6 +314,8 @@ static int handle_mem(int fd, struct memory *mem, struct shards *S, uint16_t typ
 	struct shard *h = shard_of(S, q->session);
 	struct datapath *dp = &h->dp;
 	struct dp_session *s = dp_session_get(dp, q->session, type != EXEC_MSG_FREE);
+	struct shard_ref ref;
+	struct dp_unlock unl;
 	int out_fd = -1, r;
 
 	switch (type) {
@@ -301,7 +333,7 @@ static int handle_mem(int fd, struct memory *mem, struct shards *S, uint16_t typ
 		break;
 	case EXEC_MSG_FREE:
 		/* a copy or kernel of the session may still use it; its address may go to another tenant next */
-		dp_session_quiesce(dp, q->session);
+		dp_session_quiesce(dp, q->session, shard_unlocker(S, h, &ref, &unl));
 		rep.status = memory_free(mem, q->addr);
 		if (rep.status)
 			snprintf(rep.reason, sizeof(rep.reason), "no buffer at %#llx", (unsigned long long)q->addr);
@@ -456,7 +488,10 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 		rep.req = m.req;
 		h = shard_of(S, m.session);
 		if (type == EXEC_MSG_MODULE_UNLOAD) {
-			rep.status = dp_module_unload(&h->dp, m.session, m.module);
+			struct shard_ref ref;
+			struct dp_unlock unl;
+
+			rep.status = dp_module_unload(&h->dp, m.session, m.module, shard_unlocker(S, h, &ref, &unl));
 		} else if (m.kind == EXEC_MODULE_LOST) {
 			rep.status = m.module ? dp_module_lost(&h->dp, m.session, m.module - 1) : -EINVAL;
 			rep.addr = m.module ? m.module - 1 : 0;
@@ -501,13 +536,17 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 		rep.req = h.req;
 		rep.addr = h.region;
 		sh = shard_of(S, h.session);
-		if (type == EXEC_MSG_HOST_UNMAP)
-			rep.status = dp_host_unmap(&sh->dp, h.session, h.region);
-		else if (nfd < 1)
+		if (type == EXEC_MSG_HOST_UNMAP) {
+			struct shard_ref ref;
+			struct dp_unlock unl;
+
+			rep.status = dp_host_unmap(&sh->dp, h.session, h.region, shard_unlocker(S, sh, &ref, &unl));
+		} else if (nfd < 1) {
 			rep.status = -EBADF;
-		else
+		} else {
 			rep.status = dp_host_map(&sh->dp, h.session, h.region, fds[0], h.size, rep.reason,
 						 sizeof(rep.reason));
+		}
 		shard_unlock(S, sh);
 		rc = send_msg(fd, (uint16_t)(type | OOO_MSG_REPLY), &rep, sizeof(rep));
 	} else if (type == EXEC_MSG_PARTITIONS) {

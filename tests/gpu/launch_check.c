@@ -29,6 +29,9 @@
  *   launch_check SOCK hang PTX LIMIT_MS barred  the hang that reaches the uid's hang_strikes: after
  *                                             the restart its session is closed (OOO_ECLOSED) and a
  *                                             new session's data path is refused (OOO_EHUNG)
+ *   launch_check SOCK freestall PTX SLOW_MS   one session frees its buffer behind its "slow" kernel
+ *                                             (tests/fakecuda: FAKECUDA_SLOW_MS = SLOW_MS) while another
+ *                                             launches and syncs: no sync waits for the free
  *   launch_check SOCK loadstall SLOW_PTX PTX  one session loads SLOW_PTX (tests/fakecuda: slow when
  *                                             it holds "fakecuda_slow_load", FAKECUDA_SLOW_LOAD_MS)
  *                                             while another launches and syncs PTX's hang(p, 0) again
@@ -950,6 +953,52 @@ static void *slow_load_run(void *arg)
 }
 
 /*
+ * One session launches PTX's hang(p, "slow") (tests/fakecuda: it runs
+ * SLOW_MS, FAKECUDA_SLOW_MS) and frees its buffer: oood answers the free at
+ * once, and the executor's free waits for the kernel (a quiesce) before the
+ * memory goes. Meanwhile another session of the same serving thread
+ * launches hang(p, 0) and syncs again and again, for SLOW_MS + 500 ms: its
+ * slowest sync must stay far below SLOW_MS (the serving thread does not
+ * wait with the free).
+ */
+static int freestall(const char *sock, const char *ptx, unsigned slow_ms)
+{
+	struct hang_tenant a = { 0 }, t = { 0 };
+	uint64_t worst = 0, n = 0, t0;
+
+	if (hang_tenant_open(&a, sock, ptx) || hang_tenant_open(&t, sock, ptx)) {
+		hang_tenant_close(&a);
+		hang_tenant_close(&t);
+		return 1;
+	}
+	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "first launch");
+	t0 = mono_ms();
+	CHECK(launch_hang(a.q, a.k, ooo_buf_addr(a.b), 0x776f6c73u) == 0, "launch the slow kernel");
+	CHECK(ooo_buf_free(a.b) == 0, "free the slow kernel's buffer");
+	a.b = NULL;
+	while (!fails && mono_ms() - t0 < slow_ms + 500u) {
+		uint64_t t1 = mono_ms(), d;
+
+		CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0,
+		      "launch and sync %llu", (unsigned long long)n);
+		d = mono_ms() - t1;
+		worst = d > worst ? d : worst;
+		n++;
+		usleep(1000);
+	}
+	printf("a buffer freed behind a %u ms kernel: the other session's slowest of %llu syncs meanwhile: %llu ms\n",
+	       slow_ms, (unsigned long long)n, (unsigned long long)worst);
+	CHECK(worst < slow_ms / 4, "a sync took %llu ms while the free waited for a %u ms kernel",
+	      (unsigned long long)worst, slow_ms);
+	CHECK(ooo_queue_sync(a.q, 30000) == 0, "the slow kernel's own sync");
+	hang_tenant_close(&a);
+	hang_tenant_close(&t);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
+/*
  * One session loads SLOW_PTX (tests/fakecuda: its load takes
  * FAKECUDA_SLOW_LOAD_MS when it holds "fakecuda_slow_load") while another
  * session of the same serving thread launches PTX's hang(p, 0) and syncs,
@@ -1019,6 +1068,8 @@ int main(int argc, char **argv)
 		return bench(argv[1], argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[2], "loadstall"))
 		return loadstall(argv[1], argv[3], argv[4]);
+	if (argc == 5 && !strcmp(argv[2], "freestall"))
+		return freestall(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
 	if (argc == 6 && !strcmp(argv[5], "barred") && !strcmp(argv[2], "hang"))
 		return hang_barred(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
 	if ((argc == 5 ||
@@ -1030,7 +1081,7 @@ int main(int argc, char **argv)
 			    : !strcmp(argv[5], "stay") ? HANG_STAY
 						   : HANG_LATE);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | loadstall SLOW_PTX PTX | "
+			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | loadstall SLOW_PTX PTX | freestall PTX SLOW_MS | "
 			"bench PTX LIBCUDA\n");
 	return 2;
 }

@@ -439,6 +439,16 @@ echo "$out" | grep -q '^ok' || fail "launch_check loadstall: $out"
 ok "$(echo "$out" | grep '^module load')"
 fake_stop
 
+# a buffer freed behind a 2 s kernel (the stand-in's "slow" one): the executor's free waits for the
+# kernel without the serving thread's lock (the session paused meanwhile), so the thread's other
+# sessions are served; the launch still in the ring when the free came is taken first (fuse = no: the
+# kernels on their queues' own streams, not one bundle stream)
+FAKECUDA_SLOW_MS=2000 gpu_start 'max_sessions = 200\n' 'fuse = no\n'
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" freestall "$(dirname "$0")/../gpu/kernels/hang.ptx" 2000 2>&1) || fail "launch_check freestall: $out"
+echo "$out" | grep -q '^ok' || fail "launch_check freestall: $out"
+ok "$(echo "$out" | grep '^a buffer freed')"
+fake_stop
+
 # a kernel that never ends (the stand-in's modelled hang): past kernel_time_limit_ms its tenant gets
 # OOO_EHUNG, the executor goes without another CUDA call (a synchronizing one would block for ever) and
 # is replaced; the other tenant's buffer is intact and both tenants' kernels run again. With fuse = yes
