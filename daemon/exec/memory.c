@@ -45,6 +45,7 @@ int memory_init(struct memory *m, struct cuda_api *api, CUdevice dev, unsigned i
 	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
 
 	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->wmu, NULL);
 	m->api = api;
 	m->dev = dev;
 	m->fence = fence;
@@ -148,7 +149,8 @@ static int window_of(const struct memory *m, uint64_t session)
 	return -1;
 }
 
-int memory_window(struct memory *m, uint64_t session, uint64_t *base)
+/* memory_window with m->wmu held */
+static int window_claim(struct memory *m, uint64_t session, uint64_t *base)
 {
 	int w = window_of(m, session);
 
@@ -164,19 +166,33 @@ int memory_window(struct memory *m, uint64_t session, uint64_t *base)
 	return 0;
 }
 
+int memory_window(struct memory *m, uint64_t session, uint64_t *base)
+{
+	int r;
+
+	pthread_mutex_lock(&m->wmu);
+	r = window_claim(m, session, base);
+	pthread_mutex_unlock(&m->wmu);
+	return r;
+}
+
 void memory_window_release(struct memory *m, uint64_t session)
 {
-	int w = session ? window_of(m, session) : -1;
+	int w;
 	uint64_t lo, hi;
 
-	if (w < 0)
-		return;
-	lo = m->arena + (uint64_t)w * MEMORY_WINDOW_SIZE;
-	hi = lo + MEMORY_WINDOW_SIZE;
-	for (size_t i = 0; i < m->n; i++)
-		if (m->maps[i].addr >= lo && m->maps[i].addr < hi)
-			return; /* memory of it is still mapped there (an orphan, freed later): not for another session */
-	m->window[w] = 0;
+	pthread_mutex_lock(&m->wmu);
+	w = session ? window_of(m, session) : -1;
+	if (w >= 0) {
+		lo = m->arena + (uint64_t)w * MEMORY_WINDOW_SIZE;
+		hi = lo + MEMORY_WINDOW_SIZE;
+		for (size_t i = 0; i < m->n; i++)
+			if (m->maps[i].addr >= lo && m->maps[i].addr < hi)
+				w = -1; /* memory of it is still mapped there (an orphan, freed later): not for another session */
+		if (w >= 0)
+			m->window[w] = 0;
+	}
+	pthread_mutex_unlock(&m->wmu);
 }
 
 static void arena_put(struct memory *m, uint64_t off, uint64_t len)
@@ -258,24 +274,30 @@ static int map(struct memory *m, uint64_t session, CUmemGenericAllocationHandle 
 		if (m->fence) {
 			/* the session's window: the one it has, or for an import the one its address names */
 			uint64_t base;
-			int w = window_of(m, session);
+			int w;
 
+			/* (serving threads claim windows too, at a session's first fenced launch) */
+			pthread_mutex_lock(&m->wmu);
+			w = window_of(m, session);
 			if (at) {
 				uint32_t aw = (uint32_t)((at - m->arena) / MEMORY_WINDOW_SIZE);
 
 				if ((w >= 0 && (uint32_t)w != aw) || (w < 0 && m->window[aw])) {
+					pthread_mutex_unlock(&m->wmu);
 					snprintf(why, cap, "device address %#llx is in another session's window",
 						 (unsigned long long)at);
 					return -EADDRINUSE;
 				}
 				m->window[aw] = session;
 				w = (int)aw;
-			} else if (memory_window(m, session, &base) < 0) {
+			} else if (window_claim(m, session, &base) < 0) {
+				pthread_mutex_unlock(&m->wmu);
 				snprintf(why, cap, "every one of the %u session windows is taken", MEMORY_WINDOWS);
 				return -ENOSPC;
 			} else {
 				w = (int)((base - m->arena) / MEMORY_WINDOW_SIZE);
 			}
+			pthread_mutex_unlock(&m->wmu);
 			lo = (uint64_t)w * MEMORY_WINDOW_SIZE;
 			hi = lo + MEMORY_WINDOW_SIZE;
 			if (at && (at - m->arena) + size > hi) {

@@ -9,6 +9,7 @@
 #ifndef OOO_EXEC_MEMORY_H
 #define OOO_EXEC_MEMORY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,7 +54,8 @@ struct memory {
 	struct mem_range *free; /* free parts of the arena, sorted by offset */
 	size_t nfree, capfree;
 	bool fence;                       /* windows: each session's buffers in its own (fenced executors) */
-	uint64_t window[MEMORY_WINDOWS];  /* the session that owns each window, 0 if none */
+	uint64_t window[MEMORY_WINDOWS];  /* the session that owns each window, 0 if none (under wmu) */
+	pthread_mutex_t wmu;              /* window[]: the control thread and the serving threads (fence_params) claim them */
 };
 
 /*
