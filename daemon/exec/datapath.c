@@ -317,15 +317,17 @@ void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev)
 }
 
 /*
- * Wait until s's queues have run what they hold now (their streams and
- * the bundles they last joined), with the serving thread's lock released
- * between looks (u), so that the other sessions of the thread are served
- * meanwhile: s is paused (its submissions are not taken, its completions
- * not reaped: its queues stay as they are), the looks at the time limit
- * (every ~10 ms) take the lock. False if an event could not be recorded
- * (nothing done: the caller waits the locked way). Called with the lock.
+ * Wait until s's queues (or only queue `only`) have run what they hold now
+ * (their streams and the bundles they last joined), with the serving
+ * thread's lock released between looks (u), so that the other sessions of
+ * the thread are served meanwhile: s is paused (its submissions are not
+ * taken, its completions not reaped: its queues stay as they are), the
+ * looks at the time limit (every DP_HUNG_EVERY_NS) take the lock. False if
+ * an event could not be recorded (nothing done: the caller waits the
+ * locked way). Called with the lock.
  */
-static bool quiesce_unlocked(struct datapath *dp, struct dp_session *s, const struct dp_unlock *u)
+static bool quiesce_unlocked(struct datapath *dp, struct dp_session *s, const struct dp_queue *only,
+			     const struct dp_unlock *u)
 {
 	struct own_watch *w = calloc(s->nq ? s->nq : 1, sizeof(*w));
 	CUevent *own = calloc(s->nq ? s->nq : 1, sizeof(*own)), *last = calloc(s->nq ? s->nq : 1, sizeof(*last));
@@ -336,6 +338,8 @@ static bool quiesce_unlocked(struct datapath *dp, struct dp_session *s, const st
 	for (uint32_t j = 0; ok && j < s->nq; j++) {
 		struct dp_queue *q = s->queues[s->qlist[j]];
 
+		if (only && q != only)
+			continue;
 		if (ev_get(dp, &own[nw]) < 0 || dp->api->p_cuEventRecord(own[nw], q->stream) != CUDA_SUCCESS) {
 			if (own[nw])
 				ev_put(dp, own[nw]);
@@ -427,18 +431,25 @@ static void take_all(struct datapath *dp, struct dp_session *s)
 	}
 }
 
-/* s's held commands issued, then what its queues hold run: unlocked when u is given (quiesce_unlocked). */
-static void session_drain(struct datapath *dp, struct dp_session *s, const struct dp_unlock *u)
+/*
+ * s's held commands issued, then what its queues (or only queue `only`)
+ * hold run: unlocked when u is given (quiesce_unlocked). take: what the
+ * tenant submitted before is taken first (take_all); not for a session
+ * whose tenant has gone (its detach), whose unread submissions are dropped.
+ */
+static void session_drain(struct datapath *dp, struct dp_session *s, struct dp_queue *only, bool take,
+			  const struct dp_unlock *u)
 {
-	take_all(dp, s);
+	if (take)
+		take_all(dp, s);
 	if (u) {
 		co_flush_issue(dp, s);
-		if (quiesce_unlocked(dp, s, u))
+		if (quiesce_unlocked(dp, s, only, u))
 			return;
 	}
 	co_flush_session(dp, s); /* held launches may name the memory that goes next */
 	for (int i = 0; i < DP_MAX_QUEUES; i++) {
-		if (s->queues[i])
+		if (s->queues[i] && (!only || s->queues[i] == only))
 			dp_sync(dp, s->queues[i], NULL);
 	}
 }
@@ -573,7 +584,7 @@ int dp_cuda_priority(int least, int greatest, int priority)
 }
 
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,
-	     const char *klass, char *why, size_t cap)
+	     const char *klass, const struct dp_unlock *u, char *why, size_t cap)
 {
 	struct dp_session *s = dp_session_get(dp, id, false);
 	struct dp_queue *q;
@@ -587,6 +598,8 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 	if (!create) {
 		if (!s->queues[queue])
 			return -ENOENT;
+		if (u) /* its work runs out first, the serving thread's other sessions served meanwhile */
+			session_drain(dp, s, s->queues[queue], true, u);
 		queue_destroy(dp, s->queues[queue]);
 		s->queues[queue] = NULL;
 		s->queue_live[queue] = 0;
@@ -680,10 +693,13 @@ static void session_free(struct datapath *dp, struct dp_session *s)
 	free(s);
 }
 
-int dp_detach(struct datapath *dp, uint64_t id)
+int dp_detach(struct datapath *dp, uint64_t id, const struct dp_unlock *u)
 {
-	struct dp_session **pp;
+	struct dp_session **pp, *gone = dp_session_get(dp, id, false);
 
+	/* its work runs out first, the serving thread's other sessions served meanwhile */
+	if (gone && u)
+		session_drain(dp, gone, NULL, false, u);
 	/* a fenced session's window goes back (once nothing of it is mapped there) for the next session */
 	for (pp = &dp->sessions; *pp; pp = &(*pp)->next) {
 		if ((*pp)->id == id) {
@@ -705,7 +721,7 @@ void dp_session_quiesce(struct datapath *dp, uint64_t id, const struct dp_unlock
 	struct dp_session *s = dp_session_get(dp, id, false);
 
 	if (s)
-		session_drain(dp, s, u);
+		session_drain(dp, s, NULL, true, u);
 }
 
 void dp_fini(struct datapath *dp)
@@ -958,7 +974,7 @@ int dp_host_unmap(struct datapath *dp, uint64_t id, uint32_t region, const struc
 	if (!s || region >= OOO_HOST_REGIONS || !s->host[region])
 		return -ENOENT;
 	/* copies in flight may still read or write it */
-	session_drain(dp, s, u);
+	session_drain(dp, s, NULL, true, u);
 	dp->api->p_cuMemHostUnregister(s->host[region]);
 	munmap(s->host[region], s->host_size[region]);
 	s->host[region] = NULL;
@@ -1004,7 +1020,7 @@ int dp_module_unload(struct datapath *dp, uint64_t id, uint32_t module, const st
 	if (!s || module >= DP_MAX_MODULES || !s->modules[module])
 		return -ENOENT;
 	/* what the session submitted and holds runs first (without the lock, with u): then nothing of it waits */
-	session_drain(dp, s, u);
+	session_drain(dp, s, NULL, true, u);
 	co_module_unload(dp, s, module);
 	/* its kernels go with it: later launches of them are refused */
 	for (int k = 0; k < DP_MAX_KERNELS; k++) {

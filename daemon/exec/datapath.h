@@ -203,10 +203,6 @@ void dp_fini(struct datapath *dp);
 
 struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create);
 
-/* Attach: map the area (fds are taken over). Returns 0 or -errno with a reason. */
-int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
-	      uint32_t cq_n, bool reset, char *why, size_t cap);
-int dp_detach(struct datapath *dp, uint64_t id);
 /*
  * How a control request's long wait lets the serving thread's lock go (the
  * executor's shard lock; NULL: it keeps it, as with one serving thread,
@@ -217,6 +213,11 @@ struct dp_unlock {
 	void (*unlock)(void *arg);
 	void *arg;
 };
+/* Attach: map the area (fds are taken over). Returns 0 or -errno with a reason. */
+int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
+	      uint32_t cq_n, bool reset, char *why, size_t cap);
+/* Detach: the session's work runs out (without the lock, with u), then everything of it goes. */
+int dp_detach(struct datapath *dp, uint64_t id, const struct dp_unlock *u);
 /*
  * Wait for the session's queues: before memory they may use goes away.
  * With u, the lock goes between looks and the session is paused meanwhile
@@ -228,8 +229,9 @@ void dp_session_quiesce(struct datapath *dp, uint64_t id, const struct dp_unlock
 void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev);
 /* A queue priority (0..99, higher first) on the device's CUDA stream priorities [least, greatest] (lower numbers run first) */
 int dp_cuda_priority(int least, int greatest, int priority);
+/* Create or (create false) destroy a queue; a destroy waits for its work (without the lock, with u). */
 int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int priority, uint32_t slo_us,
-	     const char *klass, char *why, size_t cap);
+	     const char *klass, const struct dp_unlock *u, char *why, size_t cap);
 
 /*
  * Load a module from a sealed memfd image (fd stays the caller's) into the

@@ -368,6 +368,8 @@ static int handle_attach(int fd, struct shards *S, uint16_t type, const void *pa
 	struct exec_mem_reply rep = { 0 };
 	struct shard *h;
 	struct datapath *dp;
+	struct shard_ref ref;
+	struct dp_unlock unl;
 
 	if (type == EXEC_MSG_QUEUE) {
 		struct exec_queue q;
@@ -377,7 +379,7 @@ static int handle_attach(int fd, struct shards *S, uint16_t type, const void *pa
 		q.klass[sizeof(q.klass) - 1] = '\0';
 		h = shard_of(S, q.session);
 		rep.status = dp_queue(&h->dp, q.session, q.queue, q.create != 0, q.priority, q.slo_us, q.klass,
-				      rep.reason, sizeof(rep.reason));
+				      shard_unlocker(S, h, &ref, &unl), rep.reason, sizeof(rep.reason));
 	} else {
 		struct exec_attach a;
 
@@ -386,7 +388,7 @@ static int handle_attach(int fd, struct shards *S, uint16_t type, const void *pa
 		h = shard_of(S, a.session);
 		dp = &h->dp;
 		if (type == EXEC_MSG_DETACH) {
-			rep.status = dp_detach(dp, a.session);
+			rep.status = dp_detach(dp, a.session, shard_unlocker(S, h, &ref, &unl));
 		} else if (nfd != 3) {
 			rep.status = -EBADF;
 			snprintf(rep.reason, sizeof(rep.reason), "attach needs 3 descriptors, got %d", nfd);

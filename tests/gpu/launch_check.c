@@ -29,9 +29,10 @@
  *   launch_check SOCK hang PTX LIMIT_MS barred  the hang that reaches the uid's hang_strikes: after
  *                                             the restart its session is closed (OOO_ECLOSED) and a
  *                                             new session's data path is refused (OOO_EHUNG)
- *   launch_check SOCK freestall PTX SLOW_MS   one session frees its buffer behind its "slow" kernel
+ *   launch_check SOCK freestall PTX SLOW_MS free|queue|close  one session frees its buffer,
+ *                                             destroys its queue or closes behind its "slow" kernel
  *                                             (tests/fakecuda: FAKECUDA_SLOW_MS = SLOW_MS) while another
- *                                             launches and syncs: no sync waits for the free
+ *                                             launches and syncs: no sync waits for the executor's wait
  *   launch_check SOCK loadstall SLOW_PTX PTX  one session loads SLOW_PTX (tests/fakecuda: slow when
  *                                             it holds "fakecuda_slow_load", FAKECUDA_SLOW_LOAD_MS)
  *                                             while another launches and syncs PTX's hang(p, 0) again
@@ -952,19 +953,51 @@ static void *slow_load_run(void *arg)
 	return NULL;
 }
 
+/* What the slow session does behind its slow kernel (freestall), on a thread of its own: it may block. */
+struct slow_after {
+	struct hang_tenant *a;
+	const char *how; /* free, close or queue */
+	int status;
+	bool done; /* set last (atomic) */
+};
+
+static void *slow_after_run(void *arg)
+{
+	struct slow_after *f = arg;
+	struct hang_tenant *a = f->a;
+
+	if (!strcmp(f->how, "free")) {
+		f->status = ooo_buf_free(a->b); /* oood answers at once; the executor's free waits (a quiesce) */
+		a->b = NULL;
+	} else if (!strcmp(f->how, "queue")) {
+		f->status = ooo_queue_destroy(a->q); /* waits for the executor: its drain of the queue */
+		a->q = NULL;
+	} else {
+		/* the tenant goes with its kernel running: the detach waits for it */
+		ooo_close(a->s);
+		free(a->img);
+		*a = (struct hang_tenant){ 0 };
+		f->status = 0;
+	}
+	__atomic_store_n(&f->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 /*
  * One session launches PTX's hang(p, "slow") (tests/fakecuda: it runs
- * SLOW_MS, FAKECUDA_SLOW_MS) and frees its buffer: oood answers the free at
- * once, and the executor's free waits for the kernel (a quiesce) before the
- * memory goes. Meanwhile another session of the same serving thread
- * launches hang(p, 0) and syncs again and again, for SLOW_MS + 500 ms: its
- * slowest sync must stay far below SLOW_MS (the serving thread does not
- * wait with the free).
+ * SLOW_MS, FAKECUDA_SLOW_MS), then frees its buffer, destroys the queue or
+ * closes the session (HOW: free, queue, close), each of which makes the
+ * executor wait for the kernel. Meanwhile another session of the same
+ * serving thread launches hang(p, 0) and syncs again and again, for
+ * SLOW_MS + 500 ms: its slowest sync must stay far below SLOW_MS (the
+ * serving thread does not wait with the request).
  */
-static int freestall(const char *sock, const char *ptx, unsigned slow_ms)
+static int freestall(const char *sock, const char *ptx, unsigned slow_ms, const char *how)
 {
 	struct hang_tenant a = { 0 }, t = { 0 };
+	struct slow_after f = { .a = &a, .how = how, .status = -1 };
 	uint64_t worst = 0, n = 0, t0;
+	pthread_t th;
 
 	if (hang_tenant_open(&a, sock, ptx) || hang_tenant_open(&t, sock, ptx)) {
 		hang_tenant_close(&a);
@@ -972,10 +1005,29 @@ static int freestall(const char *sock, const char *ptx, unsigned slow_ms)
 		return 1;
 	}
 	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "first launch");
-	t0 = mono_ms();
-	CHECK(launch_hang(a.q, a.k, ooo_buf_addr(a.b), 0x776f6c73u) == 0, "launch the slow kernel");
-	CHECK(ooo_buf_free(a.b) == 0, "free the slow kernel's buffer");
-	a.b = NULL;
+	if (!strcmp(how, "close")) {
+		/*
+		 * A session with no buffer left: oood's frees at the close would
+		 * wait for the kernel first. (The stand-in runs no kernel: the
+		 * address does not matter. libooo's queue destroy syncs the queue
+		 * first, so "queue" only shows the executor's own wait is quick.)
+		 */
+		uint64_t addr = ooo_buf_addr(a.b);
+
+		CHECK(ooo_buf_free(a.b) == 0, "free the slow session's buffer");
+		a.b = NULL;
+		t0 = mono_ms();
+		CHECK(launch_hang(a.q, a.k, addr, 0x776f6c73u) == 0, "launch the slow kernel");
+	} else {
+		t0 = mono_ms();
+		CHECK(launch_hang(a.q, a.k, ooo_buf_addr(a.b), 0x776f6c73u) == 0, "launch the slow kernel");
+	}
+	if (fails || pthread_create(&th, NULL, slow_after_run, &f) != 0) {
+		printf("FAIL: setup\n");
+		hang_tenant_close(&a);
+		hang_tenant_close(&t);
+		return 1;
+	}
 	while (!fails && mono_ms() - t0 < slow_ms + 500u) {
 		uint64_t t1 = mono_ms(), d;
 
@@ -986,11 +1038,12 @@ static int freestall(const char *sock, const char *ptx, unsigned slow_ms)
 		n++;
 		usleep(1000);
 	}
-	printf("a buffer freed behind a %u ms kernel: the other session's slowest of %llu syncs meanwhile: %llu ms\n",
+	pthread_join(th, NULL);
+	printf("a %s behind a %u ms kernel: the other session's slowest of %llu syncs meanwhile: %llu ms\n", how,
 	       slow_ms, (unsigned long long)n, (unsigned long long)worst);
-	CHECK(worst < slow_ms / 4, "a sync took %llu ms while the free waited for a %u ms kernel",
-	      (unsigned long long)worst, slow_ms);
-	CHECK(ooo_queue_sync(a.q, 30000) == 0, "the slow kernel's own sync");
+	CHECK(f.status == 0, "the %s: %d", how, f.status);
+	CHECK(worst < slow_ms / 4, "a sync took %llu ms while the %s waited for a %u ms kernel",
+	      (unsigned long long)worst, how, slow_ms);
 	hang_tenant_close(&a);
 	hang_tenant_close(&t);
 	if (!fails)
@@ -1068,8 +1121,9 @@ int main(int argc, char **argv)
 		return bench(argv[1], argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[2], "loadstall"))
 		return loadstall(argv[1], argv[3], argv[4]);
-	if (argc == 5 && !strcmp(argv[2], "freestall"))
-		return freestall(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
+	if (argc == 6 && !strcmp(argv[2], "freestall") &&
+	    (!strcmp(argv[5], "free") || !strcmp(argv[5], "queue") || !strcmp(argv[5], "close")))
+		return freestall(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10), argv[5]);
 	if (argc == 6 && !strcmp(argv[5], "barred") && !strcmp(argv[2], "hang"))
 		return hang_barred(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
 	if ((argc == 5 ||
@@ -1081,7 +1135,7 @@ int main(int argc, char **argv)
 			    : !strcmp(argv[5], "stay") ? HANG_STAY
 						   : HANG_LATE);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | loadstall SLOW_PTX PTX | freestall PTX SLOW_MS | "
+			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | loadstall SLOW_PTX PTX | freestall PTX SLOW_MS free|queue|close | "
 			"bench PTX LIBCUDA\n");
 	return 2;
 }

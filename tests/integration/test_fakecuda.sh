@@ -439,14 +439,17 @@ echo "$out" | grep -q '^ok' || fail "launch_check loadstall: $out"
 ok "$(echo "$out" | grep '^module load')"
 fake_stop
 
-# a buffer freed behind a 2 s kernel (the stand-in's "slow" one): the executor's free waits for the
-# kernel without the serving thread's lock (the session paused meanwhile), so the thread's other
-# sessions are served; the launch still in the ring when the free came is taken first (fuse = no: the
-# kernels on their queues' own streams, not one bundle stream)
+# a buffer freed, a session closed (its detach) or a queue destroyed behind a 2 s kernel (the
+# stand-in's "slow" one): the executor waits for the kernel without the serving thread's lock (the
+# session paused meanwhile), so the thread's other sessions are served; the launch still in the ring
+# when the free came is taken first (fuse = no: the kernels on their queues' own streams, not one
+# bundle stream)
 FAKECUDA_SLOW_MS=2000 gpu_start 'max_sessions = 200\n' 'fuse = no\n'
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" freestall "$(dirname "$0")/../gpu/kernels/hang.ptx" 2000 2>&1) || fail "launch_check freestall: $out"
-echo "$out" | grep -q '^ok' || fail "launch_check freestall: $out"
-ok "$(echo "$out" | grep '^a buffer freed')"
+for how in free close queue; do
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" freestall "$(dirname "$0")/../gpu/kernels/hang.ptx" 2000 $how 2>&1) || fail "launch_check freestall $how: $out"
+	echo "$out" | grep -q '^ok' || fail "launch_check freestall $how: $out"
+	ok "$(echo "$out" | grep '^a [a-z]* behind')"
+done
 fake_stop
 
 # a kernel that never ends (the stand-in's modelled hang): past kernel_time_limit_ms its tenant gets
