@@ -581,8 +581,14 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 #define WAIT_FDS_MIN 64u      /* the first wait set's doorbells; it grows with the sessions */
 #define EXEC_NICE (-10)        /* the executor's nice value when started by root */
 #define STATS_NS 1000000000ull  /* the scheduler's counters go to oood this often */
+#define CTL_EVERY 8u            /* passes between looks at oood's socket while the data path moves */
+#define FATAL_GRACE_NS 20000000ull /* after a sticky error, passes for this long before exiting (see below) */
 
-/* How long an idle serving loop sleeps: the counters' period with a coalescer, sooner where the datapath wants a pass (dp_wake_ns); tv_sec -1: until a doorbell */
+/*
+ * How long an idle serving loop sleeps: the counters' period with a
+ * coalescer, sooner where the datapath wants a pass (dp_wake_ns); tv_sec
+ * -1: until a doorbell.
+ */
 static struct timespec idle_timeout(const struct datapath *dp)
 {
 	uint64_t ns = dp->co ? STATS_NS : 0, w = dp_wake_ns(dp);
@@ -593,8 +599,6 @@ static struct timespec idle_timeout(const struct datapath *dp)
 		return (struct timespec){ -1, 0 };
 	return (struct timespec){ (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
 }
-#define CTL_EVERY 8u            /* passes between looks at oood's socket while the data path moves */
-#define FATAL_GRACE_NS 20000000ull /* after a sticky error, passes for this long before exiting (see below) */
 
 static uint64_t mono_ns(void)
 {
