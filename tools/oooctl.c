@@ -1200,6 +1200,7 @@ static void sched_delta(const struct ooo_sched_counters *a, const struct ooo_sch
 	SCHED_D(unfused_nopay);
 	SCHED_D(stream_waits);
 	SCHED_D(chained_launches);
+	SCHED_D(burst_holds);
 	SCHED_D(jit_hits);
 	SCHED_D(jit_misses);
 	SCHED_D(jit_compiles);
@@ -1471,6 +1472,7 @@ static void j_sched(const char *key, const struct ooo_sched_counters *c, const s
 	j_u64("unfused_nopay", c->unfused_nopay);
 	j_u64("stream_waits", c->stream_waits);
 	j_u64("chained_launches", c->chained_launches);
+	j_u64("burst_holds", c->burst_holds);
 	j_obj("bundles_by_priority");
 	for (unsigned i = 0; i < OOO_PRIO_TIERS; i++)
 		j_u64(sched_tier_names[i], c->tier_bundles[i]);
@@ -1626,6 +1628,7 @@ static void sched_print(const struct ooo_sched_counters *d, const struct sched_f
 	ROW_COUNT("unfused, no gain", unfused_nopay);
 	ROW_COUNT("stream waits", stream_waits);
 	ROW_COUNT("chained launches", chained_launches);
+	ROW_COUNT("burst holds", burst_holds);
 	ROW_COUNT("bundles, low priority", tier_bundles[0]);
 	ROW_COUNT("bundles, default priority", tier_bundles[1]);
 	ROW_COUNT("bundles, high priority", tier_bundles[2]);
@@ -3424,6 +3427,7 @@ static int do_metrics(int argc, char **argv)
 			SC(unfused_nopay, "Bundles sent unfused: the fused kernel was predicted slower than its members alone"),
 			SC(stream_waits, "Waits of one of a partition's streams for another stream's bundle"),
 			SC(chained_launches, "Tenant launches run chained behind their queue's previous launch in one fused launch"),
+			SC(burst_holds, "Head launches held for the rest of their tenant's burst (burst_wait_us)"),
 			SC(jit_hits, "Fusion classes found compiled"),
 			SC(jit_misses, "Fusion classes not found compiled"),
 			SC(jit_compiles, "Fused kernels compiled"),

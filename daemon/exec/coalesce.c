@@ -1130,8 +1130,13 @@ static bool advance(struct datapath *dp, struct dp_queue *q, uint64_t now)
 			struct co_class *c = cmd_class(co, q->s, &cmd->e);
 			struct sched_launch l;
 
-			if (burst_open(dp, c, shape, q, now))
+			if (burst_open(dp, c, shape, q, now)) {
+				if (!q->burst_held)
+					co->st.burst_holds++;
+				q->burst_held = true;
 				break; /* the rest of the request is coming: next pass (co_busy keeps the loop polling) */
+			}
+			q->burst_held = false;
 			if (q->sw_wait) {
 				CUresult r = dp->api->p_cuEventQuery(q->sw_ev);
 

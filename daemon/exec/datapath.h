@@ -90,6 +90,7 @@ struct dp_queue {
 	struct dp_queue *bl_next, *bl_prev; /* in the coalescer's list of queues with a backlog */
 	bool bl_listed;
 	bool in_sched;         /* the backlog's head launch is in the scheduler */
+	bool burst_held;       /* its head launch waits for the rest of its burst (burst_open): counted once */
 	bool own_dirty;        /* work went to the queue's own stream since the last switch */
 	bool sw_wait;          /* waiting for sw_ev before the head launch may join a bundle */
 	CUevent sw_ev;

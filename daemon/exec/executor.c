@@ -749,7 +749,7 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 				  &a->jit_compiles,    &a->jit_failures,	 &a->jit_compile_ns,   &a->loops,
 				  &a->work_ns,	       &a->commands,	 &a->param_bundles,    &a->take_ns,
 				  &a->dispatch_ns,     &a->submit_stamp_bad, &a->unfused_nopay,    &a->stream_waits,
-				  &a->launch_ns,       &a->chained_launches };
+				  &a->launch_ns,       &a->chained_launches, &a->burst_holds };
 	const uint64_t *const add[] = { &b->bundles,	     &b->fused_bundles,	  &b->launches,
 					&b->fused_launches,   &b->direct_launches,   &b->dispatch_full,
 					&b->dispatch_slack,   &b->dispatch_idle,	  &b->dispatch_alone,
@@ -758,7 +758,7 @@ static void counters_add(struct ooo_sched_counters *a, const struct ooo_sched_co
 					&b->loops,	     &b->work_ns,	  &b->commands,
 					&b->param_bundles,    &b->take_ns,	  &b->dispatch_ns,
 					&b->submit_stamp_bad, &b->unfused_nopay,	  &b->stream_waits,
-					&b->launch_ns,	     &b->chained_launches };
+					&b->launch_ns,	     &b->chained_launches, &b->burst_holds };
 
 	_Static_assert(sizeof(sum) / sizeof(sum[0]) == sizeof(add) / sizeof(add[0]), "counters_add: one list");
 	for (size_t i = 0; i < sizeof(sum) / sizeof(sum[0]); i++)

@@ -421,6 +421,7 @@ struct ooo_sched_counters {
 	uint64_t tier_bundles[OOO_PRIO_TIERS]; /* dispatches by their members' highest queue priority: below 50, 50, above */
 	uint64_t stream_bundles[OOO_SCHED_STREAMS]; /* dispatches by the stream they went on within their tier (0 .. streams - 1) */
 	uint64_t chained_launches; /* launches that ran chained behind their queue's previous launch in one fused bundle */
+	uint64_t burst_holds;      /* head launches held for the rest of their tenant's burst (oood.conf burst_wait_us) */
 };
 
 struct ooo_sched_rec {

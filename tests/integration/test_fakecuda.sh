@@ -58,7 +58,8 @@ ok "the coalescer fused $fused launches"
 # them chained in fused bundles (their order on a GPU: test_bundle's chain pass)
 chained=$(counter chained_launches)
 [ "$chained" -gt 0 ] || fail "oooctl sched counts no chained launch after dp_check launches: $($ctl sched 2>&1 | head -24)"
-ok "$chained launches ran chained behind their queue's previous one"
+[ "$(counter burst_holds)" -eq 0 ] || fail "burst_wait_us is 0 (off), yet oooctl sched counts $(counter burst_holds) burst holds"
+ok "$chained launches ran chained behind their queue's previous one (no burst hold: burst_wait_us = 0)"
 
 # a queue's launches in bundles on different streams of the coalescer: the later stream waits
 c0=$(counter stream_waits)
@@ -345,6 +346,8 @@ done
 out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order (burst_wait_us = 50): $out"
 d=$(settle 1 chained_launches)
 [ "$d" -gt 0 ] || fail "burst_wait_us = 50: no chained launch: $($ctl sched 2>&1 | head -24)"
+holds=$(counter burst_holds)
+[ "$holds" -gt 0 ] || fail "burst_wait_us = 50: oooctl sched counts no burst hold after dp_check launches"
 for i in 1 2 3; do
 	r0=$(field restarts)
 	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (burst_wait_us = 50, $i): $out"
@@ -354,7 +357,7 @@ for i in 1 2 3; do
 done
 [ "$(grep -c "uid $(id -u): hang 1 within" "$rundir/oood.log")" -eq 3 ] ||
 	fail "burst_wait_us = 50: the hangs of tenants that left were not each counted: $(grep -i 'hang' "$rundir/oood.log" | tail -6)"
-ok "burst_wait_us = 50: dp_check check, many, threads, copies, launches and order right, $d launches chained; 3 hangs of a tenant that left timed and counted"
+ok "burst_wait_us = 50: dp_check check, many, threads, copies, launches and order right, $d launches chained, $holds burst holds; 3 hangs of a tenant that left timed and counted"
 fake_stop
 
 # serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
