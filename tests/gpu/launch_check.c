@@ -66,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -973,11 +974,7 @@ static void *slow_after_run(void *arg)
 		f->status = ooo_queue_destroy(a->q); /* waits for the executor: its drain of the queue */
 		a->q = NULL;
 	} else {
-		/* the tenant goes with its kernel running: the detach waits for it */
-		ooo_close(a->s);
-		free(a->img);
-		*a = (struct hang_tenant){ 0 };
-		f->status = 0;
+		f->status = -EINVAL; /* (close: a child process, see freestall) */
 	}
 	__atomic_store_n(&f->done, true, __ATOMIC_RELEASE);
 	return NULL;
@@ -992,41 +989,66 @@ static void *slow_after_run(void *arg)
  * SLOW_MS + 500 ms: its slowest sync must stay far below SLOW_MS (the
  * serving thread does not wait with the request).
  */
+/*
+ * "close": a child process is the slow tenant. With no buffer left (oood's
+ * frees at its end would wait for the kernel first; the stand-in runs no
+ * kernel, so the freed address does not matter), it launches the slow
+ * kernel, says so on fd and exits: its connection's end makes oood detach
+ * the session, and the executor's detach waits for the kernel.
+ */
+static void slow_child(int fd, const char *sock, const char *ptx)
+{
+	struct hang_tenant c;
+	uint64_t addr;
+
+	if (hang_tenant_open(&c, sock, ptx))
+		_exit(2);
+	addr = ooo_buf_addr(c.b);
+	if (ooo_buf_free(c.b) || launch_hang(c.q, c.k, addr, 0x776f6c73u))
+		_exit(3);
+	_exit(write(fd, "l", 1) == 1 ? 0 : 4);
+}
+
 static int freestall(const char *sock, const char *ptx, unsigned slow_ms, const char *how)
 {
 	struct hang_tenant a = { 0 }, t = { 0 };
 	struct slow_after f = { .a = &a, .how = how, .status = -1 };
+	bool child = !strcmp(how, "close");
 	uint64_t worst = 0, n = 0, t0;
 	pthread_t th;
+	pid_t pid = -1;
+	int pfd[2] = { -1, -1 }, st = 0;
+	char c;
 
-	if (hang_tenant_open(&a, sock, ptx) || hang_tenant_open(&t, sock, ptx)) {
+	if ((!child && hang_tenant_open(&a, sock, ptx)) || hang_tenant_open(&t, sock, ptx)) {
 		hang_tenant_close(&a);
 		hang_tenant_close(&t);
 		return 1;
 	}
 	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "first launch");
-	if (!strcmp(how, "close")) {
-		/*
-		 * A session with no buffer left: oood's frees at the close would
-		 * wait for the kernel first. (The stand-in runs no kernel: the
-		 * address does not matter. libooo's queue destroy syncs the queue
-		 * first, so "queue" only shows the executor's own wait is quick.)
-		 */
-		uint64_t addr = ooo_buf_addr(a.b);
-
-		CHECK(ooo_buf_free(a.b) == 0, "free the slow session's buffer");
-		a.b = NULL;
+	if (child) {
+		if (fails || pipe(pfd) < 0 || (pid = fork()) < 0) {
+			printf("FAIL: setup\n");
+			hang_tenant_close(&t);
+			return 1;
+		}
+		if (pid == 0) {
+			close(pfd[0]);
+			slow_child(pfd[1], sock, ptx);
+		}
+		close(pfd[1]);
+		CHECK(read(pfd[0], &c, 1) == 1, "the slow child did not launch its kernel");
+		close(pfd[0]);
 		t0 = mono_ms();
-		CHECK(launch_hang(a.q, a.k, addr, 0x776f6c73u) == 0, "launch the slow kernel");
 	} else {
 		t0 = mono_ms();
 		CHECK(launch_hang(a.q, a.k, ooo_buf_addr(a.b), 0x776f6c73u) == 0, "launch the slow kernel");
-	}
-	if (fails || pthread_create(&th, NULL, slow_after_run, &f) != 0) {
-		printf("FAIL: setup\n");
-		hang_tenant_close(&a);
-		hang_tenant_close(&t);
-		return 1;
+		if (fails || pthread_create(&th, NULL, slow_after_run, &f) != 0) {
+			printf("FAIL: setup\n");
+			hang_tenant_close(&a);
+			hang_tenant_close(&t);
+			return 1;
+		}
 	}
 	while (!fails && mono_ms() - t0 < slow_ms + 500u) {
 		uint64_t t1 = mono_ms(), d;
@@ -1038,7 +1060,13 @@ static int freestall(const char *sock, const char *ptx, unsigned slow_ms, const 
 		n++;
 		usleep(1000);
 	}
-	pthread_join(th, NULL);
+	if (child) {
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the slow child: status %#x",
+		      st);
+		f.status = 0;
+	} else {
+		pthread_join(th, NULL);
+	}
 	printf("a %s behind a %u ms kernel: the other session's slowest of %llu syncs meanwhile: %llu ms\n", how,
 	       slow_ms, (unsigned long long)n, (unsigned long long)worst);
 	CHECK(f.status == 0, "the %s: %d", how, f.status);
