@@ -913,22 +913,6 @@ int dp_module_install(struct datapath *dp, uint64_t id, uint32_t slot, struct dp
 	return 0;
 }
 
-int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
-		   uint32_t *module, char *why, size_t cap)
-{
-	struct dp_module_img img;
-	int m = dp_module_slot(dp, id, want, why, cap), rc;
-
-	if (m < 0)
-		return m;
-	if ((rc = dp_module_build(dp, kind, fd, len, dp->co != NULL, &img, why, cap)) < 0)
-		return rc;
-	if ((rc = dp_module_install(dp, id, (uint32_t)m, &img, why, cap)) < 0)
-		return rc;
-	*module = (uint32_t)m;
-	return 0;
-}
-
 int dp_host_map(struct datapath *dp, uint64_t id, uint32_t region, int fd, uint64_t size, char *why, size_t cap)
 {
 	struct dp_session *s = dp_session_get(dp, id, true);

@@ -237,20 +237,15 @@ int dp_queue(struct datapath *dp, uint64_t id, uint32_t queue, bool create, int 
 /*
  * Load a module from a sealed memfd image (fd stays the caller's) into the
  * first free slot, or into slot want - 1 when want is not 0 (oood restoring
- * the session's modules on a new executor: -EEXIST if it is taken).
- * Returns 0 with *module, or -errno and why.
- */
-int dp_module_load(struct datapath *dp, uint64_t id, uint32_t kind, int fd, uint64_t len, uint32_t want,
-		   uint32_t *module, char *why, size_t cap);
-/*
- * The same in three steps, so that the slow one (compiling CUDA C,
- * fencing, the driver's PTX JIT, parsing for the coalescer) can run
- * without the serving thread's lock: dp_module_slot (locked) picks the
- * slot (>= 0) or refuses; dp_module_build (unlocked: it reads no session,
- * only dp's fixed settings) makes the module, parsed for the coalescer
- * when parse; dp_module_install (locked) puts it in the slot, or frees it
- * (-EEXIST) when the slot was taken meanwhile. dp_module_img_free frees
- * one not installed (NULL and an empty one are fine).
+ * the session's modules on a new executor: -EEXIST if it is taken), in
+ * three steps, so that the slow one (compiling CUDA C, fencing, the
+ * driver's PTX JIT, parsing for the coalescer) runs without the serving
+ * thread's lock: dp_module_slot (locked) picks the slot (>= 0) or refuses
+ * with why; dp_module_build (unlocked: it reads no session, only dp's fixed
+ * settings) makes the module, parsed for the coalescer when parse;
+ * dp_module_install (locked) puts it in the slot, or frees it (-EEXIST)
+ * when the slot was taken meanwhile. dp_module_img_free frees one not
+ * installed (NULL and an empty one are fine).
  */
 struct dp_module_img {
 	CUmodule mod;

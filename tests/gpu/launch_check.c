@@ -954,6 +954,19 @@ static void *slow_load_run(void *arg)
 	return NULL;
 }
 
+/* The other session's round (freestall, loadstall): hang(p, 0) launched and synced, timed into *worst; *n counts. */
+static void timed_round(struct hang_tenant *t, uint64_t *worst, uint64_t *n)
+{
+	uint64_t t1 = mono_ms(), d;
+
+	CHECK(launch_hang(t->q, t->k, ooo_buf_addr(t->b), 0) == 0 && ooo_queue_sync(t->q, 30000) == 0,
+	      "launch and sync %llu", (unsigned long long)*n);
+	d = mono_ms() - t1;
+	*worst = d > *worst ? d : *worst;
+	(*n)++;
+	usleep(1000);
+}
+
 /* What the slow session does behind its slow kernel (freestall), on a thread of its own: it may block. */
 struct slow_after {
 	struct hang_tenant *a;
@@ -1050,16 +1063,8 @@ static int freestall(const char *sock, const char *ptx, unsigned slow_ms, const 
 			return 1;
 		}
 	}
-	while (!fails && mono_ms() - t0 < slow_ms + 500u) {
-		uint64_t t1 = mono_ms(), d;
-
-		CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0,
-		      "launch and sync %llu", (unsigned long long)n);
-		d = mono_ms() - t1;
-		worst = d > worst ? d : worst;
-		n++;
-		usleep(1000);
-	}
+	while (!fails && mono_ms() - t0 < slow_ms + 500u)
+		timed_round(&t, &worst, &n);
 	if (child) {
 		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the slow child: status %#x",
 		      st);
@@ -1106,15 +1111,8 @@ static int loadstall(const char *sock, const char *slow_ptx, const char *ptx)
 		return 1;
 	}
 	while (!done && !fails) {
-		uint64_t t0 = mono_ms(), d;
-
 		done = __atomic_load_n(&l.done, __ATOMIC_ACQUIRE);
-		CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0,
-		      "launch and sync %llu", (unsigned long long)n);
-		d = mono_ms() - t0;
-		worst = d > worst ? d : worst;
-		n++;
-		usleep(1000);
+		timed_round(&t, &worst, &n);
 	}
 	pthread_join(th, NULL);
 	printf("module load: %d after %llu ms; the other session's slowest of %llu syncs meanwhile: %llu ms\n", l.status,
