@@ -1643,6 +1643,22 @@ void dp_ids_add(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t 
 }
 
 /*
+ * A paused session's queue head as it stands, when it is timed (not behind
+ * a bundle not yet seen ended): its start in *t. Only looked at, never
+ * changed: the request that paused the session times its queues
+ * (own_overdue), and timed_pending's changes would mislead that.
+ */
+static bool paused_head_since(const struct dp_queue *q, uint64_t *t)
+{
+	const struct dp_pending *p = q->len ? &q->fifo[q->head] : NULL;
+
+	if (!p || p->b || p->untimed || p->hung || p->bwait)
+		return false;
+	*t = p->issued_ns > q->head_since ? p->issued_ns : q->head_since;
+	return true;
+}
+
+/*
  * Adds to ids[] the sessions whose work on this serving thread has run past
  * min_ns: the bundles running on its streams, and the commands its queues'
  * own streams run (as the time limit times them).
@@ -1652,10 +1668,13 @@ static void dp_long_sessions(struct datapath *dp, uint64_t now, uint64_t min_ns,
 {
 	co_running_past(dp, now, min_ns, ids, cap, n, more);
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
-		for (uint32_t j = 0; s->base && !s->paused && j < s->nq; j++) {
+		for (uint32_t j = 0; s->base && j < s->nq; j++) {
+			struct dp_queue *q = s->queues[s->qlist[j]];
 			uint64_t t = 0;
+			/* (a paused session's work may be what starves the hung one: it is named too) */
+			bool timed = s->paused ? paused_head_since(q, &t) : timed_pending(dp, q, &t) != NULL;
 
-			if (timed_pending(dp, s->queues[s->qlist[j]], &t) && now > t && now - t > min_ns)
+			if (timed && now > t && now - t > min_ns)
 				dp_ids_add(s->id, ids, cap, n, more);
 		}
 }
