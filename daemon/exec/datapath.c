@@ -257,6 +257,15 @@ static void __attribute__((noreturn)) give_up(struct datapath *dp, struct dp_bun
 	_exit(1);
 }
 
+/* Between a control request's looks at its events: yield the first 1000 times, then sleep 100 us. */
+static void wait_pause(unsigned n)
+{
+	if (n < 1000)
+		sched_yield();
+	else
+		usleep(100);
+}
+
 /* Another serving thread gave the context up or lost it while a control request waited: out. */
 static void fatal_elsewhere(const struct datapath *dp)
 {
@@ -307,10 +316,7 @@ void dp_sync(struct datapath *dp, struct dp_queue *q, CUevent ev)
 			if (overdue_first(dp, &w, w.q ? 1 : 0, now, &since, &ob, &who))
 				give_up(dp, ob, who, since, now, t0);
 		}
-		if (n < 1000)
-			sched_yield();
-		else
-			usleep(100);
+		wait_pause(n);
 	}
 	if (own)
 		ev_put(dp, own);
@@ -349,14 +355,8 @@ static bool quiesce_unlocked(struct datapath *dp, struct dp_session *s, const st
 		w[nw] = (struct own_watch){ .q = q };
 		last[nw++] = co_queue_last_end(q);
 	}
-	if (!ok) {
-		for (uint32_t i = 0; i < nw; i++)
-			ev_put(dp, own[i]);
-		free(w);
-		free(own);
-		free(last);
-		return false;
-	}
+	if (!ok)
+		goto out;
 	s->paused = true;
 	t0 = dp_now_ns();
 	for (uint32_t i = 0; i < nw; i++)
@@ -387,19 +387,17 @@ static bool quiesce_unlocked(struct datapath *dp, struct dp_session *s, const st
 				give_up(dp, ob, who, since, now, t0);
 			u->unlock(u->arg);
 		}
-		if (n < 1000)
-			sched_yield();
-		else
-			usleep(100);
+		wait_pause(n);
 	}
 	u->lock(u->arg);
 	s->paused = false;
+out:
 	for (uint32_t i = 0; i < nw; i++)
 		ev_put(dp, own[i]);
 	free(w);
 	free(own);
 	free(last);
-	return true;
+	return ok;
 }
 
 /*

@@ -763,6 +763,19 @@ static int parse_entries(const char *ptx, size_t len, struct CUmod_st *m)
 	return 0;
 }
 
+/* Sleep the milliseconds environment variable name says (1 .. max; else not at all): a slow load. */
+static void sleep_env_ms(const char *name, long max)
+{
+	const char *e = getenv(name);
+	long ms = e ? strtol(e, NULL, 10) : 0;
+
+	if (ms > 0 && ms <= max) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int nopt, CUjit_option *opt, void **val)
 {
 	const char *s = image;
@@ -790,26 +803,10 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int nopt,
 		free(m);
 		return CUDA_ERROR_INVALID_PTX;
 	}
-	if (memmem(s, len, "fakecuda_slow_load", 18)) {
-		const char *e = getenv("FAKECUDA_SLOW_LOAD_MS");
-		long ms = e ? strtol(e, NULL, 10) : 0;
-
-		if (ms > 0 && ms <= 60000) {
-			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
-	if (memmem(s, len, ".entry ooo_fused", 16)) {
-		const char *e = getenv("FAKECUDA_FUSED_LOAD_MS");
-		long ms = e ? strtol(e, NULL, 10) : 0;
-
-		if (ms > 0 && ms <= 10000) {
-			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
+	if (memmem(s, len, "fakecuda_slow_load", 18))
+		sleep_env_ms("FAKECUDA_SLOW_LOAD_MS", 60000);
+	if (memmem(s, len, ".entry ooo_fused", 16))
+		sleep_env_ms("FAKECUDA_FUSED_LOAD_MS", 10000);
 	{
 		/* the executor's copy kernel, alone or fused with itself only (the JIT names each body) */
 		static const char b0[] = "// body 0: oood_copy\n", b1[] = "// body 1:";

@@ -831,22 +831,6 @@ struct hang_tenant {
 	char *img;
 };
 
-/* Set t up from sock and the PTX file; 0, or 1 after saying what failed (hang_tenant_close frees what was made). */
-static int hang_tenant_open(struct hang_tenant *t, const char *sock, const char *ptx)
-{
-	size_t len;
-
-	memset(t, 0, sizeof(*t));
-	t->s = ooo_open(sock);
-	t->img = slurp(ptx, &len);
-	if (!t->s || !t->img || ooo_queue_create(t->s, NULL, &t->q))
-		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
-	CHECK(ooo_buf_alloc(t->s, 4096, 0, &t->b) == 0, "alloc");
-	CHECK(ooo_module_load(t->s, OOO_PTX, t->img, len, &t->m) == 0 && ooo_kernel_get(t->m, "hang", &t->k) == 0,
-	      "load hang");
-	return fails || !t->b || !t->k;
-}
-
 static void hang_tenant_close(struct hang_tenant *t)
 {
 	ooo_kernel_free(t->k);
@@ -855,6 +839,30 @@ static void hang_tenant_close(struct hang_tenant *t)
 	ooo_queue_destroy(t->q);
 	ooo_close(t->s);
 	free(t->img);
+	memset(t, 0, sizeof(*t)); /* closing again is harmless */
+}
+
+/* Set t up from sock and the PTX file; 0, or 1 after saying what failed (what was made is freed then). */
+static int hang_tenant_open(struct hang_tenant *t, const char *sock, const char *ptx)
+{
+	size_t len;
+
+	memset(t, 0, sizeof(*t));
+	t->s = ooo_open(sock);
+	t->img = slurp(ptx, &len);
+	if (!t->s || !t->img || ooo_queue_create(t->s, NULL, &t->q)) {
+		printf("FAIL setup: %s\n", ooo_last_error());
+		hang_tenant_close(t);
+		return 1;
+	}
+	CHECK(ooo_buf_alloc(t->s, 4096, 0, &t->b) == 0, "alloc");
+	CHECK(ooo_module_load(t->s, OOO_PTX, t->img, len, &t->m) == 0 && ooo_kernel_get(t->m, "hang", &t->k) == 0,
+	      "load hang");
+	if (fails || !t->b || !t->k) {
+		hang_tenant_close(t);
+		return 1;
+	}
+	return 0;
 }
 
 /*
@@ -871,10 +879,8 @@ static int hang_barred(const char *sock, const char *ptx, unsigned limit_ms)
 	uint64_t t0;
 	int r;
 
-	if (hang_tenant_open(&t, sock, ptx)) {
-		hang_tenant_close(&t);
+	if (hang_tenant_open(&t, sock, ptx))
 		return 1;
-	}
 	t0 = mono_ms();
 	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0x676e6168u) == 0, "launch the kernel that never ends");
 	r = ooo_queue_sync(t.q, (int)limit_ms + 60000);
@@ -913,10 +919,8 @@ static int stall(const char *sock, const char *ptx, const char *how)
 	uint64_t t0;
 	int r;
 
-	if (hang_tenant_open(&t, sock, ptx)) {
-		hang_tenant_close(&t);
+	if (hang_tenant_open(&t, sock, ptx))
 		return 1;
-	}
 	t0 = mono_ms();
 	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), tag) == 0, "launch the %s kernel", how);
 	printf("launched\n");
@@ -1035,7 +1039,6 @@ static int freestall(const char *sock, const char *ptx, unsigned slow_ms, const 
 
 	if ((!child && hang_tenant_open(&a, sock, ptx)) || hang_tenant_open(&t, sock, ptx)) {
 		hang_tenant_close(&a);
-		hang_tenant_close(&t);
 		return 1;
 	}
 	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "first launch");
@@ -1099,10 +1102,8 @@ static int loadstall(const char *sock, const char *slow_ptx, const char *ptx)
 	uint64_t worst = 0, n = 0;
 	bool done = false;
 
-	if (hang_tenant_open(&t, sock, ptx)) {
-		hang_tenant_close(&t);
+	if (hang_tenant_open(&t, sock, ptx))
 		return 1;
-	}
 	/* warm: the kernel's first launch and sync */
 	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "first launch");
 	if (pthread_create(&th, NULL, slow_load_run, &l) != 0) {

@@ -333,6 +333,17 @@ rv=$($ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"reserve_inflight
 ok "urgent_reserve = 4: dp_check prio, many, threads and order right, $hi bundles above the lowest tier, reserve_inflight $rv"
 fake_stop
 
+# hang_case [MODE]: launch_check hang [MODE] at a 1000 ms limit (the stand-in's modelled hang), and the
+# executor replaced after it; sets $out (fz: the fuse setting, for the messages)
+hang_case() {
+	r0=$(field restarts)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 ${1:-} 2>&1) ||
+		fail "launch_check hang ${1:-} (fuse = ${fz:-yes}): $out"
+	echo "$out" | grep -q '^ok' || fail "launch_check hang ${1:-} (fuse = ${fz:-yes}): $out"
+	wait_restarted "$r0" ||
+		fail "the hung executor was not replaced (${1:-sync}, fuse = ${fz:-yes}): $(field state), $(field restarts) restarts"
+}
+
 # burst_wait_us = 50: a queue's lone head launch of a chaining kernel waits for the rest of its
 # tenant's burst; the data path as without (order kept, nothing lost) and launches still chained; a
 # kernel that never ends, still held when its tenant leaves, is issued on its queue's own stream by
@@ -348,11 +359,8 @@ d=$(settle 1 chained_launches)
 [ "$d" -gt 0 ] || fail "burst_wait_us = 50: no chained launch: $($ctl sched 2>&1 | head -24)"
 holds=$(counter burst_holds)
 [ "$holds" -gt 0 ] || fail "burst_wait_us = 50: oooctl sched counts no burst hold after dp_check launches"
-for i in 1 2 3; do
-	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (burst_wait_us = 50, $i): $out"
-	echo "$out" | grep -q '^ok' || fail "launch_check hang exit (burst_wait_us = 50, $i): $out"
-	wait_restarted "$r0" || fail "the hung executor was not replaced (burst_wait_us = 50, $i): $(field state), $(field restarts) restarts"
+for _ in 1 2 3; do
+	hang_case exit
 	$ctl pardon "$(id -u)" >/dev/null 2>&1 || fail "oooctl pardon"
 done
 [ "$(grep -c "uid $(id -u): hang 1 within" "$rundir/oood.log")" -eq 3 ] ||
@@ -461,11 +469,8 @@ fake_stop
 # the kernel runs in a bundle; with fuse = no on its queue's own stream, timed by the sync behind it.
 for fz in yes no; do
 	gpu_start 'max_sessions = 200\n' "kernel_time_limit_ms = 1000\nfuse = $fz\n"
-	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 2>&1) || fail "launch_check hang (fuse = $fz): $out"
-	echo "$out" | grep -q '^ok' || fail "launch_check hang (fuse = $fz): $out"
+	hang_case
 	echo "$out" | grep -q '^hung kernel: -1011 ' || fail "fuse = $fz: the hung tenant did not get OOO_EHUNG: $out"
-	wait_restarted "$r0" || fail "the hung executor was not replaced (fuse = $fz): $(field state), $(field restarts) restarts"
 	grep -q 'past kernel_time_limit_ms 1000' "$rundir/oood.log" || fail "oood's log does not say why the executor went (fuse = $fz): $(tail -5 "$rundir/oood.log")"
 	# the executor named the hung work's session: the hang counts against its uid (a bundle, or the queue's own stream)
 	grep -q "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log" ||
@@ -474,10 +479,7 @@ for fz in yes no; do
 	# its tenant leaves at once: the buffer free (a quiesce) that waits on the hung work ends the same way
 	# once the work is overdue (a bundle; with fuse = no a launch on its queue's own stream with no sync
 	# behind it, timed by the wait itself from its start: dp_sync's own_overdue)
-	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 exit 2>&1) || fail "launch_check hang exit (fuse = $fz): $out"
-	echo "$out" | grep -q '^ok' || fail "launch_check hang exit (fuse = $fz): $out"
-	wait_restarted "$r0" || fail "the hung executor was not replaced (exit, fuse = $fz): $(field state), $(field restarts) restarts"
+	hang_case exit
 	# the session was gone when the executor reported the hang: it counts against its uid all the same
 	grep -q "uid $(id -u): hang 2 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log" ||
 		fail "the hang of a tenant that left was not counted: $(grep -i 'hang' "$rundir/oood.log" | tail -4)"
@@ -486,21 +488,15 @@ for fz in yes no; do
 	# pending after a quarter of the limit, watch_tail, timed from the launch) and counted against its uid (pardoned first:
 	# a third hang would bar uid 0, the other tenant's too)
 	out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
-	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 stay 2>&1) || fail "launch_check hang stay (fuse = $fz): $out"
-	echo "$out" | grep -q '^ok' || fail "launch_check hang stay (fuse = $fz): $out"
-	wait_restarted "$r0" || fail "the hung executor was not replaced (no sync, fuse = $fz): $(field state), $(field restarts) restarts"
+	hang_case stay
 	[ "$(grep -c "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log")" -eq 2 ] ||
 		fail "the hang with no sync behind it was not counted against uid $(id -u) (fuse = $fz): $(grep -i 'hang' "$rundir/oood.log" | tail -4)"
 	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel'); counted against uid $(id -u)"
 	# its sync comes half the limit after the launch: the executor timed the launch before (with fuse =
 	# no through a silent pending, whose OOO_EHUNG goes to the sync behind it: hung_to_sync)
 	out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
-	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 late 2>&1) || fail "launch_check hang late (fuse = $fz): $out"
-	echo "$out" | grep -q '^ok' || fail "launch_check hang late (fuse = $fz): $out"
+	hang_case late
 	echo "$out" | grep -q '^hung kernel: -1011 ' || fail "fuse = $fz: the late sync did not get OOO_EHUNG: $out"
-	wait_restarted "$r0" || fail "the hung executor was not replaced (late sync, fuse = $fz): $(field state), $(field restarts) restarts"
 	ok "fuse = $fz: a sync half the limit after the launch: $(echo "$out" | grep '^hung kernel')"
 	fake_stop
 done
