@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -659,7 +660,9 @@ struct dp_queue_state {
 
 struct dpath {
 	pthread_mutex_t lock;
-	int memfd, sq_efd, cq_efd;
+	int memfd;
+	int bell; /* the doorbell's tenant end (<ooo/shm.h>): rung for submissions, polled for completions */
+	int wake; /* an eventfd of this process: a thread that reaped rings it for the others asleep */
 	void *base;
 	uint64_t size;
 	struct ooo_shm_hdr h;
@@ -705,10 +708,10 @@ static void dp_destroy(struct dpath *d)
 		munmap(d->base, d->size);
 	if (d->memfd >= 0)
 		close(d->memfd);
-	if (d->sq_efd >= 0)
-		close(d->sq_efd);
-	if (d->cq_efd >= 0)
-		close(d->cq_efd);
+	if (d->bell >= 0)
+		close(d->bell);
+	if (d->wake >= 0)
+		close(d->wake);
 	staging_fini(&d->st);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -731,8 +734,8 @@ static int dp_attach_locked(ooo_session *s)
 	if (r < 0)
 		return r;
 	memcpy(&rep, rp, sizeof(rep));
-	if (s->nrfds != 3) {
-		set_last_error("attach reply without its three descriptors");
+	if (s->nrfds != 2) {
+		set_last_error("attach reply without its two descriptors");
 		return -OOO_EPROTO;
 	}
 	d = calloc(1, sizeof(*d));
@@ -740,10 +743,14 @@ static int dp_attach_locked(ooo_session *s)
 		return -ENOMEM;
 	pthread_mutex_init(&d->lock, NULL);
 	d->memfd = s->rfds[0];
-	d->sq_efd = s->rfds[1];
-	d->cq_efd = s->rfds[2];
+	d->bell = s->rfds[1];
 	s->nrfds = 0;
 	s->rfd = -1;
+	d->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->wake < 0) {
+		r = -errno;
+		goto err;
+	}
 	d->size = rep.area_size;
 	d->device = rep.device;
 	d->base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
@@ -761,9 +768,9 @@ static int dp_attach_locked(ooo_session *s)
 	d->h = h;
 	d->epoch_p = (volatile uint32_t *)((char *)d->base + offsetof(struct ooo_shm_hdr, epoch));
 	d->epoch = h.epoch;
-	ring_init(&d->sq, d->base, d->size, h.sq_ctl_off, h.sq_off, h.sq_entries, sizeof(struct ooo_sqe), d->sq_efd,
+	ring_init(&d->sq, d->base, d->size, h.sq_ctl_off, h.sq_off, h.sq_entries, sizeof(struct ooo_sqe), d->bell,
 		  true);
-	ring_init(&d->cq, d->base, d->size, h.cq_ctl_off, h.cq_off, h.cq_entries, sizeof(struct ooo_cqe), d->cq_efd,
+	ring_init(&d->cq, d->base, d->size, h.cq_ctl_off, h.cq_off, h.cq_entries, sizeof(struct ooo_cqe), d->bell,
 		  false);
 	d->stage = (unsigned char *)d->base + h.staging_off;
 	r = staging_init(&d->st, h.staging_size, DP_INFLIGHT);
@@ -888,7 +895,7 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 		 */
 		uint64_t one = 1;
 
-		(void)!write(d->cq_efd, &one, sizeof(one));
+		(void)!write(d->wake, &one, sizeof(one));
 	}
 	return r < 0 ? -OOO_EPROTO : n;
 }
@@ -937,7 +944,9 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		spin_until = t0 + (int64_t)timeout_ms * 1000000;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = d->cq_efd, .events = POLLIN }, { .fd = s->fd, .events = POLLIN } };
+		struct pollfd p[3] = { { .fd = d->bell, .events = POLLIN },
+				       { .fd = s->fd, .events = POLLIN },
+				       { .fd = d->wake, .events = POLLIN } };
 		int64_t left;
 		int r = dp_reap(s, d);
 
@@ -972,13 +981,15 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		/* the wake-up flag is shared: the last sleeper to wake clears it */
 		d->sleepers++;
 		pthread_mutex_unlock(&d->lock);
-		r = poll(p, 2, deadline < 0 ? -1 : (int)left);
+		r = poll(p, 3, deadline < 0 ? -1 : (int)left);
 		pthread_mutex_lock(&d->lock);
 		if (--d->sleepers == 0)
 			ring_awake(&d->cq);
-		if (r > 0 && (p[0].revents & POLLIN)) {
+		if (r > 0 && (p[0].revents & POLLIN))
+			(void)doorbell_drain(d->bell);
+		if (r > 0 && (p[2].revents & POLLIN)) {
 			uint64_t v;
-			(void)!read(d->cq_efd, &v, sizeof(v));
+			(void)!read(d->wake, &v, sizeof(v));
 		}
 		if (r > 0 && (p[1].revents & (POLLIN | POLLHUP))) {
 			pthread_mutex_unlock(&d->lock);

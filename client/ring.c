@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define PAGE 4096u
@@ -62,8 +63,6 @@ void *ring_reserve(struct ring *r)
 
 int ring_publish(struct ring *r)
 {
-	uint64_t one = 1;
-
 	/*
 	 * The tail is stored only when it moved (a store takes the line from a
 	 * consumer spinning on it). A sleeper is rung even when it did not: the
@@ -79,7 +78,42 @@ int ring_publish(struct ring *r)
 	if (!(__atomic_load_n(&r->ctl->flags, __ATOMIC_RELAXED) & OOO_RING_NEED_WAKEUP))
 		return 0;
 	if (r->doorbell >= 0)
-		(void)!write(r->doorbell, &one, sizeof(one));
+		(void)doorbell_ring(r->doorbell);
+	return 1;
+}
+
+int doorbell_pair(int sv[2])
+{
+	return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0 ? -errno : 0;
+}
+
+int doorbell_ring(int fd)
+{
+	static const char one = 1;
+
+	if (send(fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+		return 1;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+}
+
+int doorbell_drain(int fd)
+{
+	char buf[256];
+
+	/*
+	 * A few receives at most: a peer that rings without pause keeps its end
+	 * readable, and draining it for ever would be its way to hold us here.
+	 */
+	for (int i = 0; i < 8; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 1 : -errno;
+		if ((size_t)n < sizeof(buf))
+			return 1;
+	}
 	return 1;
 }
 

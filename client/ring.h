@@ -3,8 +3,8 @@
  * Single-producer single-consumer rings in shared memory (layout in
  * include/ooo/shm.h), used by libooo and the executor. Each side keeps its
  * own index privately and only publishes it; what the other side publishes
- * is checked before use. No allocation, no locks; the doorbell is an
- * eventfd the caller owns.
+ * is checked before use. No allocation, no locks; the doorbell is one end
+ * of a session's doorbell socket (below), which the caller owns.
  */
 #ifndef OOO_RING_H
 #define OOO_RING_H
@@ -22,7 +22,7 @@ struct ring {
 	uint32_t mine;   /* producer: tail; consumer: head */
 	uint32_t theirs; /* last value read of the other index */
 	uint32_t shown;  /* the index last stored to ctl (mine at publish/release): unchanged ones are not stored again */
-	int doorbell;    /* producer: eventfd to signal; consumer: eventfd to wait on */
+	int doorbell;    /* producer: the end to ring; consumer: the end to wait on (POLLIN); -1: none */
 };
 
 /*
@@ -56,6 +56,28 @@ uint32_t ring_pending(struct ring *r);
  */
 bool ring_sleep_prepare(struct ring *r);
 void ring_awake(struct ring *r);
+
+/*
+ * Doorbells. A session has one Unix stream socket pair: the tenant holds one
+ * end, oood and the executor the other, and each side rings the other by
+ * sending a byte on its own end and waits for POLLIN on it. Unlike a shared
+ * eventfd, neither side can change the other's end: the flags a tenant sets
+ * with fcntl, the buffer it fills or the end it shuts down are its own. Every
+ * call here passes MSG_DONTWAIT | MSG_NOSIGNAL, so none blocks or raises
+ * SIGPIPE whatever the file status flags are; a ring that finds the socket
+ * full is already heard (the other side has unread bytes).
+ */
+
+/* Make a pair (both ends CLOEXEC). Returns 0 or -errno. */
+int doorbell_pair(int sv[2]);
+/* Ring: never blocks, never signals. Returns 1 if rung, 0 if the socket was full (already rung), -errno else. */
+int doorbell_ring(int fd);
+/*
+ * Take every pending ring (a bounded number of receives). Returns 1, 0 when
+ * the other end will never ring again (shut down or closed: stop waiting on
+ * this end, its POLLIN would never clear), or -errno.
+ */
+int doorbell_drain(int fd);
 
 /* The layout of an area of `size` bytes, computed, not read from it. Returns 0, -EINVAL or -ENOSPC. */
 int ring_compute(uint64_t size, uint32_t sq_entries, uint32_t cq_entries, struct ooo_shm_hdr *out);

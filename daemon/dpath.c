@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -448,10 +447,8 @@ void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void
 /* Wake a tenant sleeping on its completions, so it sees the epoch change. */
 static void poke(struct sdpath *d)
 {
-	uint64_t one = 1;
-
-	if (d->cq_efd >= 0)
-		(void)!write(d->cq_efd, &one, sizeof(one));
+	if (d->bell[1] >= 0)
+		(void)doorbell_ring(d->bell[1]); /* never blocks: a full socket has a ring unread already */
 }
 
 static void dp_free(struct sdpath *d)
@@ -476,10 +473,9 @@ static void dp_free(struct sdpath *d)
 	free(d->kmod);
 	if (d->memfd >= 0)
 		close(d->memfd);
-	if (d->sq_efd >= 0)
-		close(d->sq_efd);
-	if (d->cq_efd >= 0)
-		close(d->cq_efd);
+	for (int i = 0; i < 2; i++)
+		if (d->bell[i] >= 0)
+			close(d->bell[i]);
 	free(d);
 }
 
@@ -523,8 +519,8 @@ static int send_attach(struct server *srv, struct sdpath *d, uint32_t flags)
 		.max_queues = DPATH_MAX_QUEUES,
 		.flags = flags,
 	};
-	int fds[3] = { d->memfd, d->sq_efd, d->cq_efd };
-	int r = gpu_send_fds(srv, d->gpu, EXEC_MSG_ATTACH, &a, sizeof(a), fds, 3);
+	int fds[2] = { d->memfd, d->bell[1] };
+	int r = gpu_send_fds(srv, d->gpu, EXEC_MSG_ATTACH, &a, sizeof(a), fds, 2);
 
 	if (r < 0)
 		d->req = 0;
@@ -722,11 +718,12 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 		d->host_fd[i] = -1;
 	for (uint32_t m = 0; m < DPATH_MAX_MODULES; m++)
 		d->module_fd[m] = -1;
-	d->sq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	d->cq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	d->bell[0] = d->bell[1] = -1;
+	r = doorbell_pair(d->bell);
 	d->memfd = make_area(DPATH_AREA_SIZE);
-	if (d->memfd < 0 || d->sq_efd < 0 || d->cq_efd < 0) {
-		r = d->memfd < 0 ? d->memfd : -errno;
+	if (d->memfd < 0 || r < 0) {
+		if (d->memfd < 0)
+			r = d->memfd;
 		if (d->memfd < 0)
 			d->memfd = -1;
 		dp_free(d);
@@ -1056,18 +1053,17 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 							    .cq_entries = DPATH_CQ_ENTRIES,
 							    .device = gpu_dev(srv, d->gpu),
 							    .max_queues = DPATH_MAX_QUEUES };
-			int fds[3] = { fcntl(d->memfd, F_DUPFD_CLOEXEC, 3), fcntl(d->sq_efd, F_DUPFD_CLOEXEC, 3),
-				       fcntl(d->cq_efd, F_DUPFD_CLOEXEC, 3) };
+			int fds[2] = { fcntl(d->memfd, F_DUPFD_CLOEXEC, 3), fcntl(d->bell[0], F_DUPFD_CLOEXEC, 3) };
 
 			d->wait_type = 0;
-			if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
-				for (int i = 0; i < 3; i++)
+			if (fds[0] < 0 || fds[1] < 0) {
+				for (int i = 0; i < 2; i++)
 					if (fds[i] >= 0)
 						close(fds[i]);
 				server_reply_error(srv, c, OOO_MSG_ATTACH, d->seq, -EMFILE, "out of descriptors");
 				return;
 			}
-			server_reply_fds(srv, c, OOO_MSG_ATTACH, d->seq, &rep, sizeof(rep), fds, 3);
+			server_reply_fds(srv, c, OOO_MSG_ATTACH, d->seq, &rep, sizeof(rep), fds, 2);
 			return;
 		}
 		/* a re-attach after an executor restart: queues and host regions come back too */

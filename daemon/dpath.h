@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A session's data path, as oood sets it up: the shared area (a sealed
- * memfd with rings and staging, <ooo/shm.h>), two doorbell eventfds, and the
- * session's queues on its GPU. oood creates and keeps all three descriptors,
- * gives copies to the tenant and to the executor, and gives them again to a
- * restarted executor. Submissions and completions never pass through oood.
+ * memfd with rings and staging, <ooo/shm.h>), a doorbell socket pair, and
+ * the session's queues on its GPU. oood creates and keeps the area and both
+ * doorbell ends, gives the tenant the area and its end, the executor the area
+ * and the other end, and gives them again to a restarted executor. No
+ * descriptor that oood or an executor reads or writes is shared with the
+ * tenant. Submissions and completions never pass through oood.
  *
  * Owner: struct sdpath belongs to its session (session->dp) and owns the
  * three descriptors.
@@ -34,7 +36,14 @@ struct sdpath {
 	struct session *sess;
 	uint64_t session;
 	uint32_t gpu;
-	int memfd, sq_efd, cq_efd;
+	int memfd;
+	/*
+	 * The doorbell socket pair (client/ring.h): bell[0] is the tenant's end
+	 * (a copy goes in the attach reply), bell[1] the executor's and oood's.
+	 * oood keeps both for the session's life, so the executor's end never
+	 * sees a close, only a tenant's shutdown.
+	 */
+	int bell[2];
 	struct ooo_shm_hdr *hdr; /* page 0 of the area, mapped here to write the epoch */
 	bool attached; /* the current executor has it */
 	uint64_t req;  /* executor request in flight */

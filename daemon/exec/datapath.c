@@ -481,7 +481,7 @@ struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create)
 	if (!s)
 		return NULL;
 	s->id = id;
-	s->memfd = s->sq_efd = s->cq_efd = -1;
+	s->memfd = s->bell = -1;
 	s->next = dp->sessions;
 	dp->sessions = s;
 	return s;
@@ -494,7 +494,7 @@ static bool sealed(int fd)
 	return seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW);
 }
 
-int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
+int dp_attach(struct datapath *dp, uint64_t id, int memfd, int bell, uint64_t size, uint32_t sq_n,
 	      uint32_t cq_n, bool reset, char *why, size_t cap)
 {
 	dp_co_ensure(dp);
@@ -535,21 +535,19 @@ int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_ef
 		goto err;
 	}
 	s->registered = true;
-	ring_init(&s->sq, s->base, size, s->h.sq_ctl_off, s->h.sq_off, sq_n, sizeof(struct ooo_sqe), sq_efd, false);
-	ring_init(&s->cq, s->base, size, s->h.cq_ctl_off, s->h.cq_off, cq_n, sizeof(struct ooo_cqe), cq_efd, true);
+	ring_init(&s->sq, s->base, size, s->h.sq_ctl_off, s->h.sq_off, sq_n, sizeof(struct ooo_sqe), bell, false);
+	ring_init(&s->cq, s->base, size, s->h.cq_ctl_off, s->h.cq_off, cq_n, sizeof(struct ooo_cqe), bell, true);
 	if (reset) {
 		/* skip what was submitted to the executor that died: the tenant was told it failed */
 		s->sq.mine = s->sq.theirs = __atomic_load_n(&s->sq.ctl->tail, __ATOMIC_ACQUIRE);
 		ring_release(&s->sq);
 	}
 	s->memfd = memfd;
-	s->sq_efd = sq_efd;
-	s->cq_efd = cq_efd;
+	s->bell = bell;
 	return 0;
 err:
 	close(memfd);
-	close(sq_efd);
-	close(cq_efd);
+	close(bell);
 	return -EINVAL;
 }
 
@@ -680,10 +678,8 @@ static void session_free(struct datapath *dp, struct dp_session *s)
 		munmap(s->base, s->size);
 	if (s->memfd >= 0)
 		close(s->memfd);
-	if (s->sq_efd >= 0)
-		close(s->sq_efd);
-	if (s->cq_efd >= 0)
-		close(s->cq_efd);
+	if (s->bell >= 0)
+		close(s->bell);
 	vbufs_free(&s->bufs);
 	free(s->fparams);
 	for (int i = 0; i < DP_MAX_MODULES; i++)
@@ -1881,8 +1877,10 @@ int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max)
 			continue; /* a blocked session is looked at again after a nap, a paused one when it goes on */
 		if (!ring_sleep_prepare(&s->sq))
 			return -1;
+		if (s->bell < 0)
+			continue; /* its tenant shut its doorbell: it is looked at when something else wakes us */
 		if (n < max)
-			pfd[n] = (struct pollfd){ .fd = s->sq_efd, .events = POLLIN };
+			pfd[n] = (struct pollfd){ .fd = s->bell, .events = POLLIN };
 		n++;
 	}
 	return n;
@@ -1891,12 +1889,18 @@ int dp_prepare_sleep(struct datapath *dp, struct pollfd *pfd, int max)
 void dp_awake(struct datapath *dp)
 {
 	for (struct dp_session *s = dp->sessions; s; s = s->next) {
-		uint64_t v;
-
 		if (!s->base)
 			continue;
 		ring_awake(&s->sq);
-		(void)!read(s->sq_efd, &v, sizeof(v)); /* nonblocking: drain */
+		if (s->bell >= 0 && doorbell_drain(s->bell) <= 0) {
+			/*
+			 * The tenant shut its end down: the socket would stay readable
+			 * and every sleep end at once. Stop waiting on it (the ring is
+			 * still served; completions are no longer rung).
+			 */
+			close(s->bell);
+			s->bell = s->sq.doorbell = s->cq.doorbell = -1;
+		}
 	}
 }
 

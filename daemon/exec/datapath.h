@@ -108,7 +108,8 @@ struct dp_queue {
 struct dp_session {
 	uint64_t id;
 	struct dp_session *next;
-	int memfd, sq_efd, cq_efd;
+	int memfd;
+	int bell;       /* the doorbell's executor end (client/ring.h); -1 once the tenant shut its end */
 	void *base;
 	uint64_t size;
 	bool registered;
@@ -215,7 +216,7 @@ struct dp_unlock {
 	void *arg;
 };
 /* Attach: map the area (fds are taken over). Returns 0 or -errno with a reason. */
-int dp_attach(struct datapath *dp, uint64_t id, int memfd, int sq_efd, int cq_efd, uint64_t size, uint32_t sq_n,
+int dp_attach(struct datapath *dp, uint64_t id, int memfd, int bell, uint64_t size, uint32_t sq_n,
 	      uint32_t cq_n, bool reset, char *why, size_t cap);
 /* Detach: the session's work runs out (without the lock, with u), then everything of it goes. */
 int dp_detach(struct datapath *dp, uint64_t id, const struct dp_unlock *u);

@@ -23,7 +23,7 @@ enum exec_msg_type {
 	EXEC_MSG_ALLOC = 0x102, /* oood -> executor: exec_mem_req; reply exec_mem_reply + the fd */
 	EXEC_MSG_FREE = 0x103,  /* oood -> executor: exec_mem_req (addr); reply exec_mem_reply */
 	EXEC_MSG_IMPORT = 0x104, /* oood -> executor: exec_mem_req (addr, size) + the fd; reply */
-	EXEC_MSG_ATTACH = 0x105, /* oood -> executor: exec_attach + area, sq and cq doorbell fds; reply exec_mem_reply */
+	EXEC_MSG_ATTACH = 0x105, /* oood -> executor: exec_attach + area and doorbell (executor's end) fds; reply exec_mem_reply */
 	EXEC_MSG_DETACH = 0x106, /* oood -> executor: exec_attach (session); reply */
 	EXEC_MSG_QUEUE = 0x107,  /* oood -> executor: exec_queue; reply */
 	EXEC_MSG_MODULE_LOAD = 0x108,   /* exec_module + image memfd; reply exec_mem_reply (addr = module) */

@@ -389,13 +389,13 @@ static int handle_attach(int fd, struct shards *S, uint16_t type, const void *pa
 		dp = &h->dp;
 		if (type == EXEC_MSG_DETACH) {
 			rep.status = dp_detach(dp, a.session, shard_unlocker(S, h, &ref, &unl));
-		} else if (nfd != 3) {
+		} else if (nfd != 2) {
 			rep.status = -EBADF;
-			snprintf(rep.reason, sizeof(rep.reason), "attach needs 3 descriptors, got %d", nfd);
+			snprintf(rep.reason, sizeof(rep.reason), "attach needs 2 descriptors, got %d", nfd);
 		} else {
-			rep.status = dp_attach(dp, a.session, fds[0], fds[1], fds[2], a.area_size, a.sq_entries,
-					       a.cq_entries, a.flags & EXEC_ATTACH_RESET, rep.reason, sizeof(rep.reason));
-			fds[0] = fds[1] = fds[2] = -1; /* dp_attach took them */
+			rep.status = dp_attach(dp, a.session, fds[0], fds[1], a.area_size, a.sq_entries, a.cq_entries,
+					       a.flags & EXEC_ATTACH_RESET, rep.reason, sizeof(rep.reason));
+			fds[0] = fds[1] = -1; /* dp_attach took them */
 		}
 	}
 	shard_unlock(S, h);

@@ -46,7 +46,7 @@ enum ooo_msg_type {
 	OOO_MSG_BUF_ALLOC = 5,  /* tenant: ooo_msg_buf_alloc -> ooo_msg_buf */
 	OOO_MSG_BUF_FREE = 6,   /* tenant: ooo_msg_buf_ref -> empty */
 	OOO_MSG_BUF_EXPORT = 7, /* tenant: ooo_msg_buf_ref -> ooo_msg_buf, with the fd (SCM_RIGHTS) */
-	OOO_MSG_ATTACH = 8,     /* tenant: ooo_msg_attach -> ooo_msg_attach_reply + 3 fds: area, sq and cq doorbells */
+	OOO_MSG_ATTACH = 8,     /* tenant: ooo_msg_attach -> ooo_msg_attach_reply + 2 fds: area, doorbell (shm.h) */
 	OOO_MSG_QUEUE_CREATE = 9,  /* tenant: ooo_msg_queue_create -> ooo_msg_queue_info */
 	OOO_MSG_QUEUE_DESTROY = 10, /* tenant: ooo_msg_queue -> empty */
 	OOO_MSG_MODULE_LOAD = 11,   /* tenant: ooo_msg_module_load + the image as a sealed memfd -> ooo_msg_module */

@@ -14,12 +14,18 @@
  * keeps its own copies of its indices and validates every entry after
  * copying it out of shared memory.
  *
- * Doorbells are eventfds. A consumer about to sleep sets OOO_RING_NEED_WAKEUP
- * in the ring's flags, issues a full fence and looks again; a producer, after
- * publishing tail, issues a full fence and rings the doorbell only if the
- * flag is set. A busy consumer therefore costs the producer no system call.
+ * The doorbell is a Unix stream socket: the tenant gets one end (with the
+ * area, in the attach reply), oood and the executor keep the other. The
+ * tenant rings the executor (submissions) by sending a byte on its end, and
+ * waits for completions with POLLIN on it; send and receive with
+ * MSG_DONTWAIT, and take a full socket (EAGAIN) as "already rung". A
+ * consumer about to sleep sets OOO_RING_NEED_WAKEUP in the ring's flags,
+ * issues a full fence and looks again; a producer, after publishing tail,
+ * issues a full fence and rings the doorbell only if the flag is set. A busy
+ * consumer therefore costs the producer no system call.
  *
- * Layout version 1. All offsets are from the start of the area; all integers
+ * Layout version 2 (version 1 had two eventfds shared by all three processes:
+ * a tenant could make their reads and writes block). All offsets are from the start of the area; all integers
  * little endian (both ends are on one host).
  */
 #ifndef OOO_SHM_H
@@ -32,7 +38,7 @@ extern "C" {
 #endif
 
 #define OOO_SHM_MAGIC 0x4d48534fu /* "OSHM" */
-#define OOO_SHM_VERSION 1u
+#define OOO_SHM_VERSION 2u
 #define OOO_SHM_LINE 64u /* head, tail and flags each own a cache line */
 
 #define OOO_RING_NEED_WAKEUP 1u

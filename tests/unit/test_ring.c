@@ -7,11 +7,13 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,23 +154,33 @@ static void test_hostile_indices(void **state)
 	munmap(a, AREA);
 }
 
+/* Whether end fd was rung since the last look (and take the rings). */
+static bool rung(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	if (poll(&pf, 1, 0) != 1)
+		return false;
+	assert_int_equal(doorbell_drain(fd), 1);
+	return true;
+}
+
 static void test_doorbell_only_when_sleeping(void **state)
 {
 	void *a = area();
 	struct ooo_shm_hdr h;
 	struct ring p, c;
 	struct ooo_sqe e;
-	uint64_t v;
-	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int bell[2];
 
-	assert_true(efd >= 0);
+	assert_int_equal(doorbell_pair(bell), 0);
 	assert_int_equal(ring_layout(a, AREA, 8, 8, &h), 0);
-	assert_int_equal(ring_init(&p, a, AREA, h.sq_ctl_off, h.sq_off, 8, sizeof(e), efd, true), 0);
-	assert_int_equal(ring_init(&c, a, AREA, h.sq_ctl_off, h.sq_off, 8, sizeof(e), efd, false), 0);
+	assert_int_equal(ring_init(&p, a, AREA, h.sq_ctl_off, h.sq_off, 8, sizeof(e), bell[0], true), 0);
+	assert_int_equal(ring_init(&c, a, AREA, h.sq_ctl_off, h.sq_off, 8, sizeof(e), bell[1], false), 0);
 	/* consumer busy: no system call, no doorbell */
 	assert_non_null(ring_reserve(&p));
 	assert_int_equal(ring_publish(&p), 0);
-	assert_int_equal(read(efd, &v, sizeof(v)), -1);
+	assert_false(rung(bell[1]));
 	/* entries present: the consumer does not go to sleep */
 	assert_false(ring_sleep_prepare(&c));
 	assert_int_equal(ring_pop(&c, &e), 1);
@@ -177,7 +189,7 @@ static void test_doorbell_only_when_sleeping(void **state)
 	assert_true(ring_sleep_prepare(&c));
 	assert_non_null(ring_reserve(&p));
 	assert_int_equal(ring_publish(&p), 1);
-	assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	assert_true(rung(bell[1]));
 	ring_awake(&c);
 	assert_int_equal(ring_publish(&p), 0);
 	/*
@@ -196,15 +208,16 @@ static void test_doorbell_only_when_sleeping(void **state)
 		assert_int_equal(__atomic_load_n(&p.ctl->tail, __ATOMIC_RELAXED), tail + 1000);
 		__atomic_store_n(&p.ctl->tail, tail, __ATOMIC_RELAXED);
 	}
-	assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	assert_true(rung(bell[1]));
 	ring_awake(&c);
 	assert_true(ring_sleep_prepare(&c));
 	/* and the next entry still rings */
 	assert_non_null(ring_reserve(&p));
 	assert_int_equal(ring_publish(&p), 1);
-	assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	assert_true(rung(bell[1]));
 	assert_false(ring_sleep_prepare(&c));
-	close(efd);
+	close(bell[0]);
+	close(bell[1]);
 	munmap(a, AREA);
 }
 
@@ -221,19 +234,19 @@ static void test_two_processes(void **state)
 	struct ooo_shm_hdr h;
 	struct ring c;
 	struct ooo_sqe e;
-	int efd = eventfd(0, EFD_CLOEXEC);
+	int bell[2];
 	uint64_t want = 0, sleeps = 0;
 	pid_t pid;
 	int st;
 
-	assert_true(efd >= 0);
+	assert_int_equal(doorbell_pair(bell), 0);
 	assert_int_equal(ring_layout(a, AREA, ENTRIES, ENTRIES, &h), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct ring p;
 
-		if (ring_init(&p, a, AREA, h.sq_ctl_off, h.sq_off, ENTRIES, sizeof(e), efd, true))
+		if (ring_init(&p, a, AREA, h.sq_ctl_off, h.sq_off, ENTRIES, sizeof(e), bell[0], true))
 			_exit(2);
 		for (uint64_t i = 0; i < N;) {
 			struct ooo_sqe *slot = ring_reserve(&p);
@@ -250,7 +263,7 @@ static void test_two_processes(void **state)
 		ring_publish(&p);
 		_exit(0);
 	}
-	assert_int_equal(ring_init(&c, a, AREA, h.sq_ctl_off, h.sq_off, ENTRIES, sizeof(e), efd, false), 0);
+	assert_int_equal(ring_init(&c, a, AREA, h.sq_ctl_off, h.sq_off, ENTRIES, sizeof(e), bell[1], false), 0);
 	while (want < N) {
 		int r = ring_pop(&c, &e);
 
@@ -264,11 +277,10 @@ static void test_two_processes(void **state)
 		}
 		ring_release(&c);
 		if (ring_sleep_prepare(&c)) {
-			struct pollfd pf = { .fd = efd, .events = POLLIN };
-			uint64_t v;
+			struct pollfd pf = { .fd = bell[1], .events = POLLIN };
 
 			assert_int_equal(poll(&pf, 1, 10000), 1); /* a lost wake-up fails here */
-			assert_int_equal(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
+			assert_int_equal(doorbell_drain(bell[1]), 1);
 			ring_awake(&c);
 			sleeps++;
 		}
@@ -277,8 +289,63 @@ static void test_two_processes(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(ring_pop(&c, &e), 0);
 	print_message("two processes: %d entries, consumer slept %llu times\n", N, (unsigned long long)sleeps);
-	close(efd);
+	close(bell[0]);
+	close(bell[1]);
 	munmap(a, AREA);
+}
+
+/*
+ * A tenant owns its end of the doorbell and may do anything to it: clear
+ * O_NONBLOCK on it, never read it, shrink its buffer, shut it down. Nothing
+ * of that may make a ring or a drain on the other end block (oood and the
+ * executor ring and drain with one thread for many tenants) or raise
+ * SIGPIPE. With the eventfd doorbells of layout 1 (one file description for
+ * all three processes) the tenant's fcntl made oood's write and the
+ * executor's read block.
+ */
+static void test_doorbell_hostile_peer(void **state)
+{
+	int bell[2], flags, small = 1;
+	struct sigaction sa = { .sa_handler = SIG_DFL }, old;
+
+	/* a SIGPIPE would kill the test: default action on purpose */
+	assert_int_equal(sigaction(SIGPIPE, &sa, &old), 0);
+	assert_int_equal(doorbell_pair(bell), 0);
+	/* the tenant (bell[0]) makes its end blocking and shrinks its receive buffer, then never reads */
+	flags = fcntl(bell[0], F_GETFL);
+	assert_int_equal(fcntl(bell[0], F_SETFL, flags & ~O_NONBLOCK), 0);
+	assert_int_equal(setsockopt(bell[0], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	/* and our own end's flags too: the calls must not depend on them */
+	flags = fcntl(bell[1], F_GETFL);
+	assert_int_equal(fcntl(bell[1], F_SETFL, flags & ~O_NONBLOCK), 0);
+	/* an empty end drains at once */
+	assert_int_equal(doorbell_drain(bell[1]), 1);
+	/* ringing a tenant that never reads: the socket fills, then every ring says "already rung" */
+	{
+		int full = 0;
+
+		for (int i = 0; i < 100000 && !full; i++) {
+			int r = doorbell_ring(bell[1]);
+
+			assert_true(r == 0 || r == 1);
+			full = r == 0;
+		}
+		assert_true(full);
+		assert_int_equal(doorbell_ring(bell[1]), 0);
+	}
+	/* a tenant that rings without pause: a drain still returns */
+	for (int i = 0; i < 50000 && doorbell_ring(bell[0]) == 1; i++)
+		;
+	assert_int_equal(doorbell_drain(bell[1]), 1);
+	/* the tenant shuts its end down: the drain says so (stop waiting on it), a ring fails without SIGPIPE */
+	assert_int_equal(shutdown(bell[0], SHUT_RDWR), 0);
+	while (doorbell_drain(bell[1]) == 1)
+		;
+	assert_int_equal(doorbell_drain(bell[1]), 0);
+	assert_true(doorbell_ring(bell[1]) < 0);
+	close(bell[0]);
+	close(bell[1]);
+	assert_int_equal(sigaction(SIGPIPE, &old, NULL), 0);
 }
 
 int main(void)
@@ -290,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_indices),
 		cmocka_unit_test(test_doorbell_only_when_sleeping),
 		cmocka_unit_test(test_two_processes),
+		cmocka_unit_test(test_doorbell_hostile_peer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
