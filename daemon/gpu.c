@@ -89,6 +89,13 @@ static void set_backoff(struct server *srv, struct gpu *g, const char *cause)
 	log_warn("gpu%u (%s): %s", g->dev, slot_name(g), g->reason);
 }
 
+_Static_assert(POLICY_EXEC_UIDS_MAX == EXEC_MAX, "executor_uids can give every slot a uid of its own");
+
+uint32_t gpu_exec_uid(const struct server *srv, const struct gpu *g)
+{
+	return srv->policy->exec_uid_lo + g->idx;
+}
+
 static void spawn(struct server *srv, struct gpu *g)
 {
 	char dev[16];
@@ -123,7 +130,7 @@ static void spawn(struct server *srv, struct gpu *g)
 			fcntl(sv[1], F_SETFD, 0);
 		else if (dup2(sv[1], EXEC_CTL_FD) < 0)
 			_exit(127);
-		char streams[16], threads[16], fill[16], reserve[16], klimit[16], burst[16];
+		char streams[16], threads[16], fill[16], reserve[16], klimit[16], burst[16], uid[16];
 
 		snprintf(streams, sizeof(streams), "%u", srv->policy->streams);
 		snprintf(threads, sizeof(threads), "%u", srv->policy->serving_threads);
@@ -131,7 +138,8 @@ static void spawn(struct server *srv, struct gpu *g)
 		snprintf(reserve, sizeof(reserve), "%u", srv->policy->urgent_reserve);
 		snprintf(klimit, sizeof(klimit), "%u", srv->policy->kernel_time_limit_ms);
 		snprintf(burst, sizeof(burst), "%u", srv->policy->burst_wait_us);
-		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--user", srv->policy->executor_user,
+		snprintf(uid, sizeof(uid), "%u", gpu_exec_uid(srv, g));
+		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--uid", uid,
 		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--fuse-copies",
 		      srv->policy->fuse_copies ? "yes" : "no", "--spread-lanes", srv->policy->spread_lanes ? "yes" : "no",
 		      "--chain-launches", srv->policy->chain_launches ? "yes" : "no",
@@ -179,7 +187,8 @@ static int slot_start(struct server *srv, uint32_t dev, const char *domain)
 {
 	struct gpus *gs = &srv->gpus;
 
-	for (uint32_t i = 0; i < EXEC_MAX; i++) {
+	/* slot i runs as executor_uids' i-th uid: no more slots than uids */
+	for (uint32_t i = 0; i < EXEC_MAX && i < srv->policy->exec_uid_n; i++) {
 		struct gpu *g = &gs->g[i];
 
 		if (g->used || g->pid || g->inflight)
@@ -201,7 +210,9 @@ static int slot_start(struct server *srv, uint32_t dev, const char *domain)
 		spawn(srv, g);
 		return (int)i;
 	}
-	log_warn("gpu%u: no executor slot left for %s (%u in use)", dev, domain[0] ? domain : "a spare", EXEC_MAX);
+	log_warn("gpu%u: no executor slot left for %s (%u in use; executor_uids gives %u)", dev,
+		 domain[0] ? domain : "a spare", EXEC_MAX < srv->policy->exec_uid_n ? EXEC_MAX : srv->policy->exec_uid_n,
+		 srv->policy->exec_uid_n);
 	return -OOO_ELIMIT;
 }
 

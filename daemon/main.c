@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* oood: the ooo GPU arbitration daemon. main() parses and calls run(). */
 #include <errno.h>
+#include <pwd.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,28 @@ static int load_policy(const struct args *a, struct policy **out, const char **s
 	return r;
 }
 
+/*
+ * The executors' uids must belong to nobody else: a user of one could signal
+ * or ptrace executors. Returns 0, or -EEXIST (logged) when the user database
+ * names one of them.
+ */
+static int exec_uids_free(const struct policy *p)
+{
+	for (uint32_t i = 0; i < p->exec_uid_n; i++) {
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+		uid_t uid = p->exec_uid_lo + i;
+
+		if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res) {
+			log_err("executor_uids %u-%u: uid %u is the user '%s', who could signal or ptrace executors: "
+				"choose a range of unused uids",
+				p->exec_uid_lo, p->exec_uid_lo + p->exec_uid_n - 1, (unsigned)uid, pw.pw_name);
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
 static int run(const struct args *a)
 {
 	struct server_opts so = { .rundir = a->rundir,
@@ -127,6 +150,8 @@ static int run(const struct args *a)
 
 	r = load_policy(a, &policy, &source);
 	if (a->check) {
+		if (r == 0 && policy->warning[0])
+			printf("%s: warning: %s\n", source ? source : "(embedded defaults)", policy->warning);
 		if (r == 0)
 			printf("%s: OK (%zu class%s)\n", source ? source : "(embedded defaults)", policy->nclasses,
 			       policy->nclasses == 1 ? "" : "es");
@@ -137,6 +162,12 @@ static int run(const struct args *a)
 		return 1;
 	so.config_path = source;
 	log_open(a->foreground, a->verbose ? LOG_DEBUG : policy->log_level);
+	if (policy->warning[0])
+		log_warn("%s: %s", source ? source : "(embedded defaults)", policy->warning);
+	if (geteuid() == 0 && (r = exec_uids_free(policy)) < 0) {
+		policy_free(policy);
+		return 1;
+	}
 	{
 		/* every session is a descriptor: use all the hard limit allows */
 		struct rlimit rl;

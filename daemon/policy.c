@@ -54,11 +54,13 @@ enum key_type {
 	T_MPSMODE,  /* auto, yes or no */
 	T_LPRIO,    /* normal or below */
 	T_DOMAIN,   /* a trust domain name: uid, or letters, digits, '_', '-', '.' */
+	T_UIDRANGE, /* FIRST-LAST: a range of uids, [lo, hi] uids long */
+	T_OBSOLETE, /* a key no longer used: accepted, ignored, and said (policy->warning) */
 };
 
 enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
-	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_SPREAD_LANES, F_CHAIN_LAUNCHES, F_URGENT_RESERVE, F_BURST_WAIT, F_KERNEL_TIME_LIMIT, F_HANG_STRIKES, F_HANG_WINDOW, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
+	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_EXECUTOR_UIDS, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_SPREAD_LANES, F_CHAIN_LAUNCHES, F_URGENT_RESERVE, F_BURST_WAIT, F_KERNEL_TIME_LIMIT, F_HANG_STRIKES, F_HANG_WINDOW, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
 	F_DOMAIN_IDLE, F_DOMAIN,
 	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
@@ -83,7 +85,8 @@ static const struct key_def daemon_keys[] = {
 	{ "shutdown_grace_ms", F_SHUTDOWN_GRACE, T_U32, 0, 600000 },
 	{ "log_level", F_LOG_LEVEL, T_LOGLEVEL, 0, 0 },
 	{ "executor", F_EXECUTOR, T_BOOL, 0, 0 },
-	{ "executor_user", F_EXECUTOR_USER, T_STR, 1, OOO_NAME_MAX - 1 },
+	{ "executor_user", F_EXECUTOR_USER, T_OBSOLETE, 0, 0 },
+	{ "executor_uids", F_EXECUTOR_UIDS, T_UIDRANGE, 1, POLICY_EXEC_UIDS_MAX },
 	{ "libcuda", F_LIBCUDA, T_STR, 1, OOO_PATH_MAX - 1 },
 	{ "fuse", F_FUSE, T_BOOL, 0, 0 },
 	{ "fuse_copies", F_FUSE_COPIES, T_BOOL, 0, 0 },
@@ -709,8 +712,37 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 			return fail(c, c->lineno, -EINVAL,
 				    "libcuda must be a library name or an absolute path, got '%.*s'",
 				    VAL_MAX, v);
-		copy_str(k->field == F_LIBCUDA ? p->libcuda : p->executor_user,
-			 k->field == F_LIBCUDA ? sizeof(p->libcuda) : sizeof(p->executor_user), v);
+		copy_str(p->libcuda, sizeof(p->libcuda), v);
+		return 1;
+	}
+	case T_OBSOLETE:
+		if (!p->warning[0])
+			snprintf(p->warning, sizeof(p->warning),
+				 "line %d: %s is no longer used and is ignored: executors run as uids of executor_uids",
+				 c->lineno, k->name);
+		return 1;
+	case T_UIDRANGE: {
+		uint64_t lo = 0, hi = 0;
+		const char *dash = strchr(v, '-');
+		char first[24];
+
+		if (!dash || (size_t)(dash - v) >= sizeof(first))
+			return fail(c, c->lineno, -EINVAL, "%s must be FIRST-LAST (uids), got '%.*s'", k->name,
+				    VAL_MAX, v);
+		memcpy(first, v, (size_t)(dash - v));
+		first[dash - v] = '\0';
+		if (parse_num(first, &lo) != NUM_OK || parse_num(dash + 1, &hi) != NUM_OK)
+			return fail(c, c->lineno, -EINVAL, "%s must be FIRST-LAST (uids), got '%.*s'", k->name,
+				    VAL_MAX, v);
+		if (lo == 0 || hi < lo || hi >= 0xffffffffull || hi - lo + 1 < k->lo || hi - lo + 1 > k->hi)
+			return fail(c, c->lineno, -EINVAL,
+				    "%s must be 1..%llu uids above 0 and below 4294967295, got '%.*s'", k->name,
+				    (unsigned long long)k->hi, VAL_MAX, v);
+		if (lo <= 65534 && hi >= 65534)
+			return fail(c, c->lineno, -EINVAL, "%s must not take in 65534 (nobody), got '%.*s'",
+				    k->name, VAL_MAX, v);
+		p->exec_uid_lo = (uint32_t)lo;
+		p->exec_uid_n = (uint32_t)(hi - lo + 1);
 		return 1;
 	}
 	case T_LOGLEVEL:
@@ -1170,7 +1202,8 @@ static void policy_defaults(struct policy *p)
 	p->mps.stop_grace_ms = 10000;
 	p->mps.feedback = true;
 	p->mps.feedback_step = 10;
-	copy_str(p->executor_user, sizeof(p->executor_user), "nobody");
+	p->exec_uid_lo = POLICY_EXEC_UID_LO;
+	p->exec_uid_n = POLICY_EXEC_UIDS_MAX;
 	copy_str(p->libcuda, sizeof(p->libcuda), "libcuda.so.1");
 }
 
@@ -1377,6 +1410,11 @@ bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, con
 			return true;
 	}
 	return false;
+}
+
+bool policy_exec_uid(const struct policy *p, uid_t uid)
+{
+	return (uint64_t)uid >= p->exec_uid_lo && (uint64_t)uid - p->exec_uid_lo < p->exec_uid_n;
 }
 
 const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,

@@ -100,6 +100,15 @@ struct policy_telemetry {
 	uint32_t ringbuf_kb;       /* ring buffer of slow-sync events */
 };
 
+/*
+ * executor_uids: by default 60928-61183, between the ranges systemd gives
+ * systemd-homed (60001-60513) and DynamicUser (61184-65519), and below
+ * 65536, so that it maps into a user namespace's usual 64Ki. One uid per
+ * executor slot (gpu.h's EXEC_MAX).
+ */
+#define POLICY_EXEC_UID_LO 60928u
+#define POLICY_EXEC_UIDS_MAX 256u
+
 struct policy {
 	char source[OOO_PATH_MAX]; /* file path or "(embedded defaults)" */
 	/* [daemon] */
@@ -126,7 +135,14 @@ struct policy {
 	uint32_t shard_sessions;     /* a new session joins the first shard with fewer sessions (0: the fewest) */
 	uint32_t max_domains;        /* executors (trust domains) per GPU, besides the spare (1 .. POLICY_MAX_DOMAINS) */
 	uint32_t domain_idle_ms;     /* a domain's executor without sessions this long is stopped (0: never) */
-	char executor_user[OOO_NAME_MAX]; /* executors drop root to this user */
+	/*
+	 * Executors drop root to uids of their own: executor slot i runs as
+	 * exec_uid_lo + i (and gid), i < exec_uid_n, so that no tenant and no
+	 * other domain's executor shares its uid (they could signal or ptrace
+	 * it). A peer whose uid is in the range is refused (policy_exec_uid).
+	 */
+	uint32_t exec_uid_lo, exec_uid_n;
+	char warning[256]; /* the first thing worth saying about a valid file ("" if none), e.g. an obsolete key */
 	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
 	struct policy_telemetry telemetry;
 	struct policy_mps mps;
@@ -171,6 +187,9 @@ struct policy *policy_free(struct policy *p);
  */
 const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
 				     size_t ngroups);
+
+/* Whether uid is one of the executors' (executor_uids): such a peer is refused. */
+bool policy_exec_uid(const struct policy *p, uid_t uid);
 
 /* Whether the class's match lists take this peer (admit is not looked at). */
 bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups);

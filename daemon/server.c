@@ -607,6 +607,16 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 	struct session *s;
 	int r;
 
+	if (policy_exec_uid(srv->policy, c->cred.uid)) {
+		/* it could signal, ptrace or read the executors of every domain */
+		srv->stats.sessions_refused++;
+		log_peer("refused tenant pid %u uid %u: an executor's uid", c->cred.pid, c->cred.uid);
+		conn_reply_error(srv, c, OOO_MSG_HELLO, m->hdr.seq, -EACCES,
+				 "uid %u is reserved for oood's executors (executor_uids %u-%u)", c->cred.uid,
+				 srv->policy->exec_uid_lo, srv->policy->exec_uid_lo + srv->policy->exec_uid_n - 1);
+		conn_finish(srv, c, "an executor's uid");
+		return;
+	}
 	r = registry_admit(&srv->reg, srv->policy, &c->cred, h->name, server_now_ns(), &s, why, sizeof(why));
 	if (r < 0) {
 		srv->stats.sessions_refused++;
@@ -1353,6 +1363,15 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 		return r == -ENOMEM ? r : -EINVAL;
 	}
 	old = srv->policy;
+	if (np->warning[0])
+		log_warn("reload: %s: %s", path[0] ? path : "(embedded defaults)", np->warning);
+	if (np->exec_uid_lo != old->exec_uid_lo || np->exec_uid_n != old->exec_uid_n) {
+		/* running executors have the old uids: tenants must stay refused from them */
+		log_warn("reload: executor_uids applies when oood next starts; keeping %u-%u", old->exec_uid_lo,
+			 old->exec_uid_lo + old->exec_uid_n - 1);
+		np->exec_uid_lo = old->exec_uid_lo;
+		np->exec_uid_n = old->exec_uid_n;
+	}
 	srv->policy = np;
 	revoked = registry_apply_policy(&srv->reg, np);
 	close_revoked(srv);

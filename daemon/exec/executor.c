@@ -98,23 +98,26 @@ static void send_stats(int fd, const struct ooo_sched_counters *c)
 	(void)send_msg_flags(fd, EXEC_MSG_STATS, c, sizeof(*c), -1, MSG_DONTWAIT);
 }
 
-static int drop_root(const char *user, char *why, size_t cap)
+/*
+ * Become uid (and gid) of this executor's slot, from oood.conf's
+ * executor_uids: no tenant and no other executor has it, so none can signal
+ * or ptrace this one. Returns 0 (also when not root: a private instance runs
+ * as its caller) or -EPERM with why (uid 0: none was given).
+ */
+static int drop_root(uint32_t uid, char *why, size_t cap)
 {
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-
 	if (geteuid() != 0)
-		return 0; /* a private instance: already unprivileged */
-	if (getpwnam_r(user, &pw, buf, sizeof(buf), &res) != 0 || !res) {
-		snprintf(why, cap, "executor_user '%s' does not exist", user);
-		return -ENOENT;
+		return 0;
+	if (!uid) {
+		snprintf(why, cap, "started as root without --uid: refusing to run as root");
+		return -EPERM;
 	}
-	if (setgroups(0, NULL) < 0 || setgid(pw.pw_gid) < 0 || setuid(pw.pw_uid) < 0) {
-		snprintf(why, cap, "cannot become %s: %s", user, strerror(errno));
+	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0) {
+		snprintf(why, cap, "cannot become uid %u (executor_uids): %s", uid, strerror(errno));
 		return -EPERM;
 	}
 	if (setuid(0) == 0) {
-		snprintf(why, cap, "still able to regain root after dropping to %s", user);
+		snprintf(why, cap, "still able to regain root after dropping to uid %u", uid);
 		return -EPERM;
 	}
 	return 0;
@@ -1086,7 +1089,7 @@ int executor_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "executor", no_argument, NULL, 'x' },	      { "device", required_argument, NULL, 'd' },
-		{ "user", required_argument, NULL, 'u' },      { "libcuda", required_argument, NULL, 'l' },
+		{ "uid", required_argument, NULL, 'u' },      { "libcuda", required_argument, NULL, 'l' },
 		{ "fuse", required_argument, NULL, 'F' },      { "streams", required_argument, NULL, 'S' },
 		{ "fence", required_argument, NULL, 'f' },     { "fuse-copies", required_argument, NULL, 'C' },
 		{ "threads", required_argument, NULL, 'T' },   { "shard-sessions", required_argument, NULL, 'P' },
@@ -1094,13 +1097,13 @@ int executor_main(int argc, char **argv)
 		{ "chain-launches", required_argument, NULL, 'K' }, { "kernel-limit-ms", required_argument, NULL, 'H' },
 		{ "burst-wait-us", required_argument, NULL, 'B' }, { 0 },
 	};
-	const char *user = "nobody", *libcuda = "libcuda.so.1";
+	const char *libcuda = "libcuda.so.1";
 	struct exec_ready r = { 0 };
 	struct cuda_api api = { 0 };
 	struct memory mem = { 0 };
 	static struct shards S; /* large: the shards' datapaths */
 	CUcontext ctx = NULL;
-	unsigned long dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0, klimit = 0, burst = 0;
+	unsigned long uid = 0, dev = 0, streams = 1, threads = 1, fill = 16, reserve = 0, klimit = 0, burst = 0;
 	char *end;
 	bool fuse = true, fence = false, fuse_copies = true, spread_lanes = false, chain_launches = true;
 	int c, rc;
@@ -1114,7 +1117,10 @@ int executor_main(int argc, char **argv)
 			if (errno || *end || dev > 1024)
 				return EXEC_EXIT_USAGE;
 			break;
-		case 'u': user = optarg; break;
+		case 'u':
+			if (!opt_num(optarg, 1, 0xfffffffeul, &uid))
+				return EXEC_EXIT_USAGE;
+			break;
 		case 'l': libcuda = optarg; break;
 		case 'F':
 			if (!opt_yes_no(optarg, &fuse))
@@ -1172,16 +1178,16 @@ int executor_main(int argc, char **argv)
 	 */
 	if (geteuid() == 0 && setpriority(PRIO_PROCESS, 0, EXEC_NICE) < 0)
 		exec_log((unsigned)dev, "cannot raise the executor's priority: %s", strerror(errno));
-	if (drop_root(user, r.reason, sizeof(r.reason)) < 0) {
+	if (drop_root((uint32_t)uid, r.reason, sizeof(r.reason)) < 0) {
 		r.status = -OOO_ENODEV;
 		rc = EXEC_EXIT_NODEV;
 	} else {
 		/* die with oood rather than outlive it; set after setuid, which clears it */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		/*
-		 * Executors of different trust domains run as the same user: not
-		 * dumpable, so one cannot ptrace another or read its memory through
-		 * /proc/PID/mem (nor dump a core with tenants' data in it).
+		 * Not dumpable either: no core with tenants' data in it, and no
+		 * ptrace or /proc/PID/mem even by a process of its own uid (the
+		 * NVRTC helper).
 		 */
 		prctl(PR_SET_DUMPABLE, 0);
 		if (getppid() == 1)

@@ -257,7 +257,7 @@ fake_stop
 # the default's (-2). On green-context streams (partition = yes), then on the primary context's.
 for part in yes no; do
 	pdir=$(mktemp -d /tmp/ooo-prio-XXXXXX)
-	chmod 777 "$pdir" # the executor runs as executor_user
+	chmod 777 "$pdir" # the executor runs as a uid of executor_uids
 	FAKECUDA_PRIO_DIR=$pdir gpu_start "max_sessions = 200\nmax_queues = 2048\npriority = 99\npartition = $part\nsm_share = 25\n"
 	# queues of one tier only (all at the class's 99): their bundles keep the least priority, as before tiers
 	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" launches 2>&1) || fail "dp_check launches (partition = $part): $out"

@@ -5,6 +5,9 @@
 # same executor runs round trips while the executor sleeps and wakes between them, and the abuser's
 # own kernel faults so that oood rings it while its executor is replaced; oood answers `oooctl status`
 # at once throughout, the other tenant's commands complete, nothing waits for the 30 s watchdog.
+# Executor identity (as root): every executor runs as a uid of its own from executor_uids, so no
+# tenant (uid nobody included) and no other domain's executor can signal it, and a tenant with an
+# executor's uid is refused.
 set -u
 build=${1:-build}
 name=test_hostile
@@ -78,6 +81,52 @@ out=$(timeout 60 "$check" "$sock" rounds 50 5000 2>&1) || fail "round trips on t
 ok "a neighbour's round trips on the new executor ($out)"
 exec 9>&-
 wait $hostile || fail "the abusing tenant: $(cat "$rundir/hostile.out")"
+gpu_stop
+ok "oood stopped cleanly"
+
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+	echo "$name: executor identity: SKIP: needs root and setpriv (tenants of other uids)"
+	echo "$passed passed, 0 failed"
+	exit 0
+fi
+as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
+# exec_pids: the pids of every executor (the spare and each domain's)
+exec_pids() { $ctl --json devices 2>/dev/null | sed -n 's/^ *"executor_pid": \([1-9][0-9]*\),*$/\1/p'; }
+proc_uid() { awk '/^Uid:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+gpu_start 'max_sessions = 64\n' 'executor_uids = 60928-61183\n'
+chmod 755 "$rundir"
+# two domains (uids 4211 and 4212) beside the spare: three executors
+for u in 4211 4212; do
+	out=$(as $u "$check" "$sock" rounds 3 5000 2>&1) || fail "a tenant of uid $u: $out"
+done
+pids=$(exec_pids)
+[ "$(echo "$pids" | wc -w)" -ge 3 ] || fail "not three executors: $($ctl devices 2>&1)"
+uids=
+for p in $pids; do
+	u=$(proc_uid "$p")
+	[ -n "$u" ] && [ "$u" -ge 60928 ] && [ "$u" -le 61183 ] || fail "executor $p runs as uid '$u', not one of executor_uids"
+	uids="$uids $u"
+done
+[ "$(echo $uids | tr ' ' '\n' | sort -u | wc -l)" -eq "$(echo "$pids" | wc -w)" ] ||
+	fail "executors share a uid: pids $(echo $pids) uids$uids"
+ok "$(echo "$pids" | wc -w) executors, each its own uid of executor_uids:$uids"
+# no tenant can signal an executor: uid nobody (admitted by the class), another domain's executor's uid
+set -- $pids
+for p in $pids; do
+	for u in 65534 4211 $(proc_uid "$1"); do
+		[ "$u" = "$(proc_uid "$p")" ] && continue
+		if as "$u" kill -STOP "$p" 2>/dev/null; then
+			kill -CONT "$p"
+			fail "uid $u stopped executor $p (uid $(proc_uid "$p"))"
+		fi
+		as "$u" kill -0 "$p" 2>/dev/null && fail "uid $u may signal executor $p (uid $(proc_uid "$p"))"
+	done
+done
+ok "neither uid nobody, nor a tenant, nor another executor's uid may signal an executor"
+# a tenant with an executor's uid is refused, with the reason
+out=$(as 61000 "$check" "$sock" rounds 1 5000 2>&1) && fail "a tenant of uid 61000 (executor_uids) was admitted: $out"
+echo "$out" | grep -q 'reserved for oood' || fail "a tenant of an executor's uid: no reason given: $out"
+ok "a tenant of uid 61000, one of executor_uids, is refused ($(echo "$out" | head -1))"
 gpu_stop
 ok "oood stopped cleanly"
 
