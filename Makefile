@@ -53,7 +53,7 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
-               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/hangs.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/parts.c daemon/partplan.c \
+               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/hangs.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/admit.c daemon/parts.c daemon/partplan.c \
                daemon/exec/executor.c daemon/exec/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
@@ -64,7 +64,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -251,6 +251,7 @@ $(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/re
 $(BUILD)/tests/test_ring: $(OBJ)/tests/unit/test_ring.o $(OBJ)/client/ring.o
 $(BUILD)/tests/test_ldcache: $(OBJ)/tests/unit/test_ldcache.o $(OBJ)/daemon/ldcache.o
 $(BUILD)/tests/test_place: $(OBJ)/tests/unit/test_place.o $(OBJ)/daemon/place.o
+$(BUILD)/tests/test_admit: $(OBJ)/tests/unit/test_admit.o $(OBJ)/daemon/admit.o
 $(BUILD)/tests/test_hangs: $(OBJ)/tests/unit/test_hangs.o $(OBJ)/daemon/hangs.o
 $(BUILD)/tests/test_longwork: $(OBJ)/tests/unit/test_longwork.o $(OBJ)/daemon/exec/longwork.o
 $(BUILD)/tests/test_mps: $(OBJ)/tests/unit/test_mps.o $(OBJ)/daemon/mps_text.o $(OBJ)/daemon/lease_decide.o $(POLICY_OBJS)

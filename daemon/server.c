@@ -41,6 +41,9 @@
 #define MAX_RECV_FDS 16
 #define SENDQ_CAP (SERVER_SENDQ_MAX + 4) /* room for notices past the read limit */
 
+_Static_assert(SERVER_PENDING_MAX <= ADMIT_UIDS_MAX && SERVER_PENDING_ADMIN_MAX <= ADMIT_UIDS_MAX,
+	       "a pending table must have an entry for each uid its connections can have");
+
 enum conn_state { CONN_HELLO, CONN_OPEN, CONN_CLOSING };
 
 struct outmsg {
@@ -167,6 +170,17 @@ static void slot_release(struct server *srv, struct conn *c)
 
 static void conn_close(struct server *srv, struct conn *c, const char *why);
 static void conn_finish(struct server *srv, struct conn *c, const char *why);
+
+/*
+ * A connection is on the pending list, and counted in its socket's table
+ * of who holds the pending slots, from its accept until it says hello, is
+ * told to go without one, or closes: the two change together here.
+ */
+static void pending_leave(struct server *srv, struct conn *c)
+{
+	list_del(&c->pnode);
+	admit_del(&srv->pend[c->admin], c->cred.uid);
+}
 
 /*
  * A closed connection with nothing in flight is put on the reap list and
@@ -479,10 +493,8 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 	} else {
 		log_debug("%s connection of pid %u closed: %s", c->admin ? "admin" : "tenant", c->cred.pid, why);
 	}
-	if (c->state == CONN_HELLO) {
-		list_del(&c->pnode);
-		srv->npending[c->admin]--;
-	}
+	if (c->state == CONN_HELLO)
+		pending_leave(srv, c);
 	if (c->admitted_admin)
 		srv->nadmin--;
 	c->state = CONN_CLOSING;
@@ -532,22 +544,43 @@ static void refuse_now(struct server *srv, int fd, int status, const char *why)
 	close(fd);
 }
 
-static uint32_t pending_of_uid(struct server *srv, uint32_t uid, bool admin)
+/*
+ * The oldest connection of uid on one socket that is still waiting for
+ * hello and has not been told to go (a protocol error keeps it pending
+ * until it closes), or NULL. O(pending): the list is in accept order.
+ */
+static struct conn *pending_oldest(struct server *srv, uint32_t uid, bool admin)
 {
 	struct list_node *n;
-	uint32_t k = 0;
 
 	list_for_each(n, &srv->pending) {
 		struct conn *c = list_entry(n, struct conn, pnode);
-		if (c->cred.uid == uid && c->admin == admin)
-			k++;
+
+		if (c->cred.uid == uid && c->admin == admin && !c->close_after_send)
+			return c;
 	}
-	return k;
+	return NULL;
+}
+
+/*
+ * Send a connection that has not said hello away: an error reply with
+ * sequence 0 (libooo takes it as the answer to the hello it is waiting
+ * for), then close once it is sent. Its pending slot is free at once, even
+ * if the peer never reads.
+ */
+static void pending_refuse(struct server *srv, struct conn *c, int status, const char *msg, const char *why)
+{
+	srv->stats.sessions_refused++;
+	pending_leave(srv, c);
+	c->state = CONN_OPEN;
+	conn_reply_error(srv, c, OOO_MSG_HELLO, 0, status, "%s", msg);
+	conn_finish(srv, c, why);
 }
 
 static void conn_new(struct server *srv, int fd, bool admin)
 {
-	struct conn *c;
+	struct conn *c, *victim = NULL;
+	struct admit_decision d;
 	int r;
 
 	if (srv->stopping) {
@@ -570,16 +603,28 @@ static void conn_new(struct server *srv, int fd, bool admin)
 		return;
 	}
 	/*
-	 * Connections that have not said hello cost memory and a slot: cap
-	 * them per socket (so tenants cannot lock operators out) and per uid
-	 * (so one tenant cannot lock the others out).
+	 * Connections that have not said hello cost memory and a slot: each
+	 * socket has its own table of them (so tenants cannot lock operators
+	 * out), shared out among uids by admit_decide (so no uid, nor a group
+	 * of uids, can lock another out: when the table is full, a uid holding
+	 * fewer than the biggest holder takes that holder's oldest slot).
 	 */
-	if (srv->npending[admin] >= (admin ? SERVER_PENDING_ADMIN_MAX : SERVER_PENDING_MAX) ||
-	    pending_of_uid(srv, c->cred.uid, admin) >= SERVER_PENDING_PER_UID) {
-		log_peer("too many connections waiting for hello (uid %u), refusing pid %u", c->cred.uid,
-			 c->cred.pid);
+	d = admit_decide(&srv->pend[admin], c->cred.uid, admin ? SERVER_PENDING_ADMIN_MAX : SERVER_PENDING_MAX,
+			 admin ? SERVER_PENDING_ADMIN_UID_MIN : SERVER_PENDING_UID_MIN);
+	if (d.verdict == ADMIT_EVICT && !(victim = pending_oldest(srv, d.victim, admin)))
+		d.verdict = ADMIT_FULL; /* the victim's are all going already: wait for them */
+	if (d.verdict == ADMIT_SHARE || d.verdict == ADMIT_FULL) {
+		char why[OOO_ERRMSG_MAX];
+
+		if (d.verdict == ADMIT_SHARE)
+			snprintf(why, sizeof(why),
+				 "too many connections waiting for hello from uid %u (its share is %u)", c->cred.uid,
+				 d.share);
+		else
+			snprintf(why, sizeof(why), "too many connections waiting for hello");
+		log_peer("%s, refusing pid %u uid %u", why, c->cred.pid, c->cred.uid);
 		free(c);
-		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections waiting for hello");
+		refuse_now(srv, fd, -OOO_ELIMIT, why);
 		return;
 	}
 	r = slot_alloc(srv, c);
@@ -588,9 +633,23 @@ static void conn_new(struct server *srv, int fd, bool admin)
 		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections");
 		return;
 	}
+	if (victim) {
+		char msg[OOO_ERRMSG_MAX];
+
+		snprintf(msg, sizeof(msg), "evicted: too many connections waiting for hello from uid %u", d.victim);
+		log_peer("pid %u uid %u %s, to admit pid %u uid %u", victim->cred.pid, d.victim, msg, c->cred.pid,
+			 c->cred.uid);
+		pending_refuse(srv, victim, -OOO_ELIMIT, msg, "evicted while waiting for hello");
+	}
+	/* cannot fail: a table counts no more uids than connections, here fewer than its ADMIT_UIDS_MAX entries */
+	if (admit_add(&srv->pend[admin], c->cred.uid) < 0) {
+		slot_release(srv, c);
+		free(c);
+		refuse_now(srv, fd, -OOO_ELIMIT, "too many connections waiting for hello");
+		return;
+	}
 	list_add_tail(&srv->conns, &c->node);
 	list_add_tail(&srv->pending, &c->pnode);
-	srv->npending[admin]++;
 	srv->nconns++;
 	c->state = CONN_HELLO;
 	c->accepted_ns = server_now_ns();
@@ -824,8 +883,7 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 			conn_finish(srv, c, "protocol error: no hello");
 			return;
 		}
-		list_del(&c->pnode);
-		srv->npending[c->admin]--;
+		pending_leave(srv, c);
 		c->state = CONN_OPEN;
 		if (c->admin)
 			hello_admin(srv, c, m);
@@ -1163,19 +1221,15 @@ static void on_tick(struct server *srv)
 	/* the whole list: a reload may have shortened the timeout under older entries */
 	list_for_each_safe(n, tmp, &srv->pending) {
 		struct conn *c = list_entry(n, struct conn, pnode);
+		char msg[OOO_ERRMSG_MAX];
 
 		if (now < c->accepted_ns + timeout)
 			continue;
 		log_peer("pid %u uid %u sent no hello within %u ms, closing", c->cred.pid, c->cred.uid,
 			 srv->policy->hello_timeout_ms);
-		srv->stats.sessions_refused++;
-		/* leave the pending list now so the walk stays on it */
-		list_del(&c->pnode);
-		srv->npending[c->admin]--;
-		c->state = CONN_OPEN;
-		conn_reply_error(srv, c, OOO_MSG_HELLO, 0, -ETIMEDOUT, "no hello within %u ms",
-				 srv->policy->hello_timeout_ms);
-		conn_finish(srv, c, "hello timeout");
+		snprintf(msg, sizeof(msg), "no hello within %u ms", srv->policy->hello_timeout_ms);
+		/* it leaves the pending list now, and the walk has its next already */
+		pending_refuse(srv, c, -ETIMEDOUT, msg, "hello timeout");
 	}
 	list_for_each_safe(n, tmp, &srv->conns) {
 		struct conn *c = list_entry(n, struct conn, node);

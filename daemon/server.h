@@ -17,6 +17,7 @@
 
 #include <liburing.h>
 
+#include "admit.h"
 #include "gpu.h"
 #include "lease.h"
 #include "mps.h"
@@ -25,7 +26,14 @@
 
 #define SERVER_PENDING_MAX 1024  /* tenant connections that have not said hello yet */
 #define SERVER_PENDING_ADMIN_MAX 32 /* the same on admin.sock */
-#define SERVER_PENDING_PER_UID 256 /* the same, for one uid on one socket (bursts of opens are normal) */
+/*
+ * A uid's share of a socket's pending slots is the socket's cap over the
+ * uids holding some, its own counted (admit.h), but never less than this,
+ * so that a program's burst of opens fits however many uids are waiting
+ * (past 32 uids on oood.sock, 8 on admin.sock, the share is this floor).
+ */
+#define SERVER_PENDING_UID_MIN 32
+#define SERVER_PENDING_ADMIN_UID_MIN 4
 #define SERVER_REQ_MAX 8192u     /* largest request datagram accepted */
 #define SERVER_SENDQ_MAX 16      /* queued replies before reading pauses */
 #define SERVER_FINISH_MS 5000ull /* a connection told to close is closed by then */
@@ -114,7 +122,7 @@ struct server {
 	struct list_node conns;   /* every connection */
 	struct list_node pending; /* not yet said hello, oldest first */
 	struct list_node reap;    /* closed, nothing in flight: free after this batch */
-	uint32_t npending[2]; /* per listener: tenants, admin */
+	struct admit_table pend[2]; /* per listener (tenants, admin): who holds its pending slots */
 	uint32_t nadmin;
 	uint32_t nconns;
 
