@@ -14,8 +14,10 @@ sms=$(field sm_count)
 gpu_name=$(field name)
 echo "test_executor: gpu0 is '$gpu_name' with $sms SMs"
 pid=$(field executor_pid)
-owner=$(stat -c %U /proc/"$pid")
-[ "$(id -u)" -ne 0 ] || [ "$owner" = nobody ] || fail "executor runs as $owner, not nobody"
+owner=$(stat -c %u /proc/"$pid")
+# as root it runs as a uid of executor_uids (default 60928-61183), its slot's own
+[ "$(id -u)" -ne 0 ] || { [ "$owner" -ge 60928 ] && [ "$owner" -le 61183 ]; } ||
+	fail "executor runs as uid $owner, not one of executor_uids"
 # a dead executor is replaced
 kill -9 "$pid"
 wait_restarted 0 || fail "executor not restarted: $(field reason)"

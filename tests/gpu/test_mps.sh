@@ -71,7 +71,7 @@ n2=$!
 for _ in $(seq 100); do grep -q ready "$rundir/n1.out" && grep -q ready "$rundir/n2.out" && break; sleep 0.1; done
 servers=$($ctl mps run get_server_list 2>&1)
 nserv=$(echo "$servers" | grep -c '^[0-9]')
-[ "$nserv" -eq 1 ] && ok "one MPS server for the executor (uid nobody) and the natives (root): multi-user" || bad "servers: $servers"
+[ "$nserv" -eq 1 ] && ok "one MPS server for the executor (a uid of executor_uids) and the natives (root): multi-user" || bad "servers: $servers"
 clients=$($ctl mps run get_client_list "$(echo "$servers" | head -1)" 2>&1)
 expid=$($ctl --json devices | grep -o '"executor_pid": *[0-9]*' | head -1 | grep -o '[0-9]*$')
 echo "$clients" | grep -qx "$n1" && echo "$clients" | grep -qx "$n2" && echo "$clients" | grep -qx "$expid" &&
