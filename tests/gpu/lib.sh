@@ -42,6 +42,19 @@ corpus_ptx() {
 	echo "$name: compiled $(find "$ptxdir" -name '*.ptx' | wc -l) corpus files with nvcc"
 }
 
+# stage_libcuda: set $run_libcuda, the driver library for an oood in $rundir. The executor opens it after
+# dropping root: a stand-in built in a checkout that only root may enter (a clone in a 0700 directory)
+# is copied into $rundir, where the executor's uid can read it.
+stage_libcuda() {
+	run_libcuda=$libcuda
+	case $libcuda in
+	"$(cd "$build" && pwd)"/*)
+		run_libcuda=$rundir/$(basename "$libcuda")
+		cp "$libcuda" "$run_libcuda" && chmod 644 "$run_libcuda" || fail "cannot copy $libcuda to $rundir"
+		;;
+	esac
+}
+
 # gpu_start CLASS_KEYS [DAEMON_KEYS]: start a private oood whose class "default" admits everyone,
 # with extra class keys and [daemon] keys (each printf-escaped). OOO_GPU_DAEMON_KEYS (printf-escaped,
 # e.g. 'fuse_copies = yes\n') adds [daemon] keys to every test's daemon, to run the suite in another mode.
@@ -50,7 +63,8 @@ corpus_ptx() {
 gpu_start() {
 	rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 	chmod 755 "$rundir"
-	printf "[daemon]\nlibcuda = %s\n${OOO_GPU_DAEMON_KEYS:-}${2:-}${gpu_mps:-[mps]\nenabled = no\n}[class default]\nmatch_uid = *\n$1" "$libcuda" \
+	stage_libcuda
+	printf "[daemon]\nlibcuda = %s\n${OOO_GPU_DAEMON_KEYS:-}${2:-}${gpu_mps:-[mps]\nenabled = no\n}[class default]\nmatch_uid = *\n$1" "$run_libcuda" \
 		>"$rundir/oood.conf"
 	"$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 	daemon=$!

@@ -184,7 +184,8 @@ ok "two new domains at once: one claimed the spare, the other waited for an exec
 gpu_stop
 rundir=$(mktemp -d /tmp/ooo-gpu-XXXXXX)
 chmod 755 "$rundir"
-printf '[daemon]\nlibcuda = %s\n[mps]\nenabled = no\n[class default]\nmatch_uid = *\n' "$libcuda" >"$rundir/oood.conf"
+stage_libcuda
+printf '[daemon]\nlibcuda = %s\n[mps]\nenabled = no\n[class default]\nmatch_uid = *\n' "$run_libcuda" >"$rundir/oood.conf"
 "$build/oood" -f -c "$rundir/oood.conf" --rundir "$rundir" 2>"$rundir/oood.log" &
 daemon=$!
 sock="$rundir/oood.sock"
