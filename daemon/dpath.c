@@ -555,16 +555,38 @@ static bool hang_barred(struct server *srv, uint32_t uid, char *why, size_t cap)
 	    !hangs_barred(srv->hangs, uid, now, p->hang_strikes, (uint64_t)p->hang_window_s * 1000000000u, &until, &n))
 		return false;
 	snprintf(why, cap,
-		 "uid %u's kernels ran past kernel_time_limit_ms %u times within hang_window_s %u s (hang_strikes %u): "
-		 "no data path for another %llu s",
+		 "uid %u's kernels hung (past kernel_time_limit_ms) or faulted %u times within hang_window_s %u s "
+		 "(hang_strikes %u): no data path for another %llu s",
 		 uid, n, p->hang_window_s, p->hang_strikes, (unsigned long long)((until - now + 999999999u) / 1000000000u));
 	return true;
 }
 
-void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
+/*
+ * Count a hang or a fault (what) of uid's GPU work: hang_strikes of them
+ * within hang_window_s bar it from data paths (hang_barred).
+ */
+static void strike(struct server *srv, uint32_t gpu, uint32_t uid, const char *what)
 {
 	const struct policy *p = srv->policy;
-	uint32_t uid = 0, nuid = 0, n, u;
+	uint32_t n;
+
+	if (!srv->hangs && !(srv->hangs = calloc(1, sizeof(*srv->hangs)))) {
+		log_err("gpu%u: out of memory: the %s of uid %u is not counted", gpu_dev(srv, gpu), what, uid);
+		return;
+	}
+	n = hangs_record(srv->hangs, uid, server_now_ns(), (uint64_t)p->hang_window_s * 1000000000u);
+	if (p->hang_strikes && n >= p->hang_strikes)
+		log_warn("uid %u: %u hangs or faults within hang_window_s %u s (hang_strikes %u), the last a %s: its "
+			 "sessions may not attach a data path until %u s after this one",
+			 uid, n, p->hang_window_s, p->hang_strikes, what, p->hang_window_s);
+	else
+		log_warn("uid %u: %s %u within hang_window_s %u s (hang_strikes %u%s)", uid, what, n, p->hang_window_s,
+			 p->hang_strikes, p->hang_strikes ? "" : ": never barred");
+}
+
+void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
+{
+	uint32_t uid = 0, nuid = 0, u;
 	bool unknown = h->more > 0;
 	char who[96] = "";
 	size_t w = 0;
@@ -618,18 +640,26 @@ void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 				 : "its sessions are gone or not named, or a serving thread's work is not known");
 		return;
 	}
-	if (!srv->hangs && !(srv->hangs = calloc(1, sizeof(*srv->hangs)))) {
-		log_err("gpu%u: out of memory: the hang of uid %u is not counted", gpu_dev(srv, gpu), uid);
+	strike(srv, gpu, uid, "hang");
+}
+
+void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain)
+{
+	unsigned uid;
+	int end = 0;
+
+	/*
+	 * A domain of one uid (a class without `domain`): every session of the
+	 * executor was that tenant's, so the fault was its own. In a shared or
+	 * fenced domain the faulting kernel is not known (a fused bundle holds
+	 * several tenants' members): the fault counts against none.
+	 */
+	if (sscanf(domain, "uid:%u%n", &uid, &end) != 1 || domain[end]) {
+		log_warn("gpu%u: GPU work of domain %s faulted: not one tenant's, the fault counts against none",
+			 gpu_dev(srv, gpu), domain[0] ? domain : "(spare)");
 		return;
 	}
-	n = hangs_record(srv->hangs, uid, server_now_ns(), (uint64_t)p->hang_window_s * 1000000000u);
-	if (p->hang_strikes && n >= p->hang_strikes)
-		log_warn("uid %u: %u hangs within hang_window_s %u s (hang_strikes %u): its sessions may not attach a "
-			 "data path until %u s after this one",
-			 uid, n, p->hang_window_s, p->hang_strikes, p->hang_window_s);
-	else
-		log_warn("uid %u: hang %u within hang_window_s %u s (hang_strikes %u%s)", uid, n, p->hang_window_s,
-			 p->hang_strikes, p->hang_strikes ? "" : ": never barred");
+	strike(srv, gpu, uid, "fault");
 }
 
 void dpath_admin_pardon(struct server *srv, const struct ooo_msg_pardon *req, struct ooo_msg_pardon_reply *rep)

@@ -133,6 +133,8 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu);
  */
 struct exec_hung;
 void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h);
+/* Executor slot gpu of `domain` exited for a fault of its GPU work: a strike against its tenant, if one. */
+void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain);
 /* oooctl pardon: forgets the hangs of req->uid (checked by wire_decode); *rep says what was forgotten. */
 struct ooo_msg_pardon;
 struct ooo_msg_pardon_reply;

@@ -296,6 +296,8 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 		parked_retry(srv);
 		return;
 	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_EXIT_FAULT)
+		dpath_on_fault(srv, g->idx, g->domain);
 	if (WIFSIGNALED(st))
 		snprintf(why, sizeof(why), "executor killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
 	else if (g->have_info && g->info.status < 0)

@@ -3673,11 +3673,12 @@ static const struct cmd cmds[] = {
 	  "\n"
 	  "Only processes that hold a lease can be evicted. A process that is not (yet) an\n"
 	  "MPS client gets SIGTERM at once. The lease ends when the process exits.\n" },
-	{ "pardon", do_pardon, "Forget a tenant's hangs, so that it may attach data paths again", "UID|USER",
-	  "oood bars a tenant (uid) whose kernels ran past kernel_time_limit_ms hang_strikes\n"
-	  "times within hang_window_s from attaching data paths until hang_window_s after\n"
-	  "its last hang (oood.conf(5)). pardon forgets its hangs: the bar ends at once,\n"
-	  "and its next hangs count from zero. Sessions closed by the bar stay closed.\n" },
+	{ "pardon", do_pardon, "Forget a tenant's hangs and faults, so that it may attach data paths again", "UID|USER",
+	  "oood bars a tenant (uid) whose kernels ran past kernel_time_limit_ms or faulted in\n"
+	  "its own domain's executor hang_strikes times within hang_window_s from attaching\n"
+	  "data paths until hang_window_s after its last (oood.conf(5)). pardon forgets\n"
+	  "them: the bar ends at once, and the next count from zero. Sessions closed by the\n"
+	  "bar stay closed.\n" },
 	{ "partition", do_partition, "Show the executors' SM partitions, or resize a class's at run time",
 	  "[list] | set CLASS SMS | reset CLASS [-w|--wait MS]",
 	  "  list             each GPU's reserved partitions (class, SMs asked, SMs it has,\n"

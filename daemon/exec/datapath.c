@@ -1150,6 +1150,18 @@ bool dp_sticky(CUresult r)
 	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_UNKNOWN;
 }
 
+/*
+ * Whether r is what a kernel's own fault leaves (an illegal access or
+ * instruction, a trap): the tenants' doing, unlike a lost device or an
+ * allocation that failed.
+ */
+static bool dp_kernel_fault(CUresult r)
+{
+	return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
+	       r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_INVALID_ADDRESS_SPACE ||
+	       r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ASSERT;
+}
+
 void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
 {
 	char e[128];
@@ -1157,6 +1169,7 @@ void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
 	if (dp->fatal)
 		return;
 	dp->fatal = true;
+	dp->fault = dp_kernel_fault(r);
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why), "%s: %s", what, cuda_strerror(dp->api, r, e, sizeof(e)));
 	if (dp->fatal_all)
 		atomic_store_explicit(dp->fatal_all, true, memory_order_release); /* the other shards stop issuing */

@@ -174,6 +174,7 @@ struct datapath {
 	bool co_failed;
 	bool fatal;        /* a sticky CUDA error: the context is gone */
 	bool hung;         /* fatal because a bundle ran past kernel_limit_ns: the executor exits without touching CUDA */
+	bool fault;        /* fatal because tenants' work faulted on the GPU (dp_kernel_fault): EXEC_EXIT_FAULT */
 	char fatal_why[160];
 	atomic_bool *fatal_all; /* with several serving threads (executor.c): set by the first that finds it gone */
 	/*

@@ -16,6 +16,7 @@
 #define EXEC_CTL_FD 3      /* the executor's end of the socketpair */
 #define EXEC_EXIT_NODEV 3  /* no driver, no device, stub library: do not restart */
 #define EXEC_EXIT_USAGE 2
+#define EXEC_EXIT_FAULT 4  /* the context was lost to a fault of the tenants' GPU work (not a hang): restart */
 
 enum exec_msg_type {
 	EXEC_MSG_READY = 0x100, /* executor -> oood, once: struct exec_ready */

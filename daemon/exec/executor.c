@@ -1269,6 +1269,9 @@ int executor_main(int argc, char **argv)
 			_exit(1);
 		}
 	}
+	for (unsigned i = 0; i < S.n; i++)
+		if (rc == 1 && S.sh[i].dp.fault)
+			rc = EXEC_EXIT_FAULT; /* oood counts it against the domain's tenant (dpath_on_fault) */
 	for (unsigned i = 0; i < S.n; i++) {
 		struct shard *h = &S.sh[i];
 

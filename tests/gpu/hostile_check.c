@@ -18,6 +18,10 @@
  *                  fault on the GPU and on the stand-in), syncs, prints
  *                  "fault: STATUS"
  *       and exits 0 at the end of its input.
+ *   hostile_check SOCK fault
+ *       one launch of that faulting kernel and a sync; prints "fault: STATUS"
+ *       (the status of the first call that failed: the attach when the
+ *       tenant is barred) and the reason; exits 0 (the caller judges).
  *   hostile_check SOCK rounds N MAX_MS
  *       N round trips (a 4 KiB memset and a sync, each with a 10 s timeout),
  *       prints "rounds N max_ms M"; exits 1 if one failed or took more than
@@ -178,6 +182,33 @@ static int bells(const char *sock)
 	return 0;
 }
 
+static int fault(const char *sock)
+{
+	uint32_t grid[3] = { 1, 1, 1 }, block[3] = { 32, 1, 1 };
+	ooo_session *s = ooo_open(sock);
+	ooo_queue *q = NULL;
+	ooo_module *m = NULL;
+	ooo_kernel *k = NULL;
+	uint64_t p = 0x10;
+	int r;
+
+	if (!s) {
+		printf("fault: %d %s\n", -errno, ooo_last_error());
+		return 0;
+	}
+	r = ooo_queue_create(s, NULL, &q);
+	if (!r)
+		r = ooo_module_load(s, OOO_PTX, poke_ptx, sizeof(poke_ptx) - 1, &m);
+	if (!r)
+		r = ooo_kernel_get(m, "poke", &k);
+	if (!r)
+		r = ooo_launch(q, k, grid, block, 0, &p, sizeof(p));
+	if (!r)
+		r = ooo_queue_sync(q, 10000);
+	printf("fault: %d %s\n", r, r ? ooo_last_error() : "");
+	return 0;
+}
+
 static int rounds(const char *sock, int n, double max_ms)
 {
 	ooo_session *s = ooo_open(sock);
@@ -213,8 +244,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[2], "bells"))
 		return bells(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "fault"))
+		return fault(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "rounds"))
 		return rounds(argv[1], atoi(argv[3]), atof(argv[4]));
-	fprintf(stderr, "usage: hostile_check SOCK bells | rounds N MAX_MS\n");
+	fprintf(stderr, "usage: hostile_check SOCK bells | fault | rounds N MAX_MS\n");
 	return 2;
 }

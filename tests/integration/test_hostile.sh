@@ -85,6 +85,27 @@ wait $hostile || fail "the abusing tenant: $(cat "$rundir/hostile.out")"
 gpu_stop
 ok "oood stopped cleanly"
 
+# fault strikes: a tenant (uid) whose kernels fault hang_strikes times within hang_window_s may not attach
+# a data path for a while, as for hangs (its own domain's executor is restarted for every fault)
+gpu_start '' 'hang_strikes = 2\nhang_window_s = 600\n'
+for i in 1 2; do
+	r0=$(field restarts)
+	out=$(timeout 60 "$check" "$sock" fault 2>&1) || fail "fault $i: $out"
+	echo "$out" | grep -q '^fault: -10' || fail "fault $i did not fault: $out"
+	wait_restarted "$r0" || fail "the executor was not replaced after fault $i"
+done
+grep -q "uid $(id -u): fault 1 within hang_window_s 600 s (hang_strikes 2)" "$rundir/oood.log" ||
+	fail "the first fault was not counted against uid $(id -u): $(grep -i 'fault' "$rundir/oood.log" | tail -5)"
+grep -q "uid $(id -u): 2 hangs or faults within hang_window_s 600 s (hang_strikes 2), the last a fault" "$rundir/oood.log" ||
+	fail "the second fault did not bar uid $(id -u): $(grep -i 'fault' "$rundir/oood.log" | tail -5)"
+out=$(timeout 60 "$check" "$sock" rounds 1 5000 2>&1) && fail "a barred tenant attached: $out"
+echo "$out" | grep -q "faulted" || fail "the barred tenant's attach did not say why: $out"
+out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
+out=$(timeout 60 "$check" "$sock" rounds 3 5000 2>&1) || fail "the pardoned tenant: $out"
+ok "fault strikes: two faults of uid $(id -u) (hang_strikes 2) bar it from data paths until oooctl pardon"
+gpu_stop
+ok "oood stopped cleanly"
+
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
 	echo "$name: executor identity: SKIP: needs root and setpriv (tenants of other uids)"
 	echo "$passed passed, 0 failed"
