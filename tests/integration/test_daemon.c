@@ -649,6 +649,16 @@ static void test_protocol_violations(void **state)
 	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
 	assert_int_equal(raw_recv(fd, buf, sizeof(buf), 5000), 0);
 	close(fd);
+	/* a list request with its reserved field set: refused for that, not as "the wrong size" */
+	{
+		struct ooo_msg_list_req lr = { .reserved = 1 };
+		ooo_session *a = ooo_admin_open(shared.admin, 5000);
+
+		assert_non_null(a);
+		assert_int_equal(ooo_admin_call(a, OOO_MSG_TENANTS, &lr, sizeof(lr), buf, sizeof(buf)), -OOO_EPROTO);
+		assert_string_equal(ooo_last_error(), "list request reserved field must be 0");
+		ooo_close(a);
+	}
 	assert_int_equal(ooo_ping(good), 0);
 	ooo_close(good);
 	wait_sessions(&shared, 0);
