@@ -95,33 +95,9 @@ const char *ooo_last_error(void)
 	return last_error;
 }
 
-static const char *const ooo_errors[] = {
-	[OOO_EPROTO - OOO_EPROTO] = "Protocol error between libooo and oood",
-	[OOO_EVERSION - OOO_EPROTO] = "libooo and oood speak different protocol versions",
-	[OOO_EDENIED - OOO_EPROTO] = "The ooo policy does not admit this user",
-	[OOO_ELIMIT - OOO_EPROTO] = "An ooo resource limit was reached",
-	[OOO_ESHUTDOWN - OOO_EPROTO] = "oood is shutting down",
-	[OOO_EREVOKED - OOO_EPROTO] = "A policy reload revoked this session",
-	[OOO_ENODEV - OOO_EPROTO] = "No usable GPU",
-	[OOO_EDEVRESET - OOO_EPROTO] = "The GPU executor was restarted",
-	[OOO_EFAULT - OOO_EPROTO] = "A kernel faulted on the GPU",
-	[OOO_ECLOSED - OOO_EPROTO] = "oood closed the session",
-	[OOO_ENOTADMIN - OOO_EPROTO] = "Not an ooo administrator",
-	[OOO_EHUNG - OOO_EPROTO] = "A kernel ran past the GPU's time limit",
-};
-
 const char *ooo_strerror(int err)
 {
-	const char *s;
-
-	if (err < 0)
-		err = -err;
-	if (err == 0)
-		return "Success";
-	if (err >= OOO_EPROTO && err < OOO_EMAX)
-		return ooo_errors[err - OOO_EPROTO];
-	s = strerrordesc_np(err);
-	return s ? s : "Unknown error";
+	return wire_strerror(err);
 }
 
 static int64_t now_ns(void)

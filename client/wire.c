@@ -2,6 +2,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,39 @@ _Static_assert(sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_sched_rec) &
 		       sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_lease_rec),
 	       "check_list tells records apart by size");
 _Static_assert(OOO_MSG_MAX >= sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_status), "status fits");
+
+/* The OOO_E* codes' text, by code - OOO_EPROTO. */
+static const char *const ooo_errors[] = {
+	[OOO_EPROTO - OOO_EPROTO] = "Protocol error between libooo and oood",
+	[OOO_EVERSION - OOO_EPROTO] = "libooo and oood speak different protocol versions",
+	[OOO_EDENIED - OOO_EPROTO] = "The ooo policy does not admit this user",
+	[OOO_ELIMIT - OOO_EPROTO] = "An ooo resource limit was reached",
+	[OOO_ESHUTDOWN - OOO_EPROTO] = "oood is shutting down",
+	[OOO_EREVOKED - OOO_EPROTO] = "A policy reload revoked this session",
+	[OOO_ENODEV - OOO_EPROTO] = "No usable GPU",
+	[OOO_EDEVRESET - OOO_EPROTO] = "The GPU executor was restarted",
+	[OOO_EFAULT - OOO_EPROTO] = "A kernel faulted on the GPU",
+	[OOO_ECLOSED - OOO_EPROTO] = "oood closed the session",
+	[OOO_ENOTADMIN - OOO_EPROTO] = "Not an ooo administrator",
+	[OOO_EHUNG - OOO_EPROTO] = "A kernel ran past the GPU's time limit",
+};
+_Static_assert(sizeof(ooo_errors) / sizeof(ooo_errors[0]) == OOO_EMAX - OOO_EPROTO, "every OOO_E code has a text");
+
+const char *wire_strerror(int err)
+{
+	const char *s;
+
+	if (err == INT_MIN)
+		return "Unknown error";
+	if (err < 0)
+		err = -err;
+	if (err == 0)
+		return "Success";
+	if (err >= OOO_EPROTO && err < OOO_EMAX)
+		return ooo_errors[err - OOO_EPROTO] ? ooo_errors[err - OOO_EPROTO] : "Unknown ooo error";
+	s = strerrordesc_np(err);
+	return s ? s : "Unknown error";
+}
 
 static bool has_nul(const char *field, size_t cap)
 {

@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <ooo/ooo.h>
@@ -446,6 +448,31 @@ static void test_error_encode_and_strings(void **state)
 	assert_string_equal(ooo_strerror(-99999), "Unknown error");
 }
 
+/*
+ * wire_strerror, what oood's logs use for a status: OOO_E codes by their
+ * text (strerror knows nothing of them: "Unknown error 1006"), errno values
+ * as strerror words them, either sign.
+ */
+static void test_wire_strerror(void **state)
+{
+	char unknown[32];
+
+	snprintf(unknown, sizeof(unknown), "Unknown error %d", OOO_ENODEV);
+	assert_string_equal(strerror(OOO_ENODEV), unknown); /* what the logs said */
+	assert_string_equal(wire_strerror(-OOO_ENODEV), "No usable GPU");
+	assert_string_equal(wire_strerror(OOO_ENODEV), "No usable GPU");
+	assert_string_equal(wire_strerror(-OOO_EDEVRESET), "The GPU executor was restarted");
+	for (int c = OOO_EPROTO; c < OOO_EMAX; c++) {
+		assert_null(strstr(wire_strerror(-c), "Unknown"));
+		assert_ptr_equal(wire_strerror(-c), ooo_strerror(-c)); /* libooo's is the same table */
+	}
+	assert_string_equal(wire_strerror(-ENOENT), strerror(ENOENT));
+	assert_string_equal(wire_strerror(EAGAIN), strerror(EAGAIN));
+	assert_string_equal(wire_strerror(0), "Success");
+	assert_string_equal(wire_strerror(-OOO_EMAX), "Unknown error");
+	assert_string_equal(wire_strerror(INT_MIN), "Unknown error");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -456,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_request_field_reasons),
 		cmocka_unit_test(test_list_reply_checks),
 		cmocka_unit_test(test_error_encode_and_strings),
+		cmocka_unit_test(test_wire_strerror),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
