@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,8 @@
 struct ooo_session {
 	int fd;
 	int timeout_ms;
-	int dead; /* 0, or the negative error every later call returns */
+	int dead; /* 0, or the negative error every later call returns (session_end) */
+	char dead_why[OOO_ERRMSG_MAX]; /* the reason that goes with it; written once, before dead */
 	bool admin;
 	uint32_t seq;
 	uint64_t id;
@@ -49,6 +51,13 @@ struct ooo_session {
 	unsigned char sbuf[OOO_MSG_MAX];
 };
 
+/*
+ * The reason for the calling thread's last failed call (ooo_last_error).
+ * Every public call that can fail starts with begin(), so no earlier call's
+ * reason survives it, and each failure sets its own: the daemon's text, or
+ * libooo's with fail(); finish() clears it on success and gives a failure
+ * that set none (an error code from below that says all there is) its code.
+ */
 static __thread char last_error[OOO_ERRMSG_MAX];
 
 static void set_last_error(const char *msg)
@@ -56,38 +65,40 @@ static void set_last_error(const char *msg)
 	wire_strcpy(last_error, sizeof(last_error), msg);
 }
 
+static void begin(void)
+{
+	last_error[0] = 0;
+}
+
+/* A failure libooo finds itself: set the reason (printf-style) and return err. */
+__attribute__((format(printf, 2, 3))) static int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* The end of public call fn with result r: see last_error. Returns r. */
+static int finish(const char *fn, int r)
+{
+	if (r >= 0)
+		last_error[0] = 0;
+	else if (!last_error[0])
+		fail(r, "%s: %s", fn, ooo_strerror(r));
+	return r;
+}
+
 const char *ooo_last_error(void)
 {
 	return last_error;
 }
 
-static const char *const ooo_errors[] = {
-	[OOO_EPROTO - OOO_EPROTO] = "Protocol error between libooo and oood",
-	[OOO_EVERSION - OOO_EPROTO] = "libooo and oood speak different protocol versions",
-	[OOO_EDENIED - OOO_EPROTO] = "The ooo policy does not admit this user",
-	[OOO_ELIMIT - OOO_EPROTO] = "An ooo resource limit was reached",
-	[OOO_ESHUTDOWN - OOO_EPROTO] = "oood is shutting down",
-	[OOO_EREVOKED - OOO_EPROTO] = "A policy reload revoked this session",
-	[OOO_ENODEV - OOO_EPROTO] = "No usable GPU",
-	[OOO_EDEVRESET - OOO_EPROTO] = "The GPU executor was restarted",
-	[OOO_EFAULT - OOO_EPROTO] = "A kernel faulted on the GPU",
-	[OOO_ECLOSED - OOO_EPROTO] = "oood closed the session",
-	[OOO_ENOTADMIN - OOO_EPROTO] = "Not an ooo administrator",
-	[OOO_EHUNG - OOO_EPROTO] = "A kernel ran past the GPU's time limit",
-};
-
 const char *ooo_strerror(int err)
 {
-	const char *s;
-
-	if (err < 0)
-		err = -err;
-	if (err == 0)
-		return "Success";
-	if (err >= OOO_EPROTO && err < OOO_EMAX)
-		return ooo_errors[err - OOO_EPROTO];
-	s = strerrordesc_np(err);
-	return s ? s : "Unknown error";
+	return wire_strerror(err);
 }
 
 static int64_t now_ns(void)
@@ -131,13 +142,43 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int notice_error(const struct ooo_msg_notice *n)
+/*
+ * The session is over: this call and every later one on it fail with err,
+ * and `why` (NULL: this thread's reason as it stands, set in this call) is
+ * the reason each of them gives. The first end wins. Caller holds s->lock.
+ * Returns s->dead.
+ */
+static int session_end(struct ooo_session *s, int err, const char *why)
 {
-	set_last_error(n->msg);
+	if (!s->dead) {
+		if (why)
+			set_last_error(why);
+		if (!last_error[0])
+			set_last_error(ooo_strerror(err));
+		memcpy(s->dead_why, last_error, sizeof(s->dead_why));
+		__atomic_store_n(&s->dead, err, __ATOMIC_RELEASE); /* after dead_why: readers need not lock */
+	} else {
+		set_last_error(s->dead_why);
+	}
+	return s->dead;
+}
+
+/* A call on a session that has ended: its error, with its reason again. */
+static int dead_error(struct ooo_session *s)
+{
+	int err = __atomic_load_n(&s->dead, __ATOMIC_ACQUIRE);
+
+	set_last_error(s->dead_why);
+	return err;
+}
+
+/* A notice other than DEVRESET: the daemon closes the session after it. */
+static int notice_error(struct ooo_session *s, const struct ooo_msg_notice *n)
+{
 	switch (n->kind) {
-	case OOO_NOTICE_REVOKED: return -OOO_EREVOKED;
-	case OOO_NOTICE_LOST: return -OOO_ECLOSED; /* the session is gone for good: open a new one */
-	default: return -OOO_ESHUTDOWN;
+	case OOO_NOTICE_REVOKED: return session_end(s, -OOO_EREVOKED, n->msg);
+	case OOO_NOTICE_LOST: return session_end(s, -OOO_ECLOSED, n->msg); /* gone for good: open a new one */
+	default: return session_end(s, -OOO_ESHUTDOWN, n->msg);
 	}
 }
 
@@ -161,16 +202,13 @@ static int closed_error(struct ooo_session *s)
 			continue;
 		if (m.hdr.type == OOO_MSG_NOTICE) {
 			if (((const struct ooo_msg_notice *)m.payload)->kind != OOO_NOTICE_DEVRESET)
-				s->dead = notice_error(m.payload);
+				notice_error(s, m.payload);
 		} else if (m.hdr.seq == 0 && m.hdr.status < 0) {
 			/* a refusal of the connection itself (limits, shutdown, hello timeout) */
-			set_last_error(((const struct ooo_msg_error *)m.payload)->msg);
-			s->dead = m.hdr.status;
+			session_end(s, m.hdr.status, ((const struct ooo_msg_error *)m.payload)->msg);
 		}
 	}
-	if (!s->dead)
-		s->dead = -OOO_ECLOSED;
-	return s->dead;
+	return session_end(s, -OOO_ECLOSED, "oood closed the connection");
 }
 
 /* Keep the descriptors that came with a datagram (up to 3) in s->rfds; close any others. */
@@ -240,18 +278,20 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 	uint32_t seq;
 
 	if (s->dead)
-		return s->dead;
+		return dead_error(s);
 	drop_fd(s);
 	seq = ++s->seq;
 	if (seq == 0)
 		seq = s->seq = 1; /* 0 is reserved for notices */
 	n = wire_encode(s->sbuf, sizeof(s->sbuf), type, seq, 0, req, req_len);
 	if (n < 0)
-		return (int)n;
+		return fail((int)n, "a %s request of %zu bytes does not fit in a message", wire_type_name(type), req_len);
 	if (send_request(s, (size_t)n) != n) {
-		if (errno == EPIPE || errno == ECONNRESET)
+		int e = errno;
+
+		if (e == EPIPE || e == ECONNRESET)
 			return closed_error(s);
-		return -errno;
+		return fail(-e, "cannot send to oood: %s", strerror(e));
 	}
 	deadline = now_ms() + s->timeout_ms;
 	for (;;) {
@@ -267,38 +307,35 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 		int r;
 
 		if (left <= 0)
-			return -ETIMEDOUT;
+			return fail(-ETIMEDOUT, "no reply from oood within %d ms", s->timeout_ms);
 		r = poll(&pfd, 1, (int)left);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
-			return -errno;
+			return fail(-errno, "poll: %s", strerror(errno));
 		if (r == 0)
-			return -ETIMEDOUT;
+			return fail(-ETIMEDOUT, "no reply from oood within %d ms", s->timeout_ms);
 		n = recvmsg(s->fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return errno == ECONNRESET ? closed_error(s) : -errno;
+			return errno == ECONNRESET ? closed_error(s)
+						   : fail(-errno, "cannot receive from oood: %s", strerror(errno));
 		if (n == 0)
 			return closed_error(s);
 		keep_fd(s, &mh);
-		if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-			set_last_error("oversized message from oood");
-			return s->dead = -OOO_EPROTO;
-		}
+		if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+			return session_end(s, -OOO_EPROTO, "oversized message from oood");
 		r = wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, &why);
 		if (r == -OOO_EVERSION && wire_hdr_valid(&m) && m.hdr.status == -OOO_EVERSION) {
 			/* The daemon refused our version; its reason is readable. */
 			const struct ooo_msg_error *e = (const void *)(s->rbuf + sizeof(m.hdr));
 			if ((size_t)n == sizeof(m.hdr) + sizeof(*e) && memchr(e->msg, 0, sizeof(e->msg)))
-				set_last_error(e->msg);
-			return s->dead = -OOO_EVERSION;
+				why = e->msg;
+			return session_end(s, -OOO_EVERSION, why);
 		}
-		if (r < 0) {
-			set_last_error(why);
-			return s->dead = r;
-		}
+		if (r < 0)
+			return session_end(s, r, why);
 		if (m.hdr.type == OOO_MSG_NOTICE) {
 			const struct ooo_msg_notice *no = m.payload;
 
@@ -306,20 +343,17 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 			if (no->kind == OOO_NOTICE_DEVRESET)
 				continue;
 			/* The daemon closes after any other notice; remember why. */
-			s->dead = notice_error(m.payload);
+			notice_error(s, no);
 			continue;
 		}
 		if (m.hdr.seq == 0 && m.hdr.status < 0) {
 			/* the daemon refused the connection itself and closes it */
-			set_last_error(((const struct ooo_msg_error *)m.payload)->msg);
-			return s->dead = m.hdr.status;
+			return session_end(s, m.hdr.status, ((const struct ooo_msg_error *)m.payload)->msg);
 		}
 		if (m.hdr.seq != seq)
 			continue; /* reply to a request that timed out */
-		if ((m.hdr.type & ~OOO_MSG_REPLY) != type) {
-			set_last_error("reply of another type");
-			return s->dead = -OOO_EPROTO;
-		}
+		if ((m.hdr.type & ~OOO_MSG_REPLY) != type)
+			return session_end(s, -OOO_EPROTO, "reply of another type");
 		if (m.hdr.status < 0) {
 			const struct ooo_msg_error *e = m.payload;
 			set_last_error(e->msg);
@@ -362,15 +396,16 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 	size_t rlen;
 	int r;
 
-	set_last_error("");
 	r = resolve_path(sa.sun_path, sizeof(sa.sun_path), path, sockname);
 	if (r < 0) {
-		errno = -r;
+		errno = -fail(r, "the socket path is longer than %zu bytes", sizeof(sa.sun_path) - 1);
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		errno = -fail(-ENOMEM, "out of memory for a session");
 		return NULL;
+	}
 	s->admin = admin;
 	s->rfd = -1;
 	s->pass_fd = -1;
@@ -378,7 +413,7 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 	pthread_mutex_init(&s->lock, NULL);
 	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s->fd < 0) {
-		r = -errno;
+		r = fail(-errno, "socket: %s", strerror(errno));
 		goto err;
 	}
 	/* connect() on AF_UNIX waits for backlog room at most SO_SNDTIMEO */
@@ -387,6 +422,8 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 	(void)setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(s->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		r = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+		fail(r, "cannot connect to %s: %s", sa.sun_path,
+		     r == -ETIMEDOUT ? "its backlog stayed full" : strerror(-r));
 		goto err;
 	}
 	wire_strcpy(hello.name, sizeof(hello.name), label ? label : program_invocation_short_name);
@@ -405,7 +442,7 @@ err:
 		close(s->fd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
-	errno = -r;
+	errno = -finish(admin ? "ooo_admin_open" : "ooo_open", r);
 	return NULL;
 }
 
@@ -413,9 +450,10 @@ ooo_session *ooo_open_opts(const struct ooo_open_opts *opts)
 {
 	struct ooo_open_opts o = { 0 };
 
+	begin();
 	if (opts) {
 		if (opts->sz < sizeof(size_t)) {
-			errno = EINVAL;
+			errno = -fail(-EINVAL, "%s: opts->sz is %zu, not sizeof(struct ooo_open_opts)", __func__, opts->sz);
 			return NULL;
 		}
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
@@ -425,11 +463,13 @@ ooo_session *ooo_open_opts(const struct ooo_open_opts *opts)
 
 ooo_session *ooo_open(const char *path)
 {
+	begin();
 	return session_connect(path, OOO_SOCKET_NAME, NULL, 0, false);
 }
 
 ooo_session *ooo_admin_open(const char *path, int timeout_ms)
 {
+	begin();
 	return session_connect(path, OOO_ADMIN_SOCKET_NAME, NULL, timeout_ms, true);
 }
 
@@ -460,23 +500,22 @@ int ooo_ping(ooo_session *s)
 	size_t rlen;
 	int r;
 
+	begin();
 	if (!s)
-		return -EINVAL;
-	set_last_error("");
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
 	pthread_mutex_lock(&s->lock);
 	token = ((uint64_t)s->seq << 32) ^ (uint64_t)(uintptr_t)s;
 	r = transact(s, OOO_MSG_PING, &token, sizeof(token), &rp, &rlen);
-	if (r == 0 && (rlen != sizeof(token) || memcmp(rp, &token, sizeof(token)))) {
-		set_last_error("ping reply does not echo the request");
-		r = s->dead = -OOO_EPROTO;
-	}
+	if (r == 0 && (rlen != sizeof(token) || memcmp(rp, &token, sizeof(token))))
+		r = session_end(s, -OOO_EPROTO, "ping reply does not echo the request");
 	pthread_mutex_unlock(&s->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 /*
  * One request and its reply, copied into reply (capacity cap), under the
- * session lock. Returns the reply length or a negative error.
+ * session lock. Returns the reply length or a negative error (its reason
+ * set).
  */
 static int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
 {
@@ -484,12 +523,12 @@ static int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, 
 	size_t rlen;
 	int r;
 
-	set_last_error("");
 	pthread_mutex_lock(&s->lock);
 	r = transact(s, type, req, req_len, &rp, &rlen);
 	if (r == 0) {
 		if (rlen > cap || rlen > INT32_MAX) {
-			r = -EMSGSIZE;
+			r = fail(-EMSGSIZE, "the %s reply of %zu bytes does not fit in %zu", wire_type_name(type), rlen,
+				 cap);
 		} else {
 			if (rlen)
 				memcpy(reply, rp, rlen);
@@ -502,9 +541,22 @@ static int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, 
 
 int ooo_admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
 {
-	if (!s || (req_len && !req) || (cap && !reply) || (type & OOO_MSG_REPLY))
-		return -EINVAL;
-	return call(s, type, req, req_len, reply, cap);
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (req_len && !req)
+		return fail(-EINVAL, "%s: req is NULL with req_len %zu", __func__, req_len);
+	if (cap && !reply)
+		return fail(-EINVAL, "%s: reply is NULL with cap %zu", __func__, cap);
+	if (type & OOO_MSG_REPLY)
+		return fail(-EINVAL, "%s: type %#x has the reply bit (OOO_MSG_REPLY) set", __func__, type);
+	return finish(__func__, call(s, type, req, req_len, reply, cap));
+}
+
+/* The reply to a request of `type` has `got` bytes, not the `want` the type has. */
+static int bad_reply_size(uint16_t type, int got, size_t want)
+{
+	return fail(-OOO_EPROTO, "%s reply of %d bytes, expected %zu", wire_type_name(type), got, want);
 }
 
 /* ---- buffers ---------------------------------------------------------------------- */
@@ -522,17 +574,26 @@ int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out)
 	ooo_buf *b;
 	int r;
 
-	if (!s || !out || !bytes || s->admin || (flags & ~OOO_BUF_DEVICE_MASK))
-		return -EINVAL;
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (!out)
+		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if (!bytes)
+		return fail(-EINVAL, "%s: size is 0", __func__);
+	if (s->admin)
+		return fail(-EINVAL, "%s: not available on an admin session", __func__);
+	if (flags & ~OOO_BUF_DEVICE_MASK)
+		return fail(-EINVAL, "%s: unknown flags %#x", __func__, flags & ~OOO_BUF_DEVICE_MASK);
 	if (flags & OOO_BUF_DEVICE_SET)
 		req.device = (flags & OOO_BUF_DEVICE_INDEX) >> 8;
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return -ENOMEM;
+		return fail(-ENOMEM, "%s: out of memory", __func__);
 	r = call(s, OOO_MSG_BUF_ALLOC, &req, sizeof(req), &rep, sizeof(rep));
 	if (r != sizeof(rep)) {
 		free(b);
-		return r < 0 ? r : -OOO_EPROTO;
+		return finish(__func__, r < 0 ? r : bad_reply_size(OOO_MSG_BUF_ALLOC, r, sizeof(rep)));
 	}
 	b->s = s;
 	b->id = rep.id;
@@ -540,7 +601,7 @@ int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out)
 	b->size = rep.size;
 	b->device = rep.device;
 	*out = b;
-	return 0;
+	return finish(__func__, 0);
 }
 
 int ooo_buf_free(ooo_buf *b)
@@ -548,12 +609,13 @@ int ooo_buf_free(ooo_buf *b)
 	struct ooo_msg_buf_ref req;
 	int r;
 
+	begin();
 	if (!b)
 		return 0;
 	req.id = b->id;
 	r = call(b->s, OOO_MSG_BUF_FREE, &req, sizeof(req), NULL, 0);
 	free(b);
-	return r < 0 ? r : 0;
+	return finish(__func__, r < 0 ? r : 0);
 }
 
 uint64_t ooo_buf_addr(const ooo_buf *b)
@@ -573,20 +635,20 @@ int ooo_buf_export_fd(ooo_buf *b)
 	size_t rlen;
 	int r;
 
+	begin();
 	if (!b)
-		return -EINVAL;
+		return fail(-EINVAL, "%s: the buffer is NULL", __func__);
 	req.id = b->id;
-	set_last_error("");
 	pthread_mutex_lock(&b->s->lock);
 	r = transact(b->s, OOO_MSG_BUF_EXPORT, &req, sizeof(req), &rp, &rlen);
 	if (r == 0) {
-		r = b->s->rfd >= 0 ? b->s->rfd : -OOO_EPROTO;
+		r = b->s->rfd >= 0 ? b->s->rfd : fail(-OOO_EPROTO, "buffer export reply without its descriptor");
 		if (r >= 0)
 			b->s->rfds[0] = -1; /* the caller's now */
 		b->s->rfd = -1;
 	}
 	pthread_mutex_unlock(&b->s->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 int ooo_native_lease(ooo_session *s, const struct ooo_lease_opts *opts, struct ooo_lease_info *info)
@@ -596,23 +658,35 @@ int ooo_native_lease(ooo_session *s, const struct ooo_lease_opts *opts, struct o
 	int r;
 
 	_Static_assert(OOO_LEASE_ENV_BYTES == OOO_LEASE_ENV_MAX, "lease environment sizes differ");
-	if (!s || !opts || !info || opts->sz < sizeof(*opts) || opts->sm_pct > 100 || opts->priority < 0 ||
-	    opts->priority > OOO_LEASE_PRIO_BELOW)
-		return -EINVAL;
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (!opts)
+		return fail(-EINVAL, "%s: opts is NULL", __func__);
+	if (!info)
+		return fail(-EINVAL, "%s: info is NULL", __func__);
+	if (opts->sz < sizeof(*opts))
+		return fail(-EINVAL, "%s: opts->sz is %zu, not sizeof(struct ooo_lease_opts) (%zu)", __func__, opts->sz,
+			    sizeof(*opts));
+	if (opts->sm_pct > 100)
+		return fail(-EINVAL, "%s: sm_pct %u is over 100", __func__, opts->sm_pct);
+	if (opts->priority < 0 || opts->priority > OOO_LEASE_PRIO_BELOW)
+		return fail(-EINVAL, "%s: priority %d is not 0 (the class's), 1 or 2", __func__, opts->priority);
 	memset(&req, 0, sizeof(req));
 	req.device = opts->device;
 	req.sm_pct = opts->sm_pct;
 	req.priority = (uint32_t)opts->priority;
 	req.mem_bytes = opts->mem_bytes;
 	if (opts->class_name && strlen(opts->class_name) >= sizeof(req.class_name))
-		return -ENAMETOOLONG;
+		return fail(-ENAMETOOLONG, "%s: the class name is longer than %zu bytes", __func__,
+			    sizeof(req.class_name) - 1);
 	wire_strcpy(req.class_name, sizeof(req.class_name), opts->class_name ? opts->class_name : "");
 	wire_strcpy(req.cmd, sizeof(req.cmd), opts->label ? opts->label : "");
 	r = call(s, OOO_MSG_LEASE, &req, sizeof(req), &rep, sizeof(rep));
 	if (r < 0)
-		return r;
+		return finish(__func__, r);
 	if ((size_t)r != sizeof(rep))
-		return -OOO_EPROTO;
+		return bad_reply_size(OOO_MSG_LEASE, r, sizeof(rep));
 	memset(info, 0, sizeof(*info));
 	info->id = rep.id;
 	info->device = rep.device;
@@ -622,7 +696,7 @@ int ooo_native_lease(ooo_session *s, const struct ooo_lease_opts *opts, struct o
 	wire_strcpy(info->class_name, sizeof(info->class_name), rep.class_name);
 	memcpy(info->env, rep.env, sizeof(info->env));
 	wire_strcpy(info->note, sizeof(info->note), rep.msg);
-	return 0;
+	return finish(__func__, 0);
 }
 
 uint64_t ooo_session_id(const ooo_session *s)
@@ -734,13 +808,11 @@ static int dp_attach_locked(ooo_session *s)
 	if (r < 0)
 		return r;
 	memcpy(&rep, rp, sizeof(rep));
-	if (s->nrfds != 2) {
-		set_last_error("attach reply without its two descriptors");
-		return -OOO_EPROTO;
-	}
+	if (s->nrfds != 2)
+		return fail(-OOO_EPROTO, "attach reply without its two descriptors");
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		return -ENOMEM;
+		return fail(-ENOMEM, "out of memory for the data path");
 	pthread_mutex_init(&d->lock, NULL);
 	d->memfd = s->rfds[0];
 	d->bell = s->rfds[1];
@@ -748,7 +820,7 @@ static int dp_attach_locked(ooo_session *s)
 	s->rfd = -1;
 	d->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->wake < 0) {
-		r = -errno;
+		r = fail(-errno, "cannot create the data path's wake-up eventfd: %s", strerror(errno));
 		goto err;
 	}
 	d->size = rep.area_size;
@@ -756,13 +828,12 @@ static int dp_attach_locked(ooo_session *s)
 	d->base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
 	if (d->base == MAP_FAILED) {
 		d->base = NULL;
-		r = -errno;
+		r = fail(-errno, "cannot map the session's area: %s", strerror(errno));
 		goto err;
 	}
 	memcpy(&h, d->base, sizeof(h));
 	if (ring_check_hdr(&h, d->size) < 0 || h.sq_entries != rep.sq_entries || h.cq_entries != rep.cq_entries) {
-		set_last_error("the session area's layout is not what oood said");
-		r = -OOO_EPROTO;
+		r = fail(-OOO_EPROTO, "the session area's layout is not what oood said");
 		goto err;
 	}
 	d->h = h;
@@ -774,8 +845,10 @@ static int dp_attach_locked(ooo_session *s)
 		  false);
 	d->stage = (unsigned char *)d->base + h.staging_off;
 	r = staging_init(&d->st, h.staging_size, DP_INFLIGHT);
-	if (r < 0)
+	if (r < 0) {
+		fail(r, "cannot set up the staging area: %s", strerror(-r));
 		goto err;
+	}
 	s->dp = d;
 	return 0;
 err:
@@ -886,6 +959,8 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 		cqe_done(d, &c);
 	}
 	ring_release(&d->cq);
+	if (r < 0)
+		return fail(-OOO_EPROTO, "the completion ring's indices are inconsistent");
 	if (n > 0 && d->sleepers) {
 		/*
 		 * Other threads sleep on the doorbell (dp_wait), and what this one
@@ -897,7 +972,7 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 
 		(void)!write(d->wake, &one, sizeof(one));
 	}
-	return r < 0 ? -OOO_EPROTO : n;
+	return n;
 }
 
 /* Notices (DEVRESET) arrive on the socket; read them if no call is reading it now. */
@@ -912,14 +987,14 @@ static void dp_read_notices(ooo_session *s)
 		ssize_t n = recvmsg(s->fd, &mh, MSG_DONTWAIT);
 
 		if (n <= 0) {
-			if (n == 0 && !s->dead)
-				s->dead = -OOO_ECLOSED;
+			if (n == 0)
+				session_end(s, -OOO_ECLOSED, "oood closed the connection");
 			break;
 		}
 		if (wire_decode(s->rbuf, (size_t)n, WIRE_TO_PEER, &m, NULL) == 0 && m.hdr.type == OOO_MSG_NOTICE) {
 			const struct ooo_msg_notice *no = m.payload;
 			if (no->kind != OOO_NOTICE_DEVRESET)
-				s->dead = notice_error(no);
+				notice_error(s, no);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -955,7 +1030,7 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		if (done(d, arg))
 			return 0;
 		if (s->dead)
-			return s->dead;
+			return dead_error(s);
 		if (now_ns() < spin_until) {
 			/*
 			 * A tenant waiting must not keep the executor or another
@@ -976,7 +1051,7 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 		if (deadline >= 0 && left <= 0) {
 			if (!d->sleepers)
 				ring_awake(&d->cq);
-			return -ETIMEDOUT;
+			return fail(-ETIMEDOUT, "commands still running after %d ms", timeout_ms);
 		}
 		/* the wake-up flag is shared: the last sleeper to wake clears it */
 		d->sleepers++;
@@ -1021,9 +1096,8 @@ static int dp_submit(ooo_session *s, struct dpath *d, uint32_t queue, struct ooo
 		/* a replacement that could not take the session back closes it: say so, not "again" for ever */
 		dp_read_notices(s);
 		if (s->dead)
-			return s->dead;
-		set_last_error("the GPU executor is being restarted; submit again when it is back");
-		return -OOO_EDEVRESET;
+			return dead_error(s);
+		return fail(-OOO_EDEVRESET, "the GPU executor is being restarted; submit again when it is back");
 	}
 	if (!entry_free(d, NULL)) {
 		r = dp_wait(s, d, entry_free, NULL, -1);
@@ -1041,7 +1115,7 @@ static int dp_submit(ooo_session *s, struct dpath *d, uint32_t queue, struct ooo
 		if (r < 0)
 			return r;
 		if (s->dead)
-			return s->dead;
+			return dead_error(s);
 		sched_yield(); /* the executor takes submissions within microseconds */
 	}
 	d->ent[i] = (struct dp_entry){ .gen = d->ent[i].gen, .used = true, .queue = queue, .stage_off = stage_off,
@@ -1098,12 +1172,14 @@ static int dp_stage(ooo_session *s, struct dpath *d, uint64_t len, uint64_t *off
 	return r < 0 ? r : w.r;
 }
 
-static int queue_check(ooo_queue *q, struct dpath **dp)
+/* Public call fn on queue q: its data path, or NULL with the reason for -EINVAL. */
+static struct dpath *queue_dp(const char *fn, ooo_queue *q)
 {
-	if (!q || !q->s || !q->s->dp)
-		return -EINVAL;
-	*dp = q->s->dp;
-	return 0;
+	if (!q)
+		return fail(-EINVAL, "%s: the queue is NULL", fn), NULL;
+	if (!q->s || !q->s->dp)
+		return fail(-EINVAL, "%s: not a queue of a session's data path", fn), NULL;
+	return q->s->dp;
 }
 
 int ooo_queue_create(ooo_session *s, const struct ooo_queue_opts *opts, ooo_queue **out)
@@ -1116,17 +1192,23 @@ int ooo_queue_create(ooo_session *s, const struct ooo_queue_opts *opts, ooo_queu
 	ooo_queue *q;
 	int r;
 
-	if (!s || !out || s->admin || (opts && opts->sz < sizeof(size_t)))
-		return -EINVAL;
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (!out)
+		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if (s->admin)
+		return fail(-EINVAL, "%s: not available on an admin session", __func__);
+	if (opts && opts->sz < sizeof(size_t))
+		return fail(-EINVAL, "%s: opts->sz is %zu, not sizeof(struct ooo_queue_opts)", __func__, opts->sz);
 	if (opts)
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 	if (o.priority < -1 || o.priority > 99)
-		return -EINVAL;
+		return fail(-EINVAL, "%s: priority %d is not -1 (the class's) or 0..99", __func__, o.priority);
 	req = (struct ooo_msg_queue_create){ .priority = o.priority, .slo_us = o.slo_us };
 	q = calloc(1, sizeof(*q));
 	if (!q)
-		return -ENOMEM;
-	set_last_error("");
+		return fail(-ENOMEM, "%s: out of memory", __func__);
 	pthread_mutex_lock(&s->lock);
 	r = dp_attach_locked(s);
 	if (r == 0)
@@ -1136,7 +1218,8 @@ int ooo_queue_create(ooo_session *s, const struct ooo_queue_opts *opts, ooo_queu
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0 || rep.queue >= 256) {
 		free(q);
-		return r < 0 ? r : -OOO_EPROTO;
+		return finish(__func__,
+			      r < 0 ? r : fail(-OOO_EPROTO, "queue create reply with queue %u (of 256)", rep.queue));
 	}
 	q->s = s;
 	q->idx = rep.queue;
@@ -1146,7 +1229,7 @@ int ooo_queue_create(ooo_session *s, const struct ooo_queue_opts *opts, ooo_queu
 	s->dp->q[q->idx] = (struct dp_queue_state){ .live = true };
 	pthread_mutex_unlock(&s->dp->lock);
 	*out = q;
-	return 0;
+	return finish(__func__, 0);
 }
 
 int ooo_queue_priority(const ooo_queue *q)
@@ -1164,24 +1247,29 @@ int ooo_queue_destroy(ooo_queue *q)
 	struct ooo_msg_queue req;
 	const void *rp;
 	size_t rlen;
+	char why[sizeof(last_error)];
 	int r;
 
+	begin();
 	if (!q)
 		return 0;
 	r = ooo_queue_sync(q, -1);
+	memcpy(why, last_error, sizeof(why)); /* the sync's failure is the one returned */
 	req = (struct ooo_msg_queue){ .queue = q->idx };
 	pthread_mutex_lock(&q->s->lock);
 	{
 		int t = transact(q->s, OOO_MSG_QUEUE_DESTROY, &req, sizeof(req), &rp, &rlen);
 		if (!r)
 			r = t;
+		else
+			memcpy(last_error, why, sizeof(why));
 	}
 	pthread_mutex_unlock(&q->s->lock);
 	pthread_mutex_lock(&q->s->dp->lock);
 	q->s->dp->q[q->idx].live = false;
 	pthread_mutex_unlock(&q->s->dp->lock);
 	free(q);
-	return r;
+	return finish(__func__, r);
 }
 
 static bool queue_idle(struct dpath *d, const void *arg)
@@ -1190,13 +1278,31 @@ static bool queue_idle(struct dpath *d, const void *arg)
 	return q->completed == q->submitted;
 }
 
+/*
+ * The first failure of a command on queue idx since the last sync, taken (0
+ * if none); its reason unless this call set one already (an executor
+ * restart it noticed). Caller holds d->lock.
+ */
+static int take_queue_error(struct dpath *d, uint32_t idx)
+{
+	int r = d->q[idx].error;
+
+	if (r) {
+		d->q[idx].error = 0;
+		if (!last_error[0])
+			fail(r, "a command on queue %u failed: %s", idx, ooo_strerror(r));
+	}
+	return r;
+}
+
 int ooo_queue_sync(ooo_queue *q, int timeout_ms)
 {
 	struct dpath *d;
 	int r;
 
-	if ((r = queue_check(q, &d)))
-		return r;
+	begin();
+	if (!(d = queue_dp(__func__, q)))
+		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
 	{
 		/* a marker behind everything submitted: launches post no completion of their own */
@@ -1205,12 +1311,10 @@ int ooo_queue_sync(ooo_queue *q, int timeout_ms)
 	}
 	if (r == 0)
 		r = dp_wait(q->s, d, queue_idle, &q->idx, timeout_ms);
-	if (r == 0 && d->q[q->idx].error) {
-		r = d->q[q->idx].error;
-		d->q[q->idx].error = 0;
-	}
+	if (r == 0)
+		r = take_queue_error(d, q->idx);
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 /* Is [p, p+len) inside one of the session's host regions? Then its tagged address. Caller holds d->lock. */
@@ -1234,15 +1338,18 @@ int ooo_memcpy_htod(ooo_queue *q, uint64_t dst, const void *src, size_t len)
 	uint64_t h;
 	int r = 0;
 
-	if ((r = queue_check(q, &d)) || (len && !src))
-		return r ? r : -EINVAL;
+	begin();
+	if (!(d = queue_dp(__func__, q)))
+		return -EINVAL;
+	if (len && !src)
+		return fail(-EINVAL, "%s: src is NULL with len %zu", __func__, len);
 	pthread_mutex_lock(&d->lock);
 	if (len && host_addr(d, src, len, &h)) {
 		/* zero copy: the executor DMAs straight from the caller's registered memory */
 		struct ooo_sqe e = { .opcode = OOO_OP_HTOD, .copy = { .dst = dst, .src = h, .len = len } };
 		r = dp_submit(q->s, d, q->idx, &e, UINT64_MAX, NULL, 0);
 		pthread_mutex_unlock(&d->lock);
-		return r;
+		return finish(__func__, r);
 	}
 	for (size_t done = 0; done < len && r == 0;) {
 		size_t n = len - done < DP_CHUNK ? len - done : DP_CHUNK;
@@ -1262,7 +1369,7 @@ int ooo_memcpy_htod(ooo_queue *q, uint64_t dst, const void *src, size_t len)
 		done += n;
 	}
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 int ooo_memcpy_dtoh(ooo_queue *q, void *dst, uint64_t src, size_t len)
@@ -1270,8 +1377,11 @@ int ooo_memcpy_dtoh(ooo_queue *q, void *dst, uint64_t src, size_t len)
 	struct dpath *d;
 	int r = 0;
 
-	if ((r = queue_check(q, &d)) || (len && !dst))
-		return r ? r : -EINVAL;
+	begin();
+	if (!(d = queue_dp(__func__, q)))
+		return -EINVAL;
+	if (len && !dst)
+		return fail(-EINVAL, "%s: dst is NULL with len %zu", __func__, len);
 	pthread_mutex_lock(&d->lock);
 	{
 		uint64_t h;
@@ -1301,39 +1411,39 @@ int ooo_memcpy_dtoh(ooo_queue *q, void *dst, uint64_t src, size_t len)
 	/* the data is the caller's only once it has arrived */
 	if (r == 0)
 		r = dp_wait(q->s, d, queue_idle, &q->idx, -1);
-	if (r == 0 && d->q[q->idx].error) {
-		r = d->q[q->idx].error;
-		d->q[q->idx].error = 0;
-	}
+	if (r == 0)
+		r = take_queue_error(d, q->idx);
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
-static int simple(ooo_queue *q, struct ooo_sqe *e)
+/* Public call fn: submit e to q. */
+static int simple(const char *fn, ooo_queue *q, struct ooo_sqe *e)
 {
 	struct dpath *d;
 	int r;
 
-	if ((r = queue_check(q, &d)))
-		return r;
+	begin();
+	if (!(d = queue_dp(fn, q)))
+		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
 	r = dp_submit(q->s, d, q->idx, e, UINT64_MAX, NULL, 0);
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(fn, r);
 }
 
 int ooo_memcpy_dtod(ooo_queue *q, uint64_t dst, uint64_t src, size_t len)
 {
 	struct ooo_sqe e = { .opcode = OOO_OP_DTOD, .copy = { .dst = dst, .src = src, .len = len } };
 
-	return simple(q, &e);
+	return simple(__func__, q, &e);
 }
 
 int ooo_memset(ooo_queue *q, uint64_t dst, uint32_t value, size_t count, unsigned elsize)
 {
 	struct ooo_sqe e = { .opcode = OOO_OP_MEMSET, .set = { .dst = dst, .count = count, .value = value, .elsize = elsize } };
 
-	return simple(q, &e);
+	return simple(__func__, q, &e);
 }
 
 /* ---- modules, kernels, launches --------------------------------------------------- */
@@ -1394,18 +1504,30 @@ int ooo_module_load(ooo_session *s, int kind, const void *image, size_t len, ooo
 	ooo_module *m;
 	int fd, r;
 
-	if (!s || s->admin || !image || !len || !out || len > OOO_MODULE_MAX_BYTES || kind < OOO_MODULE_PTX ||
-	    kind > OOO_MODULE_CUDA_C)
-		return -EINVAL;
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (s->admin)
+		return fail(-EINVAL, "%s: not available on an admin session", __func__);
+	if (!image)
+		return fail(-EINVAL, "%s: image is NULL", __func__);
+	if (!len)
+		return fail(-EINVAL, "%s: the image is empty", __func__);
+	if (len > OOO_MODULE_MAX_BYTES)
+		return fail(-EINVAL, "%s: the image of %zu bytes is over the limit of %u", __func__, len,
+			    OOO_MODULE_MAX_BYTES);
+	if (!out)
+		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if (kind < OOO_MODULE_PTX || kind > OOO_MODULE_CUDA_C)
+		return fail(-EINVAL, "%s: unknown module kind %d", __func__, kind);
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return -ENOMEM;
+		return fail(-ENOMEM, "%s: out of memory", __func__);
 	fd = image_fd(image, len);
 	if (fd < 0) {
 		free(m);
-		return fd;
+		return fail(fd, "%s: cannot copy the image into a sealed memfd: %s", __func__, strerror(-fd));
 	}
-	set_last_error("");
 	pthread_mutex_lock(&s->lock);
 	r = dp_attach_locked(s); /* the module lives on the session's GPU */
 	if (r == 0)
@@ -1416,12 +1538,12 @@ int ooo_module_load(ooo_session *s, int kind, const void *image, size_t len, ooo
 	close(fd);
 	if (r < 0) {
 		free(m);
-		return r;
+		return finish(__func__, r);
 	}
 	m->s = s;
 	m->id = rep.module;
 	*out = m;
-	return 0;
+	return finish(__func__, 0);
 }
 
 int ooo_module_unload(ooo_module *m)
@@ -1429,12 +1551,13 @@ int ooo_module_unload(ooo_module *m)
 	struct ooo_msg_module req;
 	int r;
 
+	begin();
 	if (!m)
 		return 0;
 	req = (struct ooo_msg_module){ .module = m->id };
 	r = call(m->s, OOO_MSG_MODULE_UNLOAD, &req, sizeof(req), NULL, 0);
 	free(m);
-	return r < 0 ? r : 0;
+	return finish(__func__, r < 0 ? r : 0);
 }
 
 int ooo_kernel_get(ooo_module *m, const char *name, ooo_kernel **out)
@@ -1443,21 +1566,28 @@ int ooo_kernel_get(ooo_module *m, const char *name, ooo_kernel **out)
 	ooo_kernel *k;
 	int r;
 
-	if (!m || !name || !*name || !out || strlen(name) >= sizeof(req.name))
-		return -EINVAL;
+	begin();
+	if (!m)
+		return fail(-EINVAL, "%s: the module is NULL", __func__);
+	if (!name || !*name)
+		return fail(-EINVAL, "%s: the kernel name is %s", __func__, name ? "empty" : "NULL");
+	if (!out)
+		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if (strlen(name) >= sizeof(req.name))
+		return fail(-EINVAL, "%s: the kernel name is longer than %zu bytes", __func__, sizeof(req.name) - 1);
 	req.module = m->id;
 	memcpy(req.name, name, strlen(name) + 1);
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return -ENOMEM;
+		return fail(-ENOMEM, "%s: out of memory", __func__);
 	r = call(m->s, OOO_MSG_KERNEL_GET, &req, sizeof(req), &k->k, sizeof(k->k));
 	if (r != sizeof(k->k)) {
 		free(k);
-		return r < 0 ? r : -OOO_EPROTO;
+		return finish(__func__, r < 0 ? r : bad_reply_size(OOO_MSG_KERNEL_GET, r, sizeof(k->k)));
 	}
 	k->m = m;
 	*out = k;
-	return 0;
+	return finish(__func__, 0);
 }
 
 ooo_kernel *ooo_kernel_free(ooo_kernel *k)
@@ -1470,8 +1600,13 @@ int ooo_kernel_info(const ooo_kernel *k, struct ooo_kernel_info *info)
 {
 	struct ooo_kernel_info i = { .sz = sizeof(i) };
 
-	if (!k || !info || info->sz < sizeof(size_t))
-		return -EINVAL;
+	begin();
+	if (!k)
+		return fail(-EINVAL, "%s: the kernel is NULL", __func__);
+	if (!info)
+		return fail(-EINVAL, "%s: info is NULL", __func__);
+	if (info->sz < sizeof(size_t))
+		return fail(-EINVAL, "%s: info->sz is %zu, not sizeof(struct ooo_kernel_info)", __func__, info->sz);
 	i.nparams = k->k.nparams;
 	i.param_size = k->k.param_size;
 	i.max_threads = k->k.max_threads;
@@ -1499,22 +1634,28 @@ int ooo_launch_ex(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], con
 	uint64_t off = UINT64_MAX;
 	int r;
 
-	if ((r = queue_check(q, &d)))
-		return r;
-	if (!k || !grid || !block || (len && !params) || k->m->s != q->s || (opts && opts->sz < sizeof(size_t)))
+	begin();
+	if (!(d = queue_dp(__func__, q)))
 		return -EINVAL;
+	if (!k)
+		return fail(-EINVAL, "%s: the kernel is NULL", __func__);
+	if (!grid || !block)
+		return fail(-EINVAL, "%s: %s is NULL", __func__, grid ? "block" : "grid");
+	if (len && !params)
+		return fail(-EINVAL, "%s: params is NULL with len %zu", __func__, len);
+	if (k->m->s != q->s)
+		return fail(-EINVAL, "%s: the kernel and the queue belong to different sessions", __func__);
+	if (opts && opts->sz < sizeof(size_t))
+		return fail(-EINVAL, "%s: opts->sz is %zu, not sizeof(struct ooo_launch_opts)", __func__, opts->sz);
 	if (opts)
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
-	if (o.flags) {
-		set_last_error("unknown launch option flags");
-		return -EINVAL;
-	}
+	if (o.flags)
+		return fail(-EINVAL, "%s: unknown launch option flags %#x", __func__, o.flags);
 	e.launch.deadline_us = o.deadline_us;
 	/* checked here for a clear error at once; the executor checks it again */
-	if (len != k->k.param_size) {
-		set_last_error("parameter bytes do not match the kernel's parameter layout");
-		return -EINVAL;
-	}
+	if (len != k->k.param_size)
+		return fail(-EINVAL, "%s: parameter bytes do not match the kernel's parameter layout (%zu, not %u)",
+			    __func__, len, k->k.param_size);
 	e.launch.kernel = k->k.kernel;
 	e.launch.shmem = shmem;
 	memcpy(e.launch.grid, grid, sizeof(e.launch.grid));
@@ -1533,7 +1674,7 @@ int ooo_launch_ex(ooo_queue *q, const ooo_kernel *k, const uint32_t grid[3], con
 	if (r < 0 && off != UINT64_MAX)
 		staging_free(&d->st, off);
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 /* ---- events ----------------------------------------------------------------------- */
@@ -1544,17 +1685,22 @@ int ooo_event_create(ooo_session *s, ooo_event **out)
 	ooo_event *ev;
 	int r = 0;
 
-	if (!s || !out || s->admin)
-		return -EINVAL;
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (!out)
+		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if (s->admin)
+		return fail(-EINVAL, "%s: not available on an admin session", __func__);
 	pthread_mutex_lock(&s->lock);
 	r = dp_attach_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0)
-		return r;
+		return finish(__func__, r);
 	d = s->dp;
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
-		return -ENOMEM;
+		return fail(-ENOMEM, "%s: out of memory", __func__);
 	pthread_mutex_lock(&d->lock);
 	for (ev->idx = 0; ev->idx < 1024 && d->event_used[ev->idx]; ev->idx++)
 		;
@@ -1564,13 +1710,12 @@ int ooo_event_create(ooo_session *s, ooo_event **out)
 		d->event_used[ev->idx] = 1;
 	pthread_mutex_unlock(&d->lock);
 	if (r < 0) {
-		set_last_error("the session has 1024 events");
 		free(ev);
-		return r;
+		return fail(r, "%s: the session has 1024 events", __func__);
 	}
 	ev->s = s;
 	*out = ev;
-	return 0;
+	return finish(__func__, 0);
 }
 
 static bool event_done(struct dpath *d, const void *arg)
@@ -1584,6 +1729,7 @@ int ooo_event_destroy(ooo_event *ev)
 {
 	struct dpath *d;
 
+	begin();
 	if (!ev)
 		return 0;
 	d = ev->s->dp;
@@ -1593,7 +1739,21 @@ int ooo_event_destroy(ooo_event *ev)
 	d->event_used[ev->idx] = 0;
 	pthread_mutex_unlock(&d->lock);
 	free(ev);
-	return 0;
+	return finish(__func__, 0);
+}
+
+/* Public call fn: may q take a command about ev? q's data path, or NULL with the reason for -EINVAL. */
+static struct dpath *event_dp(const char *fn, ooo_queue *q, ooo_event *ev)
+{
+	struct dpath *d = queue_dp(fn, q);
+
+	if (!d)
+		return NULL;
+	if (!ev)
+		return fail(-EINVAL, "%s: the event is NULL", fn), NULL;
+	if (ev->s != q->s)
+		return fail(-EINVAL, "%s: the event and the queue belong to different sessions", fn), NULL;
+	return d;
 }
 
 int ooo_event_record(ooo_queue *q, ooo_event *ev)
@@ -1602,8 +1762,9 @@ int ooo_event_record(ooo_queue *q, ooo_event *ev)
 	struct dpath *d;
 	int r;
 
-	if ((r = queue_check(q, &d)) || !ev || ev->s != q->s)
-		return r ? r : -EINVAL;
+	begin();
+	if (!(d = event_dp(__func__, q, ev)))
+		return -EINVAL;
 	e.event.event = ev->idx;
 	pthread_mutex_lock(&d->lock);
 	d->next_ev = ev;
@@ -1612,7 +1773,7 @@ int ooo_event_record(ooo_queue *q, ooo_event *ev)
 	if (r == 0)
 		ev->recorded++;
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 int ooo_queue_wait_event(ooo_queue *q, ooo_event *ev)
@@ -1621,13 +1782,14 @@ int ooo_queue_wait_event(ooo_queue *q, ooo_event *ev)
 	struct dpath *d;
 	int r;
 
-	if ((r = queue_check(q, &d)) || !ev || ev->s != q->s)
-		return r ? r : -EINVAL;
+	begin();
+	if (!(d = event_dp(__func__, q, ev)))
+		return -EINVAL;
 	e.event.event = ev->idx;
 	pthread_mutex_lock(&d->lock);
 	r = dp_submit(q->s, d, q->idx, &e, UINT64_MAX, NULL, 0);
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 int ooo_event_query(ooo_event *ev)
@@ -1635,15 +1797,17 @@ int ooo_event_query(ooo_event *ev)
 	struct dpath *d;
 	int r;
 
+	begin();
 	if (!ev)
-		return -EINVAL;
+		return fail(-EINVAL, "%s: the event is NULL", __func__);
 	d = ev->s->dp;
 	pthread_mutex_lock(&d->lock);
 	r = dp_reap(ev->s, d);
 	if (r >= 0)
-		r = ev->done == ev->recorded ? (ev->error ? ev->error : 0) : -EAGAIN;
+		r = ev->done == ev->recorded ? (ev->error ? ev->error : 0)
+					     : fail(-EAGAIN, "%s: not every record of the event has completed", __func__);
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 int ooo_event_wait(ooo_event *ev, int timeout_ms)
@@ -1651,8 +1815,9 @@ int ooo_event_wait(ooo_event *ev, int timeout_ms)
 	struct dpath *d;
 	int r;
 
+	begin();
 	if (!ev)
-		return -EINVAL;
+		return fail(-EINVAL, "%s: the event is NULL", __func__);
 	d = ev->s->dp;
 	pthread_mutex_lock(&d->lock);
 	r = dp_wait(ev->s, d, event_done, ev, timeout_ms);
@@ -1661,7 +1826,7 @@ int ooo_event_wait(ooo_event *ev, int timeout_ms)
 		ev->error = 0;
 	}
 	pthread_mutex_unlock(&d->lock);
-	return r;
+	return finish(__func__, r);
 }
 
 /* ---- zero-copy host memory --------------------------------------------------------- */
@@ -1674,9 +1839,15 @@ int ooo_host_alloc(ooo_session *s, size_t bytes, void **out)
 	void *p;
 	int r, fd = -1;
 
-	if (!s || !out || !bytes || s->admin)
-		return -EINVAL;
-	set_last_error("");
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (!out)
+		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if (!bytes)
+		return fail(-EINVAL, "%s: size is 0", __func__);
+	if (s->admin)
+		return fail(-EINVAL, "%s: not available on an admin session", __func__);
 	pthread_mutex_lock(&s->lock);
 	r = dp_attach_locked(s);
 	if (r == 0)
@@ -1685,23 +1856,23 @@ int ooo_host_alloc(ooo_session *s, size_t bytes, void **out)
 		memcpy(&rep, rp, sizeof(rep));
 		fd = s->rfd;
 		if (fd < 0 || rep.region >= OOO_HOST_REGIONS)
-			r = -OOO_EPROTO;
+			r = fail(-OOO_EPROTO, "host alloc reply %s", fd < 0 ? "without its descriptor" : "with a bad region");
 	}
 	if (r < 0) {
 		pthread_mutex_unlock(&s->lock);
-		return r;
+		return finish(__func__, r);
 	}
 	p = mmap(NULL, rep.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	drop_fd(s); /* the mapping keeps the memory */
 	pthread_mutex_unlock(&s->lock);
 	if (p == MAP_FAILED)
-		return -errno;
+		return fail(-errno, "%s: cannot map the region: %s", __func__, strerror(errno));
 	pthread_mutex_lock(&s->dp->lock);
 	s->dp->host[rep.region].base = p;
 	s->dp->host[rep.region].size = rep.size;
 	pthread_mutex_unlock(&s->dp->lock);
 	*out = p;
-	return 0;
+	return finish(__func__, 0);
 }
 
 int ooo_host_free(ooo_session *s, void *p)
@@ -1713,8 +1884,13 @@ int ooo_host_free(ooo_session *s, void *p)
 	uint64_t size = 0;
 	int r;
 
-	if (!s || !p || !s->dp)
-		return -EINVAL;
+	begin();
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", __func__);
+	if (!p)
+		return fail(-EINVAL, "%s: p is NULL", __func__);
+	if (!s->dp)
+		return fail(-EINVAL, "%s: the session has no data path, so no host memory", __func__);
 	pthread_mutex_lock(&s->dp->lock);
 	for (reg = 0; reg < OOO_HOST_REGIONS && s->dp->host[reg].base != p; reg++)
 		;
@@ -1724,11 +1900,11 @@ int ooo_host_free(ooo_session *s, void *p)
 	}
 	pthread_mutex_unlock(&s->dp->lock);
 	if (reg == OOO_HOST_REGIONS)
-		return -ENOENT;
+		return fail(-ENOENT, "%s: %p is not a region from ooo_host_alloc", __func__, p);
 	req.region = reg;
 	pthread_mutex_lock(&s->lock);
 	r = transact(s, OOO_MSG_HOST_FREE, &req, sizeof(req), &rp, &rlen);
 	pthread_mutex_unlock(&s->lock);
 	munmap(p, size);
-	return r;
+	return finish(__func__, r);
 }

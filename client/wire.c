@@ -2,6 +2,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,39 @@ _Static_assert(sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_sched_rec) &
 		       sizeof(struct ooo_part_gpu_rec) != sizeof(struct ooo_lease_rec),
 	       "check_list tells records apart by size");
 _Static_assert(OOO_MSG_MAX >= sizeof(struct ooo_msg_hdr) + sizeof(struct ooo_msg_status), "status fits");
+
+/* The OOO_E* codes' text, by code - OOO_EPROTO. */
+static const char *const ooo_errors[] = {
+	[OOO_EPROTO - OOO_EPROTO] = "Protocol error between libooo and oood",
+	[OOO_EVERSION - OOO_EPROTO] = "libooo and oood speak different protocol versions",
+	[OOO_EDENIED - OOO_EPROTO] = "The ooo policy does not admit this user",
+	[OOO_ELIMIT - OOO_EPROTO] = "An ooo resource limit was reached",
+	[OOO_ESHUTDOWN - OOO_EPROTO] = "oood is shutting down",
+	[OOO_EREVOKED - OOO_EPROTO] = "A policy reload revoked this session",
+	[OOO_ENODEV - OOO_EPROTO] = "No usable GPU",
+	[OOO_EDEVRESET - OOO_EPROTO] = "The GPU executor was restarted",
+	[OOO_EFAULT - OOO_EPROTO] = "A kernel faulted on the GPU",
+	[OOO_ECLOSED - OOO_EPROTO] = "oood closed the session",
+	[OOO_ENOTADMIN - OOO_EPROTO] = "Not an ooo administrator",
+	[OOO_EHUNG - OOO_EPROTO] = "A kernel ran past the GPU's time limit",
+};
+_Static_assert(sizeof(ooo_errors) / sizeof(ooo_errors[0]) == OOO_EMAX - OOO_EPROTO, "every OOO_E code has a text");
+
+const char *wire_strerror(int err)
+{
+	const char *s;
+
+	if (err == INT_MIN)
+		return "Unknown error";
+	if (err < 0)
+		err = -err;
+	if (err == 0)
+		return "Success";
+	if (err >= OOO_EPROTO && err < OOO_EMAX)
+		return ooo_errors[err - OOO_EPROTO] ? ooo_errors[err - OOO_EPROTO] : "Unknown ooo error";
+	s = strerrordesc_np(err);
+	return s ? s : "Unknown error";
+}
 
 static bool has_nul(const char *field, size_t cap)
 {
@@ -84,158 +118,138 @@ const char *wire_type_name(uint16_t type)
 	}
 }
 
-/* A request's payload, as the daemon accepts it. */
+_Static_assert(OOO_MODULE_MAX_BYTES == 256u << 20, "check_request's module load reason says 256 MiB");
+
+/* Refuse the message with `text` (a static reason) when cond holds. */
+#define REFUSE_IF(cond, text)                                                                              \
+	do {                                                                                               \
+		if (cond) {                                                                                \
+			*why = text;                                                                       \
+			return -OOO_EPROTO;                                                                \
+		}                                                                                          \
+	} while (0)
+
+/*
+ * A request's payload must be a T, called `what` in the reason. Checked
+ * before its fields: a payload of the right size with a bad field is refused
+ * for that field, never as "the wrong size".
+ */
+#define REQ_SIZE(T, what) REFUSE_IF(n != sizeof(T), what " payload has the wrong size")
+
+/* A request's payload, as the daemon accepts it. Each refusal names what is wrong, one thing at a time. */
 static int check_request(const struct wire_msg *m, const char **why)
 {
 	const void *p = m->payload;
 	size_t n = m->plen;
 
-	if (m->hdr.status != 0) {
-		*why = "request with a non-zero status";
-		return -OOO_EPROTO;
-	}
+	REFUSE_IF(m->hdr.status != 0, "request with a non-zero status");
 	switch (m->hdr.type) {
 	case OOO_MSG_HELLO: {
 		const struct ooo_msg_hello *h = p;
-		if (n != sizeof(*h)) {
-			*why = "hello payload has the wrong size";
-			return -OOO_EPROTO;
-		}
-		if (h->flags || h->reserved) {
-			*why = "hello with unknown flags";
-			return -OOO_EPROTO;
-		}
-		if (!FIELD_OK(h, name)) {
-			*why = "hello name is not NUL-terminated";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*h, "hello");
+		REFUSE_IF(h->flags, "hello with unknown flags");
+		REFUSE_IF(h->reserved, "hello reserved field must be 0");
+		REFUSE_IF(!FIELD_OK(h, name), "hello name is not NUL-terminated");
 		return 0;
 	}
 	case OOO_MSG_PING:
-		if (n > OOO_PING_MAX) {
-			*why = "ping payload larger than OOO_PING_MAX";
-			return -OOO_EPROTO;
-		}
+		REFUSE_IF(n > OOO_PING_MAX, "ping payload larger than OOO_PING_MAX");
 		return 0;
 	case OOO_MSG_BUF_ALLOC: {
 		const struct ooo_msg_buf_alloc *a = p;
-		if (n != sizeof(*a) || a->flags) {
-			*why = "buffer alloc payload has the wrong size or unknown flags";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*a, "buffer alloc");
+		REFUSE_IF(a->flags, "buffer alloc with unknown flags");
 		return 0;
 	}
 	case OOO_MSG_ATTACH: {
 		const struct ooo_msg_attach *a = p;
-		if (n != sizeof(*a) || a->flags) {
-			*why = "attach payload has the wrong size or unknown flags";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*a, "attach");
+		REFUSE_IF(a->flags, "attach with unknown flags");
 		return 0;
 	}
 	case OOO_MSG_QUEUE_CREATE: {
 		const struct ooo_msg_queue_create *q = p;
-		if (n != sizeof(*q) || q->flags || q->reserved || q->priority < -1 || q->priority > 99) {
-			*why = "queue create: bad size, flags or priority";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*q, "queue create");
+		REFUSE_IF(q->flags, "queue create with unknown flags");
+		REFUSE_IF(q->reserved, "queue create reserved field must be 0");
+		REFUSE_IF(q->priority < -1 || q->priority > 99, "queue create priority out of range (-1..99)");
 		return 0;
 	}
 	case OOO_MSG_MODULE_LOAD: {
 		const struct ooo_msg_module_load *l = p;
-		if (n != sizeof(*l) || l->flags || !l->len || l->len > OOO_MODULE_MAX_BYTES || !l->kind ||
-		    l->kind > OOO_MODULE_CUDA_C) {
-			*why = "module load: bad size, kind or flags";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*l, "module load");
+		REFUSE_IF(l->flags, "module load with unknown flags");
+		REFUSE_IF(!l->len || l->len > OOO_MODULE_MAX_BYTES, "module load length is 0 or over 256 MiB");
+		REFUSE_IF(!l->kind || l->kind > OOO_MODULE_CUDA_C, "module load of an unknown kind");
 		return 0;
 	}
 	case OOO_MSG_HOST_ALLOC:
 	case OOO_MSG_HOST_FREE: {
 		const struct ooo_msg_host *h = p;
-		if (n != sizeof(*h) || h->reserved) {
-			*why = "host region payload has the wrong size";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*h, "host region");
+		REFUSE_IF(h->reserved, "host region reserved field must be 0");
 		return 0;
 	}
 	case OOO_MSG_MODULE_UNLOAD:
-		if (n != sizeof(struct ooo_msg_module)) {
-			*why = "module payload has the wrong size";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(struct ooo_msg_module, "module");
 		return 0;
 	case OOO_MSG_KERNEL_GET: {
 		const struct ooo_msg_kernel_get *k = p;
-		if (n != sizeof(*k) || !FIELD_OK(k, name) || !k->name[0]) {
-			*why = "kernel get: bad size or name";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*k, "kernel get");
+		REFUSE_IF(!FIELD_OK(k, name) || !k->name[0], "kernel get name is empty or not NUL-terminated");
 		return 0;
 	}
 	case OOO_MSG_QUEUE_DESTROY: {
 		const struct ooo_msg_queue *q = p;
-		if (n != sizeof(*q) || q->reserved) {
-			*why = "queue payload has the wrong size";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*q, "queue");
+		REFUSE_IF(q->reserved, "queue reserved field must be 0");
 		return 0;
 	}
 	case OOO_MSG_BUF_FREE:
 	case OOO_MSG_BUF_EXPORT:
-		if (n != sizeof(struct ooo_msg_buf_ref)) {
-			*why = "buffer reference payload has the wrong size";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(struct ooo_msg_buf_ref, "buffer reference");
 		return 0;
 	case OOO_MSG_TRACE: {
 		const struct ooo_msg_trace *t = p;
-		if (n != sizeof(*t) || (t->op != OOO_TRACE_ADD && t->op != OOO_TRACE_REMOVE) || !t->pid ||
-		    t->pid > 0x7fffffffu) {
-			*why = "trace: bad size, op or pid";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*t, "trace");
+		REFUSE_IF(t->op != OOO_TRACE_ADD && t->op != OOO_TRACE_REMOVE, "trace op is neither add nor remove");
+		REFUSE_IF(!t->pid || t->pid > 0x7fffffffu, "trace pid out of range");
 		return 0;
 	}
 	case OOO_MSG_LEASE: {
 		const struct ooo_msg_lease_req *l = p;
-		if (n != sizeof(*l) || l->flags || l->sm_pct > 100 || l->priority > OOO_LEASE_PRIO_BELOW ||
-		    !FIELD_OK(l, class_name) || !FIELD_OK(l, cmd)) {
-			*why = "lease: bad size, flags, share, priority or string";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*l, "lease");
+		REFUSE_IF(l->flags, "lease with unknown flags");
+		REFUSE_IF(l->sm_pct > 100, "lease share over 100%");
+		REFUSE_IF(l->priority > OOO_LEASE_PRIO_BELOW, "lease priority out of range (0..2)");
+		REFUSE_IF(!FIELD_OK(l, class_name) || !FIELD_OK(l, cmd), "lease: a string is not NUL-terminated");
 		return 0;
 	}
 	case OOO_MSG_EVICT: {
 		const struct ooo_msg_evict *e = p;
-		if (n != sizeof(*e) || !e->pid || e->pid > 0x7fffffffu || e->grace_ms > 600000) {
-			*why = "evict: bad size, pid or grace";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*e, "evict");
+		REFUSE_IF(!e->pid || e->pid > 0x7fffffffu, "evict pid out of range");
+		REFUSE_IF(e->grace_ms > 600000, "evict grace over 600000 ms");
 		return 0;
 	}
 	case OOO_MSG_MPS_RUN: {
 		const struct ooo_msg_mps_run *r = p;
-		if (n != sizeof(*r) || !FIELD_OK(r, line)) {
-			*why = "mps run: bad size or line not NUL-terminated";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*r, "mps run");
+		REFUSE_IF(!FIELD_OK(r, line), "mps run line is not NUL-terminated");
 		return 0;
 	}
 	case OOO_MSG_PARDON: {
 		const struct ooo_msg_pardon *r = p;
-		if (n != sizeof(*r) || r->reserved) {
-			*why = "pardon: bad size or reserved field";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*r, "pardon");
+		REFUSE_IF(r->reserved, "pardon reserved field must be 0");
 		return 0;
 	}
 	case OOO_MSG_PARTITION_SET: {
 		const struct ooo_msg_partition_set *r = p;
-		if (n != sizeof(*r) || !FIELD_OK(r, class_name) || r->reset > 1 || (r->reset && r->sms)) {
-			*why = "partition set: bad size, class name not NUL-terminated, or reset with SMs";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*r, "partition set");
+		REFUSE_IF(!FIELD_OK(r, class_name), "partition set class name is not NUL-terminated");
+		REFUSE_IF(r->reset > 1, "partition set reset is neither 0 nor 1");
+		REFUSE_IF(r->reset && r->sms, "partition set reset with SMs");
 		return 0;
 	}
 	case OOO_MSG_BYE:
@@ -243,10 +257,7 @@ static int check_request(const struct wire_msg *m, const char **why)
 	case OOO_MSG_RELOAD:
 	case OOO_MSG_TELEMETRY:
 	case OOO_MSG_MPS:
-		if (n != 0) {
-			*why = "unexpected payload";
-			return -OOO_EPROTO;
-		}
+		REFUSE_IF(n != 0, "unexpected payload");
 		return 0;
 	case OOO_MSG_TENANTS:
 	case OOO_MSG_SESSIONS:
@@ -256,10 +267,8 @@ static int check_request(const struct wire_msg *m, const char **why)
 	case OOO_MSG_LEASES:
 	case OOO_MSG_PARTITIONS: {
 		const struct ooo_msg_list_req *r = p;
-		if (n != sizeof(*r) || r->reserved) {
-			*why = "list request payload has the wrong size";
-			return -OOO_EPROTO;
-		}
+		REQ_SIZE(*r, "list request");
+		REFUSE_IF(r->reserved, "list request reserved field must be 0");
 		return 0;
 	}
 	default:

@@ -61,4 +61,12 @@ void wire_sanitize(char *s);
 /* Static name of a message type for logs ("hello", "status"); "unknown" if none. */
 const char *wire_type_name(uint16_t type);
 
+/*
+ * Text for a status, negative or positive: an OOO_E* code (which strerror
+ * knows nothing of: "Unknown error 1006") or an errno value. Never NULL; the
+ * string is static. ooo_strerror of libooo, and what oood's logs use for
+ * any status that is not a plain errno straight from a system call.
+ */
+const char *wire_strerror(int err);
+
 #endif /* OOO_WIRE_H */

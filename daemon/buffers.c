@@ -47,7 +47,7 @@ static void buf_release(struct server *srv, struct buffer *b)
 
 		if (r < 0)
 			log_warn("gpu%u: cannot tell the executor to free %#llx: %s", gpu_dev(srv, b->gpu),
-				 (unsigned long long)b->addr, strerror(-r));
+				 (unsigned long long)b->addr, wire_strerror(r));
 	}
 	buf_destroy(srv, b);
 }
@@ -131,7 +131,7 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 	if (r < 0) {
 		buf_destroy(srv, b);
 		server_reply_error(srv, c, OOO_MSG_BUF_ALLOC, seq, r == -EAGAIN ? -EAGAIN : -OOO_EDEVRESET,
-				   "cannot reach the executor of gpu%u: %s", gpu_dev(srv, gpu), strerror(-r));
+				   "cannot reach the executor of gpu%u: %s", gpu_dev(srv, gpu), wire_strerror(r));
 	}
 }
 

@@ -208,7 +208,7 @@ void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const s
 		xreq_free(srv, x);
 		session_uncharge(s, OOO_RES_MODULES, 1);
 		server_reply_error(srv, c, OOO_MSG_MODULE_LOAD, seq, -OOO_EDEVRESET, "cannot reach the executor: %s",
-				   strerror(-r));
+				   wire_strerror(r));
 	}
 out:
 	close(fd); /* the executor has its own copy */
@@ -260,7 +260,7 @@ void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const st
 	if (r < 0) {
 		xreq_free(srv, x);
 		server_reply_error(srv, c, OOO_MSG_KERNEL_GET, seq, -OOO_EDEVRESET, "cannot reach the executor: %s",
-				   strerror(-r));
+				   wire_strerror(r));
 	}
 }
 
@@ -758,7 +758,7 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 			d->memfd = -1;
 		dp_free(d);
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, r, "cannot create the session's shared area: %s",
-				   strerror(-r));
+				   wire_strerror(r));
 		return;
 	}
 	d->hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
@@ -775,7 +775,7 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 	if (r < 0) {
 		dp_free(d);
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -OOO_EDEVRESET, "cannot reach the executor of gpu%u: %s",
-				   gpu_dev(srv, gpu), strerror(-r));
+				   gpu_dev(srv, gpu), wire_strerror(r));
 		return;
 	}
 	s->dp = d;
@@ -816,7 +816,7 @@ void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const 
 		d->req = 0;
 		session_uncharge(s, OOO_RES_QUEUES, 1);
 		server_reply_error(srv, c, OOO_MSG_QUEUE_CREATE, seq, -OOO_EDEVRESET,
-				   "cannot reach the executor of gpu%u: %s", gpu_dev(srv, d->gpu), strerror(-r));
+				   "cannot reach the executor of gpu%u: %s", gpu_dev(srv, d->gpu), wire_strerror(r));
 		return;
 	}
 	d->waiter = server_conn_ref(c);
@@ -927,7 +927,7 @@ static bool restore_next(struct server *srv, struct sdpath *d)
 		if (r < 0) {
 			xreq_free(srv, x);
 			log_warn("gpu%u: session %llu: module %u is not loaded again (cannot reach the executor: %s)",
-				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m, strerror(-r));
+				 gpu_dev(srv, d->gpu), (unsigned long long)d->session, m, wire_strerror(r));
 			module_lose(d, m);
 			continue;
 		}

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <syslog.h>
 
+#include "../client/wire.h" /* wire_strerror */
+
 void log_open(bool foreground, int level);
 void log_set_level(int level); /* LOG_ERR .. LOG_DEBUG */
 int log_get_level(void);
@@ -29,7 +31,12 @@ void log_msg_limited(int level, const char *func, const char *fmt, ...) __attrib
 			log_msg(LOG_DEBUG, __func__, __VA_ARGS__);                                         \
 	} while (0)
 
-/* Log at `level` and return r (a negative errno), so callers log once and return in one step. */
-#define log_errno(level, r, fmt, ...) (log_msg(level, __func__, fmt ": %s", ##__VA_ARGS__, strerror(-(r))), (r))
+/*
+ * Log at `level` and return r (a negative errno or OOO_E code), so callers
+ * log once and return in one step. A status from oood's own functions may
+ * be an OOO_E code, which strerror() prints as "Unknown error 1006": format
+ * such statuses with wire_strerror(r), never strerror(-r).
+ */
+#define log_errno(level, r, fmt, ...) (log_msg(level, __func__, fmt ": %s", ##__VA_ARGS__, wire_strerror(r)), (r))
 
 #endif

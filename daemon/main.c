@@ -111,7 +111,7 @@ static int load_policy(const struct args *a, struct policy **out, const char **s
 		else if (err.msg[0]) /* errors not tied to a line already name the file */
 			fprintf(stderr, "%s\n", err.msg);
 		else
-			fprintf(stderr, "%s: %s\n", *source, strerror(-r));
+			fprintf(stderr, "%s: %s\n", *source, wire_strerror(r));
 	}
 	return r;
 }

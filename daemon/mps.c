@@ -205,7 +205,7 @@ int mps_run(struct server *srv, const char *cmd, char *reply, size_t cap)
 	}
 	if (r < 0) {
 		m->command_errors++;
-		log_warn("mps: '%s': %s", cmd, r == -ETIME ? "no answer within 3 s (or within 10 s of one that had none)" : strerror(-r));
+		log_warn("mps: '%s': %s", cmd, r == -ETIME ? "no answer within 3 s (or within 10 s of one that had none)" : wire_strerror(r));
 	} else {
 		log_debug("mps: '%s' -> '%.200s'", cmd, reply);
 	}
@@ -219,7 +219,7 @@ static int run_checked(struct server *srv, int kind, const char *cmd, char *repl
 	if (r < 0) {
 		mps_why(why, wcap, "%s: %s", cmd,
 			r == -ETIME ? "the control program gave no answer within 3 s (commands are refused for 10 s after that)"
-				    : strerror(-r));
+				    : wire_strerror(r));
 		return r;
 	}
 	r = mps_check_reply(kind, cmd, reply, why, wcap);
@@ -527,7 +527,7 @@ void mps_start(struct server *srv)
 	}
 	if ((r = mkdir_if(m->dir, 0755)) < 0 || (r = mkdir_if(m->pipe_dir, 0755)) < 0 ||
 	    (r = mkdir_if(m->log_dir, 0755)) < 0) {
-		set_failed(m, "cannot create %s/{pipe,log}: %s", m->dir, strerror(-r));
+		set_failed(m, "cannot create %s/{pipe,log}: %s", m->dir, wire_strerror(r));
 		return;
 	}
 	/* the servers it spawns load the driver: give them the directory oood loads it from */

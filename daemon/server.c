@@ -597,7 +597,7 @@ static void conn_new(struct server *srv, int fd, bool admin)
 	c->admin = admin;
 	r = read_cred(fd, &c->cred);
 	if (r < 0) {
-		log_warn("cannot read peer credentials: %s, closing", strerror(-r));
+		log_warn("cannot read peer credentials: %s, closing", wire_strerror(r));
 		free(c);
 		refuse_now(srv, fd, r, "cannot read peer credentials");
 		return;
@@ -855,7 +855,7 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		n = admin_list(srv, type, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	if (n < 0) {
 		free(buf);
-		conn_reply_error(srv, c, type, m->hdr.seq, (int)n, "%s", strerror((int)-n));
+		conn_reply_error(srv, c, type, m->hdr.seq, (int)n, "%s", wire_strerror((int)n));
 		return;
 	}
 	n = wire_encode(buf, OOO_MSG_MAX, (uint16_t)(type | OOO_MSG_REPLY), m->hdr.seq, 0,
@@ -1411,7 +1411,7 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 			snprintf(msg, cap, "%s; keeping the current policy", err.msg);
 		else
 			snprintf(msg, cap, "%s: %s; keeping the current policy", path[0] ? path : "(embedded defaults)",
-				 strerror(-r));
+				 wire_strerror(r));
 		log_err("reload failed: %s", msg);
 		notify_send("READY=1");
 		return r == -ENOMEM ? r : -EINVAL;

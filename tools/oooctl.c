@@ -2101,7 +2101,7 @@ static int config_check(int argc, char **argv)
 	if (r < 0) {
 		perr.msg[sizeof(perr.msg) - 1] = 0;
 		if (!perr.msg[0])
-			snprintf(perr.msg, sizeof(perr.msg), "%s", strerror(-r));
+			snprintf(perr.msg, sizeof(perr.msg), "%s", ooo_strerror(r));
 		if (opt_json) {
 			j_obj(NULL);
 			j_str("file", file);

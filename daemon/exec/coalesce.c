@@ -23,6 +23,7 @@
 
 #include <linux/types.h>
 
+#include "../../client/wire.h" /* wire_strerror */
 #include "../../bpf/telemetry.h" /* ooo_tm_bucket: the histograms of the probes and of oooctl */
 
 #include "../jit/jit.h"
@@ -2744,7 +2745,7 @@ int co_start(struct datapath *dp, char *why, size_t cap)
 	co->part[0].sms = co->sms;
 	co->st.streams = co->nstreams;
 	if ((r = sched_new(&cfg, &co->sched)) < 0) {
-		snprintf(why, cap, "scheduler: %s", strerror(-r));
+		snprintf(why, cap, "scheduler: %s", wire_strerror(r));
 		goto fail;
 	}
 	co->qtab = calloc(CO_MAX_QUEUES, sizeof(*co->qtab));

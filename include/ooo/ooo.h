@@ -370,9 +370,17 @@ const char *ooo_session_class(const ooo_session *s);
 const char *ooo_strerror(int err);
 
 /*
- * The daemon's last reason for a failed call in this thread (for example
- * "uid 65534 is not admitted by any tenant class"), or "" if none. Valid
- * until the next libooo call in this thread.
+ * Why the last call in this thread failed, or "" if it succeeded. Every call
+ * that fails (a negative return, or NULL with errno) sets it to the reason
+ * for that failure, never an earlier call's: the daemon's when oood refused
+ * the request (for example "uid 65534 is not admitted by any tenant
+ * class"); the session's reason for ending when the session has ended (the
+ * notice's text, again on every later call); else libooo's own, naming the
+ * call for bad arguments ("ooo_buf_alloc: size is 0"). A call that succeeds
+ * sets "". ooo_strerror, ooo_last_error, ooo_close, ooo_kernel_free and the
+ * accessors that cannot fail (ooo_session_id, ooo_session_class,
+ * ooo_buf_addr, ooo_buf_size, ooo_queue_priority, ooo_queue_slo_us) leave
+ * it as it is. Valid until the next libooo call in this thread.
  */
 const char *ooo_last_error(void);
 

@@ -649,6 +649,16 @@ static void test_protocol_violations(void **state)
 	assert_true(raw_recv(fd, buf, sizeof(buf), 5000) > 0);
 	assert_int_equal(raw_recv(fd, buf, sizeof(buf), 5000), 0);
 	close(fd);
+	/* a list request with its reserved field set: refused for that, not as "the wrong size" */
+	{
+		struct ooo_msg_list_req lr = { .reserved = 1 };
+		ooo_session *a = ooo_admin_open(shared.admin, 5000);
+
+		assert_non_null(a);
+		assert_int_equal(ooo_admin_call(a, OOO_MSG_TENANTS, &lr, sizeof(lr), buf, sizeof(buf)), -OOO_EPROTO);
+		assert_string_equal(ooo_last_error(), "list request reserved field must be 0");
+		ooo_close(a);
+	}
 	assert_int_equal(ooo_ping(good), 0);
 	ooo_close(good);
 	wait_sessions(&shared, 0);
@@ -1370,6 +1380,86 @@ static void test_no_gpu_reported(void **state)
 	daemon_stop(&d);
 }
 
+/*
+ * A failure caught in libooo (bad arguments, before any message is sent)
+ * has a reason of its own: ooo_last_error() must not keep the daemon's
+ * reason for an earlier failed call. A call that succeeds clears it.
+ */
+static void test_local_failure_reason(void **state)
+{
+	struct daemon d;
+	char remote[OOO_ERRMSG_MAX];
+	uint32_t dim[3] = { 1, 1, 1 };
+	struct ooo_lease_info info;
+	struct ooo_kernel_info ki = { .sz = sizeof(ki) };
+	ooo_session *s;
+	ooo_buf *b = NULL;
+	ooo_queue *q = NULL;
+	ooo_module *mod = NULL;
+	ooo_kernel *k = NULL;
+	uint32_t v;
+
+	daemon_start(&d, "[daemon]\nexecutor = no\n[class default]\nmatch_uid = *\n");
+	s = ooo_open(d.sock);
+	assert_non_null(s);
+	/* oood refuses the buffer (no GPU): its reason */
+	assert_int_equal(ooo_buf_alloc(s, 4096, 0, &b), -OOO_ENODEV);
+	snprintf(remote, sizeof(remote), "%s", ooo_last_error());
+	assert_non_null(strstr(remote, "no usable GPU"));
+	/* a call that succeeds leaves no reason */
+	assert_int_equal(ooo_ping(s), 0);
+	assert_string_equal(ooo_last_error(), "");
+
+	/* each local failure after a remote one: its own reason, naming the call */
+#define LOCAL(call, err, words)                                                                            \
+	do {                                                                                               \
+		assert_int_equal(ooo_buf_alloc(s, 4096, 0, &b), -OOO_ENODEV);                              \
+		assert_string_equal(ooo_last_error(), remote);                                             \
+		assert_int_equal((call), (err));                                                           \
+		if (!strstr(ooo_last_error(), (words)))                                                    \
+			fail_msg("%s: reason '%s', expected one with '%s'", #call, ooo_last_error(), (words)); \
+	} while (0)
+	LOCAL(ooo_ping(NULL), -EINVAL, "ooo_ping: the session is NULL");
+	LOCAL(ooo_buf_alloc(s, 0, 0, &b), -EINVAL, "ooo_buf_alloc: size is 0");
+	LOCAL(ooo_buf_alloc(s, 1, 0x80000000u, &b), -EINVAL, "ooo_buf_alloc: unknown flags 0x80000000");
+	LOCAL(ooo_buf_alloc(NULL, 1, 0, &b), -EINVAL, "ooo_buf_alloc: the session is NULL");
+	LOCAL(ooo_buf_alloc(s, 1, 0, NULL), -EINVAL, "ooo_buf_alloc: out is NULL");
+	LOCAL(ooo_buf_export_fd(NULL), -EINVAL, "ooo_buf_export_fd: the buffer is NULL");
+	LOCAL(ooo_admin_call(s, OOO_MSG_STATUS | OOO_MSG_REPLY, NULL, 0, NULL, 0), -EINVAL, "reply bit");
+	LOCAL(ooo_admin_call(s, OOO_MSG_STATUS, NULL, 4, NULL, 0), -EINVAL, "req is NULL");
+	LOCAL(ooo_native_lease(s, NULL, &info), -EINVAL, "ooo_native_lease: opts is NULL");
+	LOCAL(ooo_native_lease(s, &((struct ooo_lease_opts){ .sz = sizeof(struct ooo_lease_opts), .sm_pct = 101 }),
+			       &info),
+	      -EINVAL, "sm_pct 101");
+	LOCAL(ooo_queue_create(s, &((struct ooo_queue_opts){ .sz = sizeof(struct ooo_queue_opts), .priority = 100 }), &q),
+	      -EINVAL, "priority 100");
+	LOCAL(ooo_queue_sync(NULL, 0), -EINVAL, "ooo_queue_sync: the queue is NULL");
+	LOCAL(ooo_memset(NULL, 0, 0, 1, 4), -EINVAL, "ooo_memset: the queue is NULL");
+	LOCAL(ooo_memcpy_htod(NULL, 0, &v, 4), -EINVAL, "ooo_memcpy_htod: the queue is NULL");
+	LOCAL(ooo_memcpy_dtoh(NULL, &v, 0, 4), -EINVAL, "ooo_memcpy_dtoh: the queue is NULL");
+	LOCAL(ooo_memcpy_dtod(NULL, 0, 0, 4), -EINVAL, "ooo_memcpy_dtod: the queue is NULL");
+	LOCAL(ooo_module_load(s, 99, "x", 1, &mod), -EINVAL, "unknown module kind 99");
+	LOCAL(ooo_module_load(s, OOO_PTX, "x", 0, &mod), -EINVAL, "the image is empty");
+	LOCAL(ooo_kernel_get(NULL, "k", &k), -EINVAL, "ooo_kernel_get: the module is NULL");
+	LOCAL(ooo_kernel_info(NULL, &ki), -EINVAL, "ooo_kernel_info: the kernel is NULL");
+	LOCAL(ooo_launch(NULL, k, dim, dim, 0, NULL, 0), -EINVAL, "ooo_launch_ex: the queue is NULL");
+	LOCAL(ooo_event_create(s, NULL), -EINVAL, "ooo_event_create: out is NULL");
+	LOCAL(ooo_event_record(NULL, NULL), -EINVAL, "ooo_event_record: the queue is NULL");
+	LOCAL(ooo_queue_wait_event(NULL, NULL), -EINVAL, "ooo_queue_wait_event: the queue is NULL");
+	LOCAL(ooo_event_query(NULL), -EINVAL, "ooo_event_query: the event is NULL");
+	LOCAL(ooo_event_wait(NULL, 0), -EINVAL, "ooo_event_wait: the event is NULL");
+	LOCAL(ooo_host_alloc(s, 0, (void **)&b), -EINVAL, "ooo_host_alloc: size is 0");
+	LOCAL(ooo_host_free(s, NULL), -EINVAL, "ooo_host_free: p is NULL");
+	/* a constructor: NULL with errno, and the reason */
+	LOCAL(ooo_open_opts(&((struct ooo_open_opts){ .sz = 1 })) == NULL && errno == EINVAL, 1, "ooo_open_opts: opts->sz");
+#undef LOCAL
+	assert_null(b);
+	assert_null(q);
+	assert_null(mod);
+	ooo_close(s);
+	daemon_stop(&d);
+}
+
 static void test_sigterm_with_sessions(void **state)
 {
 	struct daemon d;
@@ -1417,6 +1507,11 @@ static void test_shutdown_notice(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	r = ooo_ping(s);
 	assert_int_equal(r, -OOO_ESHUTDOWN);
+	assert_non_null(strstr(ooo_last_error(), "shutting down"));
+	/* a local failure has its own reason; a later call on the ended session gives the session's again */
+	assert_int_equal(ooo_buf_alloc(s, 0, 0, NULL), -EINVAL);
+	assert_null(strstr(ooo_last_error(), "shutting down"));
+	assert_int_equal(ooo_ping(s), -OOO_ESHUTDOWN);
 	assert_non_null(strstr(ooo_last_error(), "shutting down"));
 	ooo_close(s);
 	daemon_stop(&d);
@@ -1722,6 +1817,7 @@ int main(void)
 		cmocka_unit_test(test_no_gpu_reported),
 		cmocka_unit_test(test_sched_without_gpu),
 		cmocka_unit_test(test_binary_modules_refused),
+		cmocka_unit_test(test_local_failure_reason),
 		cmocka_unit_test(test_sigterm_with_sessions),
 		cmocka_unit_test(test_shutdown_notice),
 	};

@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <ooo/ooo.h>
@@ -290,6 +292,70 @@ static void test_payload_checks(void **state)
 	assert_int_equal(wire_decode(buf, (size_t)len, WIRE_TO_DAEMON, &m, NULL), -OOO_EPROTO);
 }
 
+/* Decode a request of `type` with `len` bytes of payload p; it must be refused with exactly `reason`. */
+static void refused_as(uint16_t type, const void *p, size_t len, const char *reason)
+{
+	struct wire_msg m;
+	const char *why = NULL;
+	ssize_t n = wire_encode(buf, sizeof(buf), type, 1, 0, p, len);
+
+	assert_true(n > 0);
+	assert_int_equal(wire_decode(buf, (size_t)n, WIRE_TO_DAEMON, &m, &why), -OOO_EPROTO);
+	assert_non_null(why);
+	if (strcmp(why, reason))
+		fail_msg("%s request of %zu bytes refused as '%s', expected '%s'", wire_type_name(type), len, why,
+			 reason);
+}
+
+/*
+ * A request whose size is right but whose reserved field (or flags) is not
+ * 0 is refused for that, not as "payload has the wrong size"; a wrong size
+ * is refused as such whatever the fields hold.
+ */
+static void test_request_field_reasons(void **state)
+{
+	static const uint16_t lists[] = { OOO_MSG_TENANTS, OOO_MSG_SESSIONS, OOO_MSG_DEVICES, OOO_MSG_SCHED,
+					  OOO_MSG_PROCS,   OOO_MSG_LEASES,   OOO_MSG_PARTITIONS };
+	struct ooo_msg_list_req lr = { .reserved = 1 };
+	struct ooo_msg_hello h = { .reserved = 1 };
+	struct ooo_msg_host ho = { .reserved = 1, .size = 4096 };
+	struct ooo_msg_queue q = { .reserved = 1 };
+	struct ooo_msg_queue_create qc = { .reserved = 1 };
+	struct ooo_msg_pardon pa = { .uid = 1, .reserved = 1 };
+	struct ooo_msg_buf_alloc ba = { .size = 1, .flags = 2 };
+	struct ooo_msg_attach at = { .flags = 2 };
+	struct ooo_msg_module_load ml = { .kind = OOO_MODULE_PTX, .len = 1, .flags = 2 };
+	unsigned char big[sizeof(struct ooo_msg_hello) + 8] = { 0 };
+
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		refused_as(lists[i], &lr, sizeof(lr), "list request reserved field must be 0");
+		refused_as(lists[i], &lr, sizeof(lr) - 4, "list request payload has the wrong size");
+	}
+	refused_as(OOO_MSG_HELLO, &h, sizeof(h), "hello reserved field must be 0");
+	h = (struct ooo_msg_hello){ .flags = 4 };
+	refused_as(OOO_MSG_HELLO, &h, sizeof(h), "hello with unknown flags");
+	refused_as(OOO_MSG_HELLO, big, sizeof(big), "hello payload has the wrong size");
+	refused_as(OOO_MSG_HOST_ALLOC, &ho, sizeof(ho), "host region reserved field must be 0");
+	refused_as(OOO_MSG_HOST_FREE, &ho, sizeof(ho), "host region reserved field must be 0");
+	refused_as(OOO_MSG_HOST_FREE, &ho, sizeof(ho) - 8, "host region payload has the wrong size");
+	refused_as(OOO_MSG_QUEUE_DESTROY, &q, sizeof(q), "queue reserved field must be 0");
+	refused_as(OOO_MSG_QUEUE_DESTROY, &q, 4, "queue payload has the wrong size");
+	refused_as(OOO_MSG_QUEUE_CREATE, &qc, sizeof(qc), "queue create reserved field must be 0");
+	qc = (struct ooo_msg_queue_create){ .flags = 1 };
+	refused_as(OOO_MSG_QUEUE_CREATE, &qc, sizeof(qc), "queue create with unknown flags");
+	qc = (struct ooo_msg_queue_create){ .priority = 100 };
+	refused_as(OOO_MSG_QUEUE_CREATE, &qc, sizeof(qc), "queue create priority out of range (-1..99)");
+	refused_as(OOO_MSG_QUEUE_CREATE, &qc, sizeof(qc) - 4, "queue create payload has the wrong size");
+	refused_as(OOO_MSG_PARDON, &pa, sizeof(pa), "pardon reserved field must be 0");
+	refused_as(OOO_MSG_PARDON, &pa, 4, "pardon payload has the wrong size");
+	refused_as(OOO_MSG_BUF_ALLOC, &ba, sizeof(ba), "buffer alloc with unknown flags");
+	refused_as(OOO_MSG_BUF_ALLOC, &ba, 8, "buffer alloc payload has the wrong size");
+	refused_as(OOO_MSG_ATTACH, &at, sizeof(at), "attach with unknown flags");
+	refused_as(OOO_MSG_ATTACH, &at, 4, "attach payload has the wrong size");
+	refused_as(OOO_MSG_MODULE_LOAD, &ml, sizeof(ml), "module load with unknown flags");
+	refused_as(OOO_MSG_MODULE_LOAD, &ml, 8, "module load payload has the wrong size");
+}
+
 static void test_list_reply_checks(void **state)
 {
 	static unsigned char p[sizeof(struct ooo_msg_list) + sizeof(struct ooo_sched_rec)];
@@ -382,6 +448,31 @@ static void test_error_encode_and_strings(void **state)
 	assert_string_equal(ooo_strerror(-99999), "Unknown error");
 }
 
+/*
+ * wire_strerror, what oood's logs use for a status: OOO_E codes by their
+ * text (strerror knows nothing of them: "Unknown error 1006"), errno values
+ * as strerror words them, either sign.
+ */
+static void test_wire_strerror(void **state)
+{
+	char unknown[32];
+
+	snprintf(unknown, sizeof(unknown), "Unknown error %d", OOO_ENODEV);
+	assert_string_equal(strerror(OOO_ENODEV), unknown); /* what the logs said */
+	assert_string_equal(wire_strerror(-OOO_ENODEV), "No usable GPU");
+	assert_string_equal(wire_strerror(OOO_ENODEV), "No usable GPU");
+	assert_string_equal(wire_strerror(-OOO_EDEVRESET), "The GPU executor was restarted");
+	for (int c = OOO_EPROTO; c < OOO_EMAX; c++) {
+		assert_null(strstr(wire_strerror(-c), "Unknown"));
+		assert_ptr_equal(wire_strerror(-c), ooo_strerror(-c)); /* libooo's is the same table */
+	}
+	assert_string_equal(wire_strerror(-ENOENT), strerror(ENOENT));
+	assert_string_equal(wire_strerror(EAGAIN), strerror(EAGAIN));
+	assert_string_equal(wire_strerror(0), "Success");
+	assert_string_equal(wire_strerror(-OOO_EMAX), "Unknown error");
+	assert_string_equal(wire_strerror(INT_MIN), "Unknown error");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,8 +480,10 @@ int main(void)
 		cmocka_unit_test(test_every_truncation),
 		cmocka_unit_test(test_header_checks),
 		cmocka_unit_test(test_payload_checks),
+		cmocka_unit_test(test_request_field_reasons),
 		cmocka_unit_test(test_list_reply_checks),
 		cmocka_unit_test(test_error_encode_and_strings),
+		cmocka_unit_test(test_wire_strerror),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
