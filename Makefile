@@ -77,12 +77,13 @@ GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check $(BUILD)/tests/gpu/fence_check
 # helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 FAKECUDA := $(BUILD)/tests/fakecuda/libcuda.so.1
+FAKENVRTC := $(BUILD)/tests/fakecuda/libnvrtc.so.13
 TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
                 $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
 all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
-     $(FAKECUDA)
+     $(FAKECUDA) $(FAKENVRTC)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -233,6 +234,12 @@ $(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h include/ooo/jit.h
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+
+# a stand-in NVRTC for the tests of CUDA C modules (tests/fakecuda/fakenvrtc.c; not installed)
+$(FAKENVRTC): tests/fakecuda/fakenvrtc.c
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libnvrtc.so.13 -o $@ $<
 
 # the host cost of the calls the executor makes (bench/callcost.c; not installed)
 $(BUILD)/ooo-callcost: $(OBJ)/bench/callcost.o $(OBJ)/daemon/exec/cuda.o
