@@ -64,7 +64,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_staging test_validate test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -77,12 +77,13 @@ GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check $(BUILD)/tests/gpu/fence_check
 # helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 FAKECUDA := $(BUILD)/tests/fakecuda/libcuda.so.1
+FAKENVRTC := $(BUILD)/tests/fakecuda/libnvrtc.so.13
 TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
                 $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
 all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
-     $(FAKECUDA)
+     $(FAKECUDA) $(FAKENVRTC)
 
 help:
 	@echo 'make            build binaries and tests into $(BUILD)/'
@@ -234,6 +235,12 @@ $(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h include/ooo/jit.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 
+# a stand-in NVRTC for the tests of CUDA C modules (tests/fakecuda/fakenvrtc.c; not installed)
+$(FAKENVRTC): tests/fakecuda/fakenvrtc.c
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libnvrtc.so.13 -o $@ $<
+
 # the host cost of the calls the executor makes (bench/callcost.c; not installed)
 $(BUILD)/ooo-callcost: $(OBJ)/bench/callcost.o $(OBJ)/daemon/exec/cuda.o
 	$(call msg,LD,$@)
@@ -258,6 +265,8 @@ $(BUILD)/tests/test_mps: $(OBJ)/tests/unit/test_mps.o $(OBJ)/daemon/mps_text.o $
 $(BUILD)/tests/test_staging: $(OBJ)/tests/unit/test_staging.o $(OBJ)/client/staging.o
 $(BUILD)/tests/test_validate: $(OBJ)/tests/unit/test_validate.o $(OBJ)/daemon/exec/validate.o
 $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
+# the test binary is also the NVRTC helper it starts (/proc/self/exe); it compiles with the stand-in NVRTC
+$(BUILD)/tests/test_nvrtc: $(OBJ)/tests/unit/test_nvrtc.o $(OBJ)/daemon/exec/nvrtc.o | $(FAKENVRTC)
 $(BUILD)/tests/test_fence: $(OBJ)/tests/unit/test_fence.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
 # includes tools/oooctl.c (its sched arithmetic is static there), so it links what oooctl links

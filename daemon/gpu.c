@@ -18,6 +18,7 @@
 #include "../client/wire.h"
 #include "buffers.h"
 #include "dpath.h"
+#include "exec/nvrtc.h"
 #include "log.h"
 #include "pidfd.h"
 #include "place.h"
@@ -95,6 +96,14 @@ uint32_t gpu_exec_uid(const struct server *srv, const struct gpu *g)
 {
 	return srv->policy->exec_uid_lo + g->idx;
 }
+
+/*
+ * The executor answers no ping while it waits for an NVRTC compile (its
+ * helper's time limit, a second to reap it): the watchdog must not take that
+ * for a hung executor, even with a ping sent just before the compile began.
+ */
+_Static_assert((unsigned long long)NVRTC_TIME_LIMIT_MS * 1000000ull + 1000000000ull + GPU_PING_NS < GPU_HANG_NS,
+	       "an NVRTC compile at its time limit would trip the executor watchdog");
 
 static void spawn(struct server *srv, struct gpu *g)
 {

@@ -15,6 +15,7 @@
 #include "version.h"
 
 #include "exec/exec_proto.h"
+#include "exec/nvrtc.h"
 #include "log.h"
 #include "policy.h"
 #include "server.h"
@@ -196,9 +197,11 @@ int main(int argc, char **argv)
 {
 	struct args a = { 0 };
 
-	/* oood re-executes itself as the per-GPU executor */
+	/* oood re-executes itself as the per-GPU executor, and the executor itself as its NVRTC helper */
 	if (argc > 1 && !strcmp(argv[1], "--executor"))
 		return executor_main(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], NVRTC_HELPER_ARG))
+		return nvrtc_helper_main(argc, argv);
 
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;

@@ -1170,6 +1170,8 @@ int executor_main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* nvrtc.c reaps its helpers with waitpid and needs their status: children are not auto-reaped */
+	signal(SIGCHLD, SIG_DFL);
 	r.device = (uint32_t)dev;
 	/*
 	 * The serving thread is on every tenant's latency path and shares the

@@ -268,7 +268,9 @@ typedef struct ooo_kernel ooo_kernel;
  * session's GPU. On success stores a handle (free with ooo_module_unload)
  * and returns 0. Errors: -EINVAL (with the JIT or NVRTC log's beginning in
  * ooo_last_error()), -OOO_ELIMIT (max_modules), -OOO_ENODEV, -OOO_EDEVRESET,
- * -ENOSYS (CUDA C without NVRTC on the GPU host), -EMFILE (oood cannot keep
+ * -ENOSYS (CUDA C without NVRTC on the GPU host), -EIO, -ETIMEDOUT or
+ * -EFBIG (CUDA C that crashed NVRTC, ran past its 20 s, or gave more than
+ * 256 MiB of PTX; the reason says which), -EMFILE (oood cannot keep
  * the image). The module and its kernels survive an executor restart: oood
  * loads it again on the new executor, and the handles stay valid.
  */

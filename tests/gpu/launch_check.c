@@ -37,6 +37,13 @@
  *                                             it holds "fakecuda_slow_load", FAKECUDA_SLOW_LOAD_MS)
  *                                             while another launches and syncs PTX's hang(p, 0) again
  *                                             and again: no sync waits for the load
+ *   launch_check SOCK badcc BAD_CU WANT PTX   tests/fakecuda only (its stand-in NVRTC passes PTX
+ *                                             through as CUDA C): one session loads BAD_CU as CUDA C
+ *                                             (a source that crashes or hangs the stand-in NVRTC)
+ *                                             while another launches and syncs PTX's hang(p, 0):
+ *                                             the load fails with a reason holding WANT, not
+ *                                             OOO_EDEVRESET, no sync waits for it, and then PTX
+ *                                             loads as CUDA C and its kernel runs
  *   launch_check SOCK stall PTX hang|slow     one session's kernel, hang(p, tag) with tag "hang" (it
  *                                             never ends) or "slow" (tests/fakecuda only: it runs
  *                                             FAKECUDA_SLOW_MS; on a GPU it ends at once): prints
@@ -935,22 +942,27 @@ static int stall(const char *sock, const char *ptx, const char *how)
 
 struct slow_load {
 	const char *sock, *ptx;
+	int kind;	/* OOO_PTX if 0 */
+	int timeout_ms; /* the session's, for each request; 0: the default (10 s) */
 	int status;
 	uint64_t ms;
-	bool done; /* set last (atomic): status and ms are final */
+	char why[256]; /* ooo_last_error() after a failed load */
+	bool done;     /* set last (atomic): status, ms and why are final */
 };
 
 static void *slow_load_run(void *arg)
 {
 	struct slow_load *l = arg;
-	ooo_session *s = ooo_open(l->sock);
+	struct ooo_open_opts o = { .sz = sizeof(o), .path = l->sock, .timeout_ms = l->timeout_ms };
+	ooo_session *s = ooo_open_opts(&o);
 	ooo_module *m = NULL;
 	size_t len;
 	char *img = slurp(l->ptx, &len);
 	uint64_t t0 = mono_ms();
 
-	l->status = s && img ? ooo_module_load(s, OOO_PTX, img, len, &m) : -1;
+	l->status = s && img ? ooo_module_load(s, l->kind ? l->kind : OOO_PTX, img, len, &m) : -1;
 	l->ms = mono_ms() - t0;
+	snprintf(l->why, sizeof(l->why), "%s", l->status < 0 ? ooo_last_error() : "");
 	__atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
 	ooo_module_unload(m);
 	ooo_close(s);
@@ -1129,6 +1141,61 @@ static int loadstall(const char *sock, const char *slow_ptx, const char *ptx)
 	return fails != 0;
 }
 
+/*
+ * tests/fakecuda only: its stand-in NVRTC (tests/fakecuda/fakenvrtc.c)
+ * passes PTX through as CUDA C, and crashes or hangs on a marker. One
+ * session loads BAD_CU as CUDA C while another launches and syncs PTX's
+ * hang(p, 0) again and again: the load must fail with a reason that holds
+ * WANT (not OOO_EDEVRESET: the executor lives on), the other session's
+ * syncs never wait for the compile, and afterwards the other session loads
+ * PTX as CUDA C and runs its kernel.
+ */
+static int badcc(const char *sock, const char *bad, const char *want, const char *ptx)
+{
+	struct hang_tenant t;
+	/* a compile may take NVRTC's 20 s (NVRTC_TIME_LIMIT_MS) before it fails: the load waits longer */
+	struct slow_load l = { .sock = sock, .ptx = bad, .kind = OOO_CUDA_C, .timeout_ms = 60000, .status = -1 };
+	ooo_module *m = NULL;
+	ooo_kernel *k = NULL;
+	pthread_t th;
+	uint64_t worst = 0, n = 0;
+	bool done = false;
+	int r;
+
+	if (hang_tenant_open(&t, sock, ptx))
+		return 1;
+	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "first launch");
+	if (pthread_create(&th, NULL, slow_load_run, &l) != 0) {
+		printf("FAIL: pthread_create\n");
+		hang_tenant_close(&t);
+		return 1;
+	}
+	while (!done && !fails) {
+		done = __atomic_load_n(&l.done, __ATOMIC_ACQUIRE);
+		timed_round(&t, &worst, &n);
+	}
+	pthread_join(th, NULL);
+	printf("CUDA C load: %d (%s) after %llu ms: %s; the other session's slowest of %llu syncs meanwhile: %llu ms\n",
+	       l.status, ooo_strerror(l.status), (unsigned long long)l.ms, l.why, (unsigned long long)n,
+	       (unsigned long long)worst);
+	CHECK(l.status < 0 && l.status != -OOO_EDEVRESET, "the CUDA C load: %d", l.status);
+	CHECK(strstr(l.why, want) != NULL, "the CUDA C load's reason does not say '%s': %s", want, l.why);
+	CHECK(worst < 5000, "a sync took %llu ms while NVRTC compiled", (unsigned long long)worst);
+	/* the other session goes on, and CUDA C still compiles */
+	CHECK(launch_hang(t.q, t.k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0, "launch after");
+	r = ooo_module_load(t.s, OOO_CUDA_C, t.img, strlen(t.img), &m);
+	CHECK(r == 0, "a good CUDA C load after: %d", r);
+	CHECK(r || ooo_kernel_get(m, "hang", &k) == 0, "the kernel of the good CUDA C load");
+	CHECK(!k || (launch_hang(t.q, k, ooo_buf_addr(t.b), 0) == 0 && ooo_queue_sync(t.q, 30000) == 0),
+	      "launch the kernel compiled from CUDA C");
+	ooo_kernel_free(k);
+	ooo_module_unload(m);
+	hang_tenant_close(&t);
+	if (!fails)
+		printf("ok\n");
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1148,6 +1215,8 @@ int main(int argc, char **argv)
 		return bench(argv[1], argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[2], "loadstall"))
 		return loadstall(argv[1], argv[3], argv[4]);
+	if (argc == 6 && !strcmp(argv[2], "badcc"))
+		return badcc(argv[1], argv[3], argv[4], argv[5]);
 	if (argc == 6 && !strcmp(argv[2], "freestall") &&
 	    (!strcmp(argv[5], "free") || !strcmp(argv[5], "queue") || !strcmp(argv[5], "close")))
 		return freestall(argv[1], argv[3], (unsigned)strtoul(argv[4], NULL, 10), argv[5]);
@@ -1162,7 +1231,7 @@ int main(int argc, char **argv)
 			    : !strcmp(argv[5], "stay") ? HANG_STAY
 						   : HANG_LATE);
 	fprintf(stderr, "usage: launch_check SOCK vadd SRC PTX CUBIN | classes N [noresults] | fault PTX [noresults] | smid MAX | "
-			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | loadstall SLOW_PTX PTX | freestall PTX SLOW_MS free|queue|close | "
+			"hang PTX LIMIT_MS [exit|stay|late|barred] | stall PTX hang|slow | loadstall SLOW_PTX PTX | badcc BAD_CU WANT PTX | freestall PTX SLOW_MS free|queue|close | "
 			"bench PTX LIBCUDA\n");
 	return 2;
 }
