@@ -23,7 +23,13 @@ ok() {
 }
 hang_ptx="$(dirname "$0")/../gpu/kernels/hang.ptx"
 
-LD_LIBRARY_PATH=$fakedir gpu_start 'max_sessions = 200\n'
+# the executor's NVRTC helper opens the library as the executor's uid: a copy it can read (a clone in a
+# 0700 directory is root's alone)
+libdir=$(mktemp -d /tmp/ooo-nvrtc-XXXXXX)
+chmod 755 "$libdir"
+cp "$fakedir/libnvrtc.so.13" "$libdir/" && chmod 644 "$libdir/libnvrtc.so.13" || { echo "$name: FAIL: cannot copy the stand-in NVRTC"; exit 1; }
+trap 'rm -rf "$libdir"' EXIT
+LD_LIBRARY_PATH=$libdir gpu_start 'max_sessions = 200\n'
 pid=$(field executor_pid)
 r0=$(field restarts)
 [ -n "$pid" ] && [ -n "$r0" ] || fail "oooctl devices names no executor pid or restarts count"
