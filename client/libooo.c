@@ -81,6 +81,22 @@ __attribute__((format(printf, 2, 3))) static int fail(int err, const char *fmt, 
 	return err;
 }
 
+/*
+ * The arguments every tenant call checks first: a session, the out pointer
+ * (out_given), a tenant's session, not an operator's. Returns 0, or -EINVAL
+ * with the reason naming fn.
+ */
+static int tenant_args(const char *fn, const ooo_session *s, bool out_given)
+{
+	if (!s)
+		return fail(-EINVAL, "%s: the session is NULL", fn);
+	if (!out_given)
+		return fail(-EINVAL, "%s: out is NULL", fn);
+	if (s->admin)
+		return fail(-EINVAL, "%s: not available on an admin session", fn);
+	return 0;
+}
+
 /* The end of public call fn with result r: see last_error. Returns r. */
 static int finish(const char *fn, int r)
 {
@@ -575,14 +591,10 @@ int ooo_buf_alloc(ooo_session *s, size_t bytes, unsigned flags, ooo_buf **out)
 	int r;
 
 	begin();
-	if (!s)
-		return fail(-EINVAL, "%s: the session is NULL", __func__);
-	if (!out)
-		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if ((r = tenant_args(__func__, s, out != NULL)) < 0)
+		return r;
 	if (!bytes)
 		return fail(-EINVAL, "%s: size is 0", __func__);
-	if (s->admin)
-		return fail(-EINVAL, "%s: not available on an admin session", __func__);
 	if (flags & ~OOO_BUF_DEVICE_MASK)
 		return fail(-EINVAL, "%s: unknown flags %#x", __func__, flags & ~OOO_BUF_DEVICE_MASK);
 	if (flags & OOO_BUF_DEVICE_SET)
@@ -1193,12 +1205,8 @@ int ooo_queue_create(ooo_session *s, const struct ooo_queue_opts *opts, ooo_queu
 	int r;
 
 	begin();
-	if (!s)
-		return fail(-EINVAL, "%s: the session is NULL", __func__);
-	if (!out)
-		return fail(-EINVAL, "%s: out is NULL", __func__);
-	if (s->admin)
-		return fail(-EINVAL, "%s: not available on an admin session", __func__);
+	if ((r = tenant_args(__func__, s, out != NULL)) < 0)
+		return r;
 	if (opts && opts->sz < sizeof(size_t))
 		return fail(-EINVAL, "%s: opts->sz is %zu, not sizeof(struct ooo_queue_opts)", __func__, opts->sz);
 	if (opts)
@@ -1686,12 +1694,8 @@ int ooo_event_create(ooo_session *s, ooo_event **out)
 	int r = 0;
 
 	begin();
-	if (!s)
-		return fail(-EINVAL, "%s: the session is NULL", __func__);
-	if (!out)
-		return fail(-EINVAL, "%s: out is NULL", __func__);
-	if (s->admin)
-		return fail(-EINVAL, "%s: not available on an admin session", __func__);
+	if ((r = tenant_args(__func__, s, out != NULL)) < 0)
+		return r;
 	pthread_mutex_lock(&s->lock);
 	r = dp_attach_locked(s);
 	pthread_mutex_unlock(&s->lock);
@@ -1840,14 +1844,10 @@ int ooo_host_alloc(ooo_session *s, size_t bytes, void **out)
 	int r, fd = -1;
 
 	begin();
-	if (!s)
-		return fail(-EINVAL, "%s: the session is NULL", __func__);
-	if (!out)
-		return fail(-EINVAL, "%s: out is NULL", __func__);
+	if ((r = tenant_args(__func__, s, out != NULL)) < 0)
+		return r;
 	if (!bytes)
 		return fail(-EINVAL, "%s: size is 0", __func__);
-	if (s->admin)
-		return fail(-EINVAL, "%s: not available on an admin session", __func__);
 	pthread_mutex_lock(&s->lock);
 	r = dp_attach_locked(s);
 	if (r == 0)
