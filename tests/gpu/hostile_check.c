@@ -178,7 +178,12 @@ static int bells(const char *sock)
 		}
 		fflush(stdout);
 	}
-	/* the session may be dead: no clean-up calls that would wait on it */
+	/* (on a session that died these fail at once; they free the handles: the sanitizers' leak check) */
+	ooo_kernel_free(k);
+	ooo_module_unload(m);
+	ooo_buf_free(b);
+	ooo_queue_destroy(q);
+	ooo_close(s);
 	return 0;
 }
 
@@ -206,6 +211,10 @@ static int fault(const char *sock)
 	if (!r)
 		r = ooo_queue_sync(q, 10000);
 	printf("fault: %d %s\n", r, r ? ooo_last_error() : "");
+	ooo_kernel_free(k);
+	ooo_module_unload(m);
+	ooo_queue_destroy(q);
+	ooo_close(s);
 	return 0;
 }
 
@@ -218,6 +227,9 @@ static int rounds(const char *sock, int n, double max_ms)
 
 	if (!s || ooo_queue_create(s, NULL, &q) || ooo_buf_alloc(s, 4096, 0, &b)) {
 		printf("FAIL setup: %s\n", ooo_last_error());
+		ooo_buf_free(b);
+		ooo_queue_destroy(q);
+		ooo_close(s);
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {
@@ -229,14 +241,16 @@ static int rounds(const char *sock, int n, double max_ms)
 			worst = t;
 		if (r) {
 			printf("FAIL round %d: %d (%s) after %.1f ms\n", i, r, ooo_strerror(r), t);
-			return 1;
+			worst = -1;
+			break;
 		}
 	}
-	printf("rounds %d max_ms %.1f\n", n, worst);
+	if (worst >= 0)
+		printf("rounds %d max_ms %.1f\n", n, worst);
 	ooo_buf_free(b);
 	ooo_queue_destroy(q);
 	ooo_close(s);
-	return worst > max_ms;
+	return worst < 0 || worst > max_ms;
 }
 
 int main(int argc, char **argv)
