@@ -8,7 +8,7 @@
 # (the stand-in driver says the device cannot reach host memory at its host
 # address, so they go to the copy engines here, not to the copy kernel),
 # refusals of other sessions' memory, 1000 queues over
-# 100 sessions, 1040 sessions heard by a sleeping executor, 8 threads of one session syncing at once, launches through
+# 100 sessions, 8 threads of one session syncing at once, launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
 # clean; two kernels whose bundles cross the coalescer's streams: counted
 # waits), the per-session caps on fusion classes (128) and on a class's
@@ -17,24 +17,16 @@
 # bundle made to measure 20 ms), fused launches the driver refuses (each bundle's members then run one
 # by one, and one tenant's own refused launch fails only its sync), a buffer that survives a SIGKILL of the executor and is mapped
 # again by the next one, a SIGKILLed tenant's charge returned, an
-# allocation over mem_limit refused, kernels that never end (the time limit, hang strikes, and a hang
-# beside another uid's long work on the other serving thread, counted against neither). The same checks run on the GPU machine
-# (tests/gpu) with the real driver.
+# allocation over mem_limit refused, partitions resized at run time, stream priorities. The same checks
+# run on the GPU machine (tests/gpu) with the real driver. test_fakecuda_modes.sh (the executor's other
+# modes) and test_fakecuda_limits.sh (kernels that never end, stalls) go on from here: one script was
+# too long for tests/run.sh's 300 s under the sanitizers on a loaded 2-core machine.
 set -u
 build=${1:-build}
 name=test_fakecuda
-. "$(dirname "$0")/../gpu/lib.sh"
-fake=$(cd "$build" 2>/dev/null && pwd)/tests/fakecuda/libcuda.so.1
-[ -f "$fake" ] || { echo "$name: FAIL: $fake is not built"; exit 1; }
-for b in dp_check buf_check; do
-	[ -x "$build/tests/gpu/$b" ] || { echo "$name: FAIL: $build/tests/gpu/$b is not built"; exit 1; }
-done
-libcuda=$fake
-passed=0
-ok() {
-	echo "$name: $*: ok"
-	passed=$((passed + 1))
-}
+here=$(dirname "$0")
+. "$here/../gpu/lib.sh"
+. "$here/fakecuda_lib.sh"
 gpu_start 'mem_limit = 8G\nmax_sessions = 200\nmax_queues = 2048\n'
 [ "$(field name)" = "ooo fake GPU (tests/fakecuda)" ] || fail "the executor did not open the stand-in driver: $(field name)"
 ok "executor ready on the stand-in driver"
@@ -86,12 +78,6 @@ ok "one session's 9th shape of a class runs unfused, another session's new shape
 
 # a kernel that faults (its pointer is in the null page: the stand-in's one modelled fault): its
 # tenant gets OOO_EFAULT, the executor is replaced, another tenant's buffer is intact
-poke_ptx() {
-	printf '%s\n' '.version 7.8' '.target sm_90' '.address_size 64' '.visible .entry poke(.param .u64 p)' '{' \
-		' .reg .b64 a;' ' .reg .b32 v;' ' ld.param.u64 a, [p];' ' cvta.to.global.u64 a, a;' ' mov.u32 v, 1;' \
-		' st.global.u32 [a], v;' ' ret;' '}' >"$rundir/poke.ptx"
-	chmod 644 "$rundir/poke.ptx"
-}
 poke_ptx
 r0=$(field restarts)
 out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" noresults 2>&1) || fail "launch_check fault: $out"
@@ -122,11 +108,6 @@ ok "a SIGKILLed tenant's 4 GiB charge returns"
 over_quota_refused
 ok "over mem_limit refused ($quota_reason)"
 
-# stop: oood exits 0 and, under make asan, nothing the sanitizers found in oood or its executors (gpu_stop)
-fake_stop() {
-	gpu_stop
-	ok "oood stopped cleanly, no sanitizer report in its log"
-}
 fake_stop
 
 # tenants that do not spin (wait_spin_us = 0: every wait sleeps on the completion doorbell at once)
@@ -278,295 +259,4 @@ for part in yes no; do
 	fake_stop
 done
 
-# small copies as launches of the executor's copy kernel (fuse_copies = yes), with FAKECUDA_HOSTPTR=1:
-# the stand-in driver reaches host memory at its host address and runs the copy kernel, alone or fused
-# (from the fused table), so every byte is checked as on the GPU; and the copies did run fused
-FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'fuse_copies = yes\n'
-c0=$(counter fused_launches)
-for mode in copies check threads; do
-	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (copies as launches): $out"
-	echo "$out" | grep -q '^ok' || fail "dp_check $mode (copies as launches): $out"
-done
-d=$(settle 1 fused_launches)
-[ "$d" -gt 0 ] || fail "fuse_copies = yes: no copy ran in a fused launch: $($ctl sched 2>&1 | head -24)"
-ok "copies as launches of the copy kernel: dp_check copies, check and threads right, $d copies in fused launches"
-fake_stop
-
-# spread_lanes = yes: the scheduler's lanes choose the bundles' streams; the data path and fused
-# launches as without, and a queue's order across streams (tiers) still kept by waits
-FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'spread_lanes = yes\n'
-c0=$(counter fused_launches)
-for mode in check many threads copies; do
-	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (spread_lanes = yes): $out"
-	echo "$out" | grep -q '^ok' || fail "dp_check $mode (spread_lanes = yes): $out"
-done
-d=$(settle 1 fused_launches)
-[ "$d" -gt 0 ] || fail "spread_lanes = yes: no fused launch: $($ctl sched 2>&1 | head -24)"
-c0=$(counter stream_waits)
-out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order (spread_lanes = yes): $out"
-w=$(settle 1 stream_waits)
-[ "$w" -gt 0 ] || fail "spread_lanes = yes: dp_check order: no stream waited for another ($out)"
-ok "spread_lanes = yes: dp_check check, many, threads, copies and order right, $d launches fused, $w stream waits"
-# oooctl sched counts the bundles by the stream they went on (4 streams, the default): they add up to all bundles
-steady bundles >/dev/null
-s=$($ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"bundles": \([0-9][0-9]*\),*$/\1/p' | head -1) # not the partitions'
-by=$(counter 0 1 2 3)
-[ "$by" -eq "$s" ] && [ "$s" -gt 0 ] || fail "oooctl sched: bundles_by_stream adds up to $by, not the $s bundles"
-$ctl sched 2>/dev/null | grep -q '^ *bundles by stream ' || fail "oooctl sched shows no 'bundles by stream' row: $($ctl sched 2>&1 | head -40)"
-ok "oooctl sched: bundles by stream add up to the $s bundles ($($ctl sched 2>/dev/null | sed -n 's/^ *bundles by stream *//p'))"
-fake_stop
-
-# urgent_reserve = 4: bundles of queues above the lowest priority tier (dp_check prio's at 99, beside
-# those at 10) may take 4 more in-flight slots and go first on the launcher: the data path as without
-gpu_start 'max_sessions = 200\nmax_queues = 2048\npriority = 99\n' 'urgent_reserve = 4\n'
-for mode in prio many threads; do
-	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (urgent_reserve = 4): $out"
-	echo "$out" | grep -q '^ok' || fail "dp_check $mode (urgent_reserve = 4): $out"
-done
-out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order (urgent_reserve = 4): $out"
-c0=0
-hi=$(settle 1 high)
-[ "$hi" -gt 0 ] || fail "urgent_reserve = 4: no bundle above the lowest tier: $($ctl sched 2>&1 | head -40)"
-# the reserve in force, per partition: 4 for each serving thread (2 by default)
-rv=$($ctl --json sched --interval 0 2>/dev/null | sed -n 's/^ *"reserve_inflight": \([0-9][0-9]*\),*$/\1/p' | head -1)
-[ "$rv" = 8 ] || fail "urgent_reserve = 4: oooctl sched says reserve_inflight '$rv', not 8 (4 for each of 2 serving threads)"
-ok "urgent_reserve = 4: dp_check prio, many, threads and order right, $hi bundles above the lowest tier, reserve_inflight $rv"
-fake_stop
-
-# hang_case [MODE]: launch_check hang [MODE] at a 1000 ms limit (the stand-in's modelled hang), and the
-# executor replaced after it; sets $out (fz: the fuse setting, for the messages)
-hang_case() {
-	r0=$(field restarts)
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$(dirname "$0")/../gpu/kernels/hang.ptx" 1000 ${1:-} 2>&1) ||
-		fail "launch_check hang ${1:-} (fuse = ${fz:-yes}): $out"
-	echo "$out" | grep -q '^ok' || fail "launch_check hang ${1:-} (fuse = ${fz:-yes}): $out"
-	wait_restarted "$r0" ||
-		fail "the hung executor was not replaced (${1:-sync}, fuse = ${fz:-yes}): $(field state), $(field restarts) restarts"
-}
-
-# burst_wait_us = 50: a queue's lone head launch of a chaining kernel waits for the rest of its
-# tenant's burst; the data path as without (order kept, nothing lost) and launches still chained; a
-# kernel that never ends, still held when its tenant leaves, is issued on its queue's own stream by
-# the session's flush and timed by the wait for it (own_overdue: it was not, 65c4190)
-FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'burst_wait_us = 50\nkernel_time_limit_ms = 1000\n'
-c0=$(counter chained_launches)
-for mode in check many threads copies launches; do
-	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (burst_wait_us = 50): $out"
-	echo "$out" | grep -q '^ok' || fail "dp_check $mode (burst_wait_us = 50): $out"
-done
-out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" order noresults 2>&1) || fail "dp_check order (burst_wait_us = 50): $out"
-d=$(settle 1 chained_launches)
-[ "$d" -gt 0 ] || fail "burst_wait_us = 50: no chained launch: $($ctl sched 2>&1 | head -24)"
-holds=$(counter burst_holds)
-[ "$holds" -gt 0 ] || fail "burst_wait_us = 50: oooctl sched counts no burst hold after dp_check launches"
-for _ in 1 2 3; do
-	hang_case exit
-	$ctl pardon "$(id -u)" >/dev/null 2>&1 || fail "oooctl pardon"
-done
-[ "$(grep -c "uid $(id -u): hang 1 within" "$rundir/oood.log")" -eq 3 ] ||
-	fail "burst_wait_us = 50: the hangs of tenants that left were not each counted: $(grep -i 'hang' "$rundir/oood.log" | tail -6)"
-ok "burst_wait_us = 50: dp_check check, many, threads, copies, launches and order right, $d launches chained, $holds burst holds; 3 hangs of a tenant that left timed and counted"
-fake_stop
-
-# serving_threads = 3: the executor serves its sessions from three threads (each a shard of the
-# sessions with its own coalescer); the data path, fused launches and copies, the summed counters,
-# and a faulting kernel (every shard stops, the executor is replaced) as with one
-FAKECUDA_HOSTPTR=1 gpu_start 'max_sessions = 200\nmax_queues = 2048\n' 'serving_threads = 3\nshard_sessions = 0\n'
-epid=$(field executor_pid)
-for _ in $(seq 50); do # the executor says it is ready before it starts them
-	n=$(cat /proc/"$epid"/task/*/comm 2>/dev/null | grep -c '^ooo-serve')
-	[ "$n" -ge 3 ] && break
-	sleep 0.1
-done
-[ "$n" -eq 3 ] || fail "serving_threads = 3: the executor runs $n serving threads"
-c0=$(counter fused_launches)
-for mode in check many threads copies launches; do
-	out=$(timeout 150 "$build/tests/gpu/dp_check" "$sock" $mode 2>&1) || fail "dp_check $mode (3 threads): $out"
-	echo "$out" | grep -q '^ok' || fail "dp_check $mode (3 threads): $out"
-done
-d=$(settle 1 fused_launches)
-[ "$d" -gt 0 ] || fail "serving_threads = 3: no fused launch counted: $($ctl sched 2>&1 | head -24)"
-poke_ptx
-r0=$(field restarts)
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" noresults 2>&1) || fail "launch_check fault (3 threads): $out"
-echo "$out" | grep -q '^ok' || fail "launch_check fault (3 threads): $out"
-wait_restarted "$r0" || fail "the faulting executor was not replaced (3 threads): $(field state), $(field restarts) restarts"
-out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after the restart (3 threads): $out"
-ok "3 serving threads: dp_check check, many, threads, copies, launches right, $d launches fused; a fault replaces the executor"
-fake_stop
-
-# more sessions than one poll() set used to hold (1024): a sleeping executor still hears every
-# session's doorbell (fuse = no: no periodic wake-up would hide a missing one; one serving thread
-# holds them all; each session's 33 MiB area is charged to mem_limit, hence 64G)
-gpu_start 'max_sessions = 1100\nmax_queues = 2048\nmem_limit = 64G\n' 'fuse = no\nserving_threads = 1\n'
-out=$(timeout 200 "$build/tests/gpu/dp_check" "$sock" crowd 1040 2>&1)
-case $? in
-0) echo "$out" | grep -q '^ok' || fail "dp_check crowd 1040: $out"
-   ok "dp_check crowd: $(echo "$out" | tail -1)" ;;
-77) echo "$name: dp_check crowd 1040 skipped: $out" ;;
-*) fail "dp_check crowd 1040: $out" ;;
-esac
-fake_stop
-
-# a session's area (33 MiB, pinned by the executor) is charged to the tenant's mem_limit: under
-# 100M the third attach is refused with the reason (each session's 4 KiB buffer is charged 2 MiB,
-# the charge granule: 2 x (33 + 2) + 2 = 72 MiB in use, and 33 more would pass 100), and the
-# charges return when the sessions end. A holder session of the same tenant stays open across it,
-# so the tenant's account outlives them and must come back to the holder's own charge.
-gpu_start 'mem_limit = 100M\n'
-hold_buffer 4096
-held=$(tenant_mem)
-[ -n "$held" ] || fail "the holder's buffer is not charged"
-out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" crowd 4 2>&1) && fail "dp_check crowd 4 under mem_limit = 100M passed: $out"
-echo "$out" | grep -q 'session 2: .*pinned host memory.*mem_limit' || fail "dp_check crowd 4 under 100M: $out"
-for _ in $(seq 50); do [ "$(tenant_mem)" = "$held" ] && break; sleep 0.1; done
-[ "$(tenant_mem)" = "$held" ] || fail "the sessions' areas are still charged after they closed: $(tenant_mem), not $held"
-kill $holder
-wait $holder 2>/dev/null
-ok "session areas charged to mem_limit: $(echo "$out" | grep -o 'the session.s shared area.*' | head -1)"
-fake_stop
-
-# an executor replaced under a session, whose successor refuses to take the session back (pinning its
-# area fails): the session is closed with the reason (OOO_ECLOSED for the tenant), not left at an
-# odd epoch where every submission is told to try again, for ever
-noreg=$(mktemp -u /tmp/ooo-noreg-XXXXXX)
-FAKECUDA_HOSTREG_FAIL=$noreg gpu_start 'max_sessions = 200\n'
-# shellcheck disable=SC2016 # expanded by across_restart's eval
-across_restart lost attached "$rundir/lost.out" 'touch "$noreg"'
-rc=$?
-rm -f "$noreg"
-[ "$rc" -eq 0 ] || fail "dp_check lost: $(cat "$rundir/lost.out")"
-grep -q 'cannot be attached again' "$rundir/oood.log" || fail "oood did not log the refused re-attach"
-out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "dp_check check after a refused re-attach: $out"
-ok "a refused re-attach closes the session with the reason ($(sed -n 's/^ok: //p' "$rundir/lost.out")); new sessions attach"
-fake_stop
-# a module load that takes 2 s (the driver's PTX JIT of a large module; the stand-in sleeps) does not
-# stall the other sessions of its serving thread: the load runs without the thread's lock
-FAKECUDA_SLOW_LOAD_MS=2000 gpu_start 'max_sessions = 200\n'
-{ cat "$(dirname "$0")/../gpu/kernels/hang.ptx"; echo '// fakecuda_slow_load'; } >"$rundir/slow.ptx"
-chmod 644 "$rundir/slow.ptx"
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" loadstall "$rundir/slow.ptx" "$(dirname "$0")/../gpu/kernels/hang.ptx" 2>&1) || fail "launch_check loadstall: $out"
-echo "$out" | grep -q '^ok' || fail "launch_check loadstall: $out"
-ok "$(echo "$out" | grep '^module load')"
-fake_stop
-
-# a buffer freed, a session closed (its detach) or a queue destroyed behind a 2 s kernel (the
-# stand-in's "slow" one): the executor waits for the kernel without the serving thread's lock (the
-# session paused meanwhile), so the thread's other sessions are served; the launch still in the ring
-# when the free came is taken first (fuse = no: the kernels on their queues' own streams, not one
-# bundle stream)
-FAKECUDA_SLOW_MS=2000 gpu_start 'max_sessions = 200\n' 'fuse = no\n'
-for how in free close queue; do
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" freestall "$(dirname "$0")/../gpu/kernels/hang.ptx" 2000 $how 2>&1) || fail "launch_check freestall $how: $out"
-	echo "$out" | grep -q '^ok' || fail "launch_check freestall $how: $out"
-	ok "$(echo "$out" | grep '^a [a-z]* behind')"
-done
-fake_stop
-
-# a kernel that never ends (the stand-in's modelled hang): past kernel_time_limit_ms its tenant gets
-# OOO_EHUNG, the executor goes without another CUDA call (a synchronizing one would block for ever) and
-# is replaced; the other tenant's buffer is intact and both tenants' kernels run again. With fuse = yes
-# the kernel runs in a bundle; with fuse = no on its queue's own stream, timed by the sync behind it.
-for fz in yes no; do
-	gpu_start 'max_sessions = 200\n' "kernel_time_limit_ms = 1000\nfuse = $fz\n"
-	hang_case
-	echo "$out" | grep -q '^hung kernel: -1011 ' || fail "fuse = $fz: the hung tenant did not get OOO_EHUNG: $out"
-	grep -q 'past kernel_time_limit_ms 1000' "$rundir/oood.log" || fail "oood's log does not say why the executor went (fuse = $fz): $(tail -5 "$rundir/oood.log")"
-	# the executor named the hung work's session: the hang counts against its uid (a bundle, or the queue's own stream)
-	grep -q "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log" ||
-		fail "the hang was not counted against uid $(id -u) (fuse = $fz): $(grep -i hang "$rundir/oood.log" | tail -4)"
-	ok "fuse = $fz: a kernel that never ends: $(echo "$out" | grep '^hung kernel'); the executor replaced, the other tenant's buffer intact, both tenants' kernels run again"
-	# its tenant leaves at once: the buffer free (a quiesce) that waits on the hung work ends the same way
-	# once the work is overdue (a bundle; with fuse = no a launch on its queue's own stream with no sync
-	# behind it, timed by the wait itself from its start: dp_sync's own_overdue)
-	hang_case exit
-	# the session was gone when the executor reported the hang: it counts against its uid all the same
-	grep -q "uid $(id -u): hang 2 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log" ||
-		fail "the hang of a tenant that left was not counted: $(grep -i 'hang' "$rundir/oood.log" | tail -4)"
-	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel'); counted against uid $(id -u) (2 of hang_strikes 3)"
-	# no sync behind the launch, its tenant still there and idle: still timed (fuse = no: a silent
-	# pending after a quarter of the limit, watch_tail, timed from the launch) and counted against its uid (pardoned first:
-	# a third hang would bar uid 0, the other tenant's too)
-	out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
-	hang_case stay
-	[ "$(grep -c "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 3)" "$rundir/oood.log")" -eq 2 ] ||
-		fail "the hang with no sync behind it was not counted against uid $(id -u) (fuse = $fz): $(grep -i 'hang' "$rundir/oood.log" | tail -4)"
-	ok "fuse = $fz: $(echo "$out" | grep '^hung kernel'); counted against uid $(id -u)"
-	# its sync comes half the limit after the launch: the executor timed the launch before (with fuse =
-	# no through a silent pending, whose OOO_EHUNG goes to the sync behind it: hung_to_sync)
-	out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
-	hang_case late
-	echo "$out" | grep -q '^hung kernel: -1011 ' || fail "fuse = $fz: the late sync did not get OOO_EHUNG: $out"
-	ok "fuse = $fz: a sync half the limit after the launch: $(echo "$out" | grep '^hung kernel')"
-	fake_stop
-done
-# hang strikes: a tenant (uid) whose kernels hang hang_strikes times within hang_window_s may not
-# attach a data path for hang_window_s: after the second hang (hang_strikes = 2) its session is closed
-# at the restart and a new session's attach is refused with OOO_EHUNG; another uid is not barred;
-# oooctl pardon ends the bar.
-gpu_start 'max_sessions = 200\n' "kernel_time_limit_ms = 1000\nhang_strikes = 2\nhang_window_s = 600\n"
-hang_ptx="$(dirname "$0")/../gpu/kernels/hang.ptx"
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$hang_ptx" 1000 2>&1) || fail "launch_check hang (first strike): $out"
-echo "$out" | grep -q '^ok' || fail "launch_check hang (first strike): $out"
-wait_ready || fail "executor not back after the first hang"
-grep -q "uid $(id -u): hang 1 within hang_window_s 600 s (hang_strikes 2)" "$rundir/oood.log" ||
-	fail "the first hang was not counted against uid $(id -u): $(grep -i hang "$rundir/oood.log" | tail -5)"
-out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" hang "$hang_ptx" 1000 barred 2>&1) || fail "launch_check hang barred: $out"
-echo "$out" | grep -q '^ok' || fail "launch_check hang barred: $out"
-wait_ready || fail "executor not back after the second hang"
-grep -q "uid $(id -u): 2 hangs or faults within hang_window_s 600 s (hang_strikes 2), the last a hang" "$rundir/oood.log" ||
-	fail "the second hang did not bar uid $(id -u): $(grep -i hang "$rundir/oood.log" | tail -5)"
-other="the other uid not tried (needs root and setpriv)"
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	out=$(timeout 60 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/dp_check" "$sock" check 2>&1) ||
-		fail "uid 4301 after uid 0 was barred: $out"
-	other="uid 4301's data path works"
-fi
-# still barred, until the operator pardons it
-out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) && fail "a barred tenant attached: $out"
-echo "$out" | grep -q "hang_strikes" || fail "the barred tenant's attach did not say why: $out"
-out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon: $out"
-echo "$out" | grep -q "uid $(id -u): 2 hangs forgotten; it was barred" || fail "oooctl pardon said: $out"
-out=$(timeout 60 "$build/tests/gpu/dp_check" "$sock" check 2>&1) || fail "the pardoned tenant's data path: $out"
-out=$($ctl pardon "$(id -u)" 2>&1) || fail "oooctl pardon (again): $out"
-echo "$out" | grep -q "nothing to forget" || fail "a second pardon said: $out"
-grep -q "cannot be attached again (uid $(id -u).s kernels hung" "$rundir/oood.log" || fail "the barred session was not closed at the restart"
-ok "hang strikes: the second hang of uid $(id -u) (hang_strikes 2): its session closed, a new one refused with OOO_EHUNG until oooctl pardon; $other"
-fake_stop
-
-# a hang beside another tenant's long work, on the other serving thread of one executor (domain =
-# shared; shard_sessions = 0: the first session on thread 0, the second on thread 1): uid 4301's kernel
-# runs 4 s (the stand-in's "slow" kernel, FAKECUDA_SLOW_MS), past kernel_time_limit_ms 2000, and
-# passes it first; uid 0's, launched after it, never ends. The report names both tenants' work (the
-# other thread's as that thread published it), so the hang counts against neither (hang_strikes = 1
-# would bar at once): a tenant whose work a hang starved is not the one blamed.
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	FAKECUDA_SLOW_MS=4000 gpu_start 'max_sessions = 200\ndomain = shared\n' \
-		"kernel_time_limit_ms = 2000\nhang_strikes = 1\nserving_threads = 2\nshard_sessions = 0\n"
-	slog=$rundir/slow.out
-	timeout 120 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/launch_check" "$sock" stall \
-		"$hang_ptx" slow >"$slog" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do
-		grep -q '^launched' "$slog" && break
-		sleep 0.05
-	done
-	grep -q '^launched' "$slog" || fail "uid 4301's slow kernel was not launched: $(cat "$slog")"
-	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" stall "$hang_ptx" hang 2>&1) ||
-		fail "launch_check stall hang: $out"
-	wait "$spid" || fail "launch_check stall slow (uid 4301): $(cat "$slog")"
-	wait_ready || fail "executor not back after the hang"
-	grep -q "the hung work was not one known tenant's (sessions of several tenants" "$rundir/oood.log" ||
-		fail "the hang beside uid 4301's work: $(grep -i hang "$rundir/oood.log" | tail -5)"
-	grep -q "uid [0-9]*: 1 hangs or faults within" "$rundir/oood.log" &&
-		fail "a hang was counted against one tenant: $(grep -i hang "$rundir/oood.log" | tail -5)"
-	for u in 4301 "$(id -u)"; do
-		out=$($ctl pardon "$u" 2>&1) || fail "oooctl pardon $u: $out"
-		echo "$out" | grep -q "nothing to forget" || fail "uid $u had hangs counted: $out"
-	done
-	ok "a hang beside another uid's work past half the limit on the other serving thread: counted against neither ($(sed -n 's/^slow kernel: /uid 4301: /p' "$slog"))"
-	fake_stop
-else
-	echo "$name: a hang beside another uid's work: not tried (needs root and setpriv)"
-fi
 echo "$passed passed, 0 failed"
