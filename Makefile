@@ -72,7 +72,7 @@ BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUIL
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check \
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check $(BUILD)/tests/gpu/mps_check \
-                 $(BUILD)/tests/gpu/domain_check $(BUILD)/tests/gpu/hostile_check
+                 $(BUILD)/tests/gpu/domain_check $(BUILD)/tests/gpu/hostile_check $(BUILD)/tests/gpu/soak_check
 GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check $(BUILD)/tests/gpu/fence_check
 # helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
@@ -294,6 +294,7 @@ $(BUILD)/tests/gpu/launch_check: $(OBJ)/tests/gpu/launch_check.o $(OBJ)/daemon/e
 $(BUILD)/tests/gpu/bundle_check: $(OBJ)/tests/gpu/bundle_check.o $(BUILD)/libooo.a
 $(BUILD)/tests/gpu/domain_check: $(OBJ)/tests/gpu/domain_check.o $(BUILD)/libooo.a
 $(BUILD)/tests/gpu/hostile_check: $(OBJ)/tests/gpu/hostile_check.o $(BUILD)/libooo.a
+$(BUILD)/tests/gpu/soak_check: $(OBJ)/tests/gpu/soak_check.o $(BUILD)/libooo.a
 $(BUILD)/tests/gpu/mps_check: $(OBJ)/tests/gpu/mps_check.o $(OBJ)/daemon/exec/cuda.o
 $(BUILD)/tests/gpu/green_check: $(OBJ)/tests/gpu/green_check.o $(OBJ)/daemon/exec/cuda.o $(OBJ)/daemon/exec/partition.o
 $(GPU_TEST_BINS):

@@ -769,7 +769,13 @@ struct dpath {
 		uint64_t size;
 	} host[OOO_HOST_REGIONS];
 	struct ooo_event *next_ev; /* dp_submit: the event the next entry records */
-	unsigned sleepers; /* threads waiting on the completion doorbell */
+	/*
+	 * Threads asleep in dp_wait. A thread that ends entries (dp_reap, dp_epoch) writes `wake` while
+	 * there are any: the doorbell or notice that told it may be one it drained for them. The last
+	 * sleeper to leave its poll clears `wake` (and the ring's wake-up flag): a sleeper that took it
+	 * earlier would leave the others asleep.
+	 */
+	unsigned sleepers;
 };
 
 struct ooo_event {
@@ -889,6 +895,15 @@ static void entry_done(struct dpath *d, struct dp_entry *e, int status)
 	e->gen++;
 }
 
+/* Wake the threads asleep in dp_wait, so that they look again (see sleepers). Caller holds d->lock. */
+static void dp_wake_sleepers(struct dpath *d)
+{
+	uint64_t one = 1;
+
+	if (d->sleepers)
+		(void)!write(d->wake, &one, sizeof(one));
+}
+
 /* The executor was replaced: everything in flight failed. Caller holds d->lock. */
 static void dp_fail_all(struct dpath *d, int status)
 {
@@ -939,6 +954,11 @@ static bool dp_epoch(struct dpath *d)
 		ring_release(&d->cq);
 		dp_fail_all(d, -OOO_EDEVRESET);
 		set_last_error("the GPU executor was restarted: commands in flight failed");
+		/*
+		 * Other threads may sleep on commands that just ended; this thread
+		 * may have drained the doorbell and notice that oood sent for them.
+		 */
+		dp_wake_sleepers(d);
 	}
 	return e & 1;
 }
@@ -971,27 +991,27 @@ static int dp_reap(ooo_session *s, struct dpath *d)
 		cqe_done(d, &c);
 	}
 	ring_release(&d->cq);
+	/*
+	 * Other threads sleep on the doorbell (dp_wait), and what this one just
+	 * reaped may be what they wait for: the executor will not ring for it
+	 * again (and a failed ring_sleep_prepare clears the flag they set), so
+	 * wake them; they look and sleep again.
+	 */
+	if (n > 0)
+		dp_wake_sleepers(d);
 	if (r < 0)
 		return fail(-OOO_EPROTO, "the completion ring's indices are inconsistent");
-	if (n > 0 && d->sleepers) {
-		/*
-		 * Other threads sleep on the doorbell (dp_wait), and what this one
-		 * just reaped may be what they wait for: the executor will not ring
-		 * for it again (and a failed ring_sleep_prepare clears the flag they
-		 * set), so ring it for them; they look and sleep again.
-		 */
-		uint64_t one = 1;
-
-		(void)!write(d->wake, &one, sizeof(one));
-	}
 	return n;
 }
 
 /* Notices (DEVRESET) arrive on the socket; read them if no call is reading it now. */
 static void dp_read_notices(ooo_session *s)
 {
+	int was;
+
 	if (pthread_mutex_trylock(&s->lock))
 		return; /* another thread is in a call: it reads them */
+	was = s->dead;
 	for (;;) {
 		struct iovec iov = { s->rbuf, sizeof(s->rbuf) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -1010,6 +1030,12 @@ static void dp_read_notices(ooo_session *s)
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (s->dead && !was && s->dp) {
+		/* the others asleep in dp_wait hear of it too: this thread took the notice they polled for */
+		uint64_t one = 1;
+
+		(void)!write(s->dp->wake, &one, sizeof(one));
+	}
 }
 
 /*
@@ -1065,19 +1091,27 @@ static int dp_wait(ooo_session *s, struct dpath *d, bool (*done)(struct dpath *,
 				ring_awake(&d->cq);
 			return fail(-ETIMEDOUT, "commands still running after %d ms", timeout_ms);
 		}
-		/* the wake-up flag is shared: the last sleeper to wake clears it */
+		/*
+		 * The wake-up flag and `wake` are shared: the last sleeper to wake
+		 * clears them. It reads `wake` only if its poll saw it set: no one
+		 * else reads it meanwhile, so the read cannot block (should the
+		 * descriptor have been made blocking); if it was set after the
+		 * poll, the next poll sees it.
+		 */
 		d->sleepers++;
 		pthread_mutex_unlock(&d->lock);
 		r = poll(p, 3, deadline < 0 ? -1 : (int)left);
 		pthread_mutex_lock(&d->lock);
-		if (--d->sleepers == 0)
+		if (--d->sleepers == 0) {
 			ring_awake(&d->cq);
+			if (r > 0 && (p[2].revents & POLLIN)) {
+				uint64_t v;
+
+				(void)!read(d->wake, &v, sizeof(v));
+			}
+		}
 		if (r > 0 && (p[0].revents & POLLIN))
 			(void)doorbell_drain(d->bell);
-		if (r > 0 && (p[2].revents & POLLIN)) {
-			uint64_t v;
-			(void)!read(d->wake, &v, sizeof(v));
-		}
 		if (r > 0 && (p[1].revents & (POLLIN | POLLHUP))) {
 			pthread_mutex_unlock(&d->lock);
 			dp_read_notices(s);

@@ -57,6 +57,15 @@
  *                                sync and read back 2000 times at once: a completion
  *                                one thread reaps for another must still wake it (a
  *                                lost wake-up shows as a sync timing out)
+ *   dp_check SOCK resetwake      8 threads of one session, each on its own queue with
+ *                                seconds of memsets in flight, all asleep in their sync;
+ *                                prints "busy" (the executor is killed meanwhile, and its
+ *                                successor is slow to come): every sync must end with
+ *                                OOO_EDEVRESET at the death, all within 1.5 s of the first, not
+ *                                when the successor takes the session (the thread that
+ *                                took the news fails the others' commands and must wake
+ *                                them: it may have drained the doorbell oood rang); prints
+ *                                "ok" with the spread
  */
 #include <errno.h>
 #include <sys/resource.h>
@@ -665,6 +674,105 @@ static int threads(const char *sock)
 	return fails != 0;
 }
 
+#define RW_THREADS 8
+#define RW_BUF (256u << 20)
+#define RW_MEMSETS 40 /* of 256 MiB each, done by the stand-in at once: a second or more of the executor's time each thread */
+
+struct rw_arg {
+	ooo_queue *q;
+	ooo_buf *b;
+	int r;
+	double end;
+};
+
+static int rw_asleep;
+static pthread_mutex_t rw_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *rw_run(void *p)
+{
+	struct rw_arg *a = p;
+	int r = 0;
+
+	for (int i = 0; i < RW_MEMSETS && r == 0; i++)
+		r = ooo_memset(a->q, ooo_buf_addr(a->b), (uint32_t)i, RW_BUF / 4, 4);
+	pthread_mutex_lock(&rw_mu);
+	rw_asleep++;
+	pthread_mutex_unlock(&rw_mu);
+	if (r == 0)
+		r = ooo_queue_sync(a->q, 30000);
+	a->end = now_s();
+	a->r = r;
+	return NULL;
+}
+
+static int resetwake(const char *sock)
+{
+	ooo_session *s = ooo_open(sock);
+	struct rw_arg a[RW_THREADS];
+	pthread_t t[RW_THREADS];
+	double first = 0, last = 0;
+	int n = 0, reset = 0, done = 0;
+	char line[16];
+	ooo_buf *b;
+
+	if (!s || ooo_buf_alloc(s, RW_BUF, 0, &b))
+		return printf("FAIL setup: %s\n", ooo_last_error()), 1;
+	/* the queues first: the executor is slow to answer once the memsets keep it busy */
+	for (int i = 0; i < RW_THREADS; i++) {
+		a[i] = (struct rw_arg){ .b = b };
+		if (ooo_queue_create(s, NULL, &a[i].q))
+			return printf("FAIL queue create: %s\n", ooo_last_error()), 1;
+	}
+	for (; n < RW_THREADS; n++) {
+		if (pthread_create(&t[n], NULL, rw_run, &a[n]))
+			break;
+	}
+	CHECK(n == RW_THREADS, "only %d threads started", n);
+	/* every thread has submitted its work and is (about to be) asleep in its sync */
+	for (int i = 0; i < 3000; i++) {
+		int k;
+
+		pthread_mutex_lock(&rw_mu);
+		k = rw_asleep;
+		pthread_mutex_unlock(&rw_mu);
+		if (k == n)
+			break;
+		usleep(10000);
+	}
+	usleep(200000);
+	printf("busy\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		CHECK(a[i].r == -OOO_EDEVRESET || a[i].r == 0, "thread %d: its sync across the executor's death: %d (%s)", i,
+		      a[i].r, ooo_strerror(a[i].r));
+		if (a[i].r == -OOO_EDEVRESET && (!first || a[i].end < first))
+			first = a[i].end;
+	}
+	/* (a thread whose work was done before the death may have ended before it, with 0) */
+	for (int i = 0; i < n; i++) {
+		reset += a[i].r == -OOO_EDEVRESET;
+		done += a[i].r == 0 && a[i].end < first;
+		if (a[i].end > last)
+			last = a[i].end;
+	}
+	CHECK(reset >= n / 2, "only %d of %d threads had work in flight at the executor's death", reset, n);
+	CHECK(last - first < 1.5,
+	      "the threads' syncs ended up to %.2f s after the executor's death: some slept through it until the "
+	      "successor took the session, or their timeout",
+	      last - first);
+	for (int i = 0; i < RW_THREADS; i++)
+		ooo_queue_destroy(a[i].q);
+	ooo_buf_free(b);
+	ooo_close(s);
+	if (!fails)
+		printf("ok: %d threads' syncs ended with OOO_EDEVRESET within %.3f s (%d done before)\n", reset,
+		       last - first, done);
+	return fails != 0;
+}
+
 #define CP_THREADS 8
 #define CP_ROUNDS 400
 #define CP_BUF (1u << 20)
@@ -925,11 +1033,13 @@ int main(int argc, char **argv)
 		return crowd(argv[1], argv[3]);
 	if (argc == 3 && !strcmp(argv[2], "threads"))
 		return threads(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "resetwake"))
+		return resetwake(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "prio"))
 		return prio_rounds(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "bw"))
 		return bw(argv[1], argv[3], strtoul(argv[4], NULL, 0));
 	fprintf(stderr, "usage: dp_check SOCK check | many | crowd N | reset | lost | launches | refused | order [noresults] | shapes |"
-			" threads | prio | copies | bw LIBCUDA MB\n");
+			" threads | resetwake | prio | copies | bw LIBCUDA MB\n");
 	return 2;
 }

@@ -8,7 +8,8 @@
 # (the stand-in driver says the device cannot reach host memory at its host
 # address, so they go to the copy engines here, not to the copy kernel),
 # refusals of other sessions' memory, 1000 queues over
-# 100 sessions, 8 threads of one session syncing at once, launches through
+# 100 sessions, 8 threads of one session syncing at once, 8 threads of one
+# session asleep in their syncs when the executor dies (each woken at once), launches through
 # the coalescer (bundled and fused: counted by oooctl sched; every sync
 # clean; two kernels whose bundles cross the coalescer's streams: counted
 # waits), the per-session caps on fusion classes (128) and on a class's
@@ -258,5 +259,14 @@ for part in yes no; do
 	ok "partition = $part: priority 99's fused launches ran at the greatest stream priority, priority 10's at the least ($tiers)"
 	fake_stop
 done
+
+# threads of one session asleep in their syncs when the executor dies, its successor slow to come
+# (FAKECUDA_INIT_MS): every sync ends with OOO_EDEVRESET at the death, within 1.5 s of the first, not
+# when the successor takes the session or at its timeout (the thread that hears of the death fails the
+# others' commands, and may have drained the doorbell and notice that would have woken them)
+FAKECUDA_INIT_MS=3000 gpu_start 'max_sessions = 200\nwait_spin_us = 0\n'
+across_restart resetwake busy "$rundir/resetwake.out" || fail "dp_check resetwake: $(cat "$rundir/resetwake.out")"
+ok "an executor's death under 8 threads asleep in their syncs: $(sed -n 's/^ok: //p' "$rundir/resetwake.out")"
+fake_stop
 
 echo "$passed passed, 0 failed"
