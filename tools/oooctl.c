@@ -2121,6 +2121,8 @@ static int config_check(int argc, char **argv)
 			fprintf(stderr, "%s\n", perr.msg);
 		return RC_FAIL;
 	}
+	if (p->warning[0]) /* valid, but worth saying (an obsolete key): stderr, so that --json stays JSON */
+		fprintf(stderr, "%s: warning: %s\n", file, p->warning);
 	if (opt_json)
 		json_policy(file, p);
 	else

@@ -1585,6 +1585,21 @@ static void test_oooctl(void **state)
 	assert_non_null(strstr(out, "\"default\""));
 	assert_int_equal(run_cmd(out, sizeof(out), "%s config check %s", ctl, shared.conf), 0);
 	assert_int_equal(run_cmd(out, sizeof(out), "%s config check /nonexistent.conf 2>&1", ctl), 1);
+	{
+		/* a valid file with an obsolete key: OK, and the warning said (on stderr) */
+		char old[sizeof(shared.dir) + 32];
+		FILE *f;
+
+		snprintf(old, sizeof(old), "%s/old.conf", shared.dir);
+		f = fopen(old, "we");
+		assert_non_null(f);
+		fputs("[daemon]\nexecutor_user = nobody\n", f);
+		fclose(f);
+		assert_int_equal(run_cmd(out, sizeof(out), "%s config check %s 2>&1", ctl, old), 0);
+		assert_non_null(strstr(out, "executor_user is no longer used"));
+		assert_non_null(strstr(out, ": OK ("));
+		unlink(old);
+	}
 	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir /tmp/ooo-test-nothing-here status 2>&1", ctl), 3);
 	assert_non_null(strstr(out, "not running"));
 	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s nosuchcommand 2>&1", ctl, shared.dir), 2);
