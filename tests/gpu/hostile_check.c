@@ -41,19 +41,7 @@
 
 #include <ooo/ooo.h>
 
-static const char poke_ptx[] = ".version 7.8\n"
-			       ".target sm_90\n"
-			       ".address_size 64\n"
-			       ".visible .entry poke(.param .u64 p)\n"
-			       "{\n"
-			       " .reg .b64 a;\n"
-			       " .reg .b32 v;\n"
-			       " ld.param.u64 a, [p];\n"
-			       " cvta.to.global.u64 a, a;\n"
-			       " mov.u32 v, 1;\n"
-			       " st.global.u32 [a], v;\n"
-			       " ret;\n"
-			       "}\n";
+#include "poke_ptx.h"
 
 static double now_ms(void)
 {

@@ -73,20 +73,8 @@
 #include <ooo/shm.h>
 
 #include "../../client/wire.h"
+#include "poke_ptx.h"
 
-static const char poke_ptx[] = ".version 7.8\n"
-			       ".target sm_90\n"
-			       ".address_size 64\n"
-			       ".visible .entry poke(.param .u64 p)\n"
-			       "{\n"
-			       " .reg .b64 a;\n"
-			       " .reg .b32 v;\n"
-			       " ld.param.u64 a, [p];\n"
-			       " cvta.to.global.u64 a, a;\n"
-			       " mov.u32 v, 1;\n"
-			       " st.global.u32 [a], v;\n"
-			       " ret;\n"
-			       "}\n";
 
 /* ---- randomness (splitmix64: one state per thread, from the seed) ---- */
 
@@ -633,6 +621,21 @@ static bool worker_ok(int r)
 #define W_MAXQ 4
 #define W_MAXB 4
 
+/*
+ * How a tenant of the soak goes (0..3): closing its session (0, 1: the
+ * caller freed its handles first for 0), exiting without a word (2), or
+ * killed (3). Returns 0 when it returns at all.
+ */
+static int leave(ooo_session *s, unsigned how)
+{
+	if (how == 2)
+		_exit(0);
+	if (how >= 3)
+		raise(SIGKILL);
+	ooo_close(s);
+	return 0;
+}
+
 static int worker(const char *sock, uint64_t seed)
 {
 	struct ooo_open_opts oo = { .sz = sizeof(oo), .path = sock, .name = "soak-worker" };
@@ -645,6 +648,7 @@ static int worker(const char *sock, uint64_t seed)
 	ooo_event *ev = NULL;
 	unsigned char *host = NULL, *tmp;
 	int rounds = 20 + (int)below(&rng, 2000), r = 0, nq = 0, nb = 0, i;
+	unsigned how;
 	const char *op = "open";
 
 	if (!s) {
@@ -775,8 +779,8 @@ static int worker(const char *sock, uint64_t seed)
 	printf("worker done\n");
 	fflush(stdout);
 	/* leave: cleanly, or with work in flight, or dead */
-	switch (below(&rng, 4)) {
-	case 0:
+	how = below(&rng, 4);
+	if (how == 0) {
 		for (i = 0; i < nq; i++)
 			ooo_queue_destroy(q[i]);
 		for (i = 0; i < nb; i++)
@@ -784,17 +788,8 @@ static int worker(const char *sock, uint64_t seed)
 		if (host)
 			ooo_host_free(s, host);
 		ooo_module_unload(m);
-		ooo_close(s);
-		return 0;
-	case 1:
-		ooo_close(s);
-		return 0;
-	case 2:
-		_exit(0);
-	default:
-		raise(SIGKILL);
 	}
-	return 0;
+	return leave(s, how);
 bad:
 	printf("FAIL worker: %s: %d (%s): %s\n", op, r, ooo_strerror(r), ooo_last_error());
 	return 1;
@@ -868,6 +863,7 @@ static int rings(const char *sock, uint64_t seed)
 	struct stat st;
 	unsigned char *a;
 	int area, bell, r, n = 20 + (int)below(&rng, 300), done = 0;
+	unsigned how;
 
 	signal(SIGALRM, on_alarm);
 	alarm(10);
@@ -999,20 +995,10 @@ static int rings(const char *sock, uint64_t seed)
 	}
 	printf("rings %d\n", done);
 	fflush(stdout);
-	switch (below(&rng, 4)) {
-	case 0: /* its end of the doorbell shut, then gone */
+	how = below(&rng, 4);
+	if (how == 0) /* its end of the doorbell shut, then gone */
 		shutdown(bell, SHUT_RDWR);
-		ooo_close(s);
-		return 0;
-	case 1:
-		ooo_close(s);
-		return 0;
-	case 2:
-		_exit(0);
-	default:
-		raise(SIGKILL);
-	}
-	return 0;
+	return leave(s, how);
 }
 
 /* ---- malformed datagrams on oood's sockets ---- */
