@@ -44,13 +44,15 @@ corpus_ptx() {
 
 # stage_libcuda: set $run_libcuda, the driver library for an oood in $rundir. The executor opens it after
 # dropping root: a stand-in built in a checkout that only root may enter (a clone in a 0700 directory)
-# is copied into $rundir, where the executor's uid can read it.
+# is copied where the executor's uid can read it: into $stage_dir if the caller made one (to know the
+# path before gpu_start), else into $rundir.
 stage_libcuda() {
 	run_libcuda=$libcuda
 	case $libcuda in
 	"$(cd "$build" && pwd)"/*)
-		run_libcuda=$rundir/$(basename "$libcuda")
-		cp "$libcuda" "$run_libcuda" && chmod 644 "$run_libcuda" || fail "cannot copy $libcuda to $rundir"
+		run_libcuda=${stage_dir:-$rundir}/$(basename "$libcuda")
+		[ -f "$run_libcuda" ] && cmp -s "$libcuda" "$run_libcuda" && return
+		cp "$libcuda" "$run_libcuda" && chmod 644 "$run_libcuda" || fail "cannot copy $libcuda to ${stage_dir:-$rundir}"
 		;;
 	esac
 }

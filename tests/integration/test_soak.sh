@@ -80,7 +80,13 @@ rseed() {
 # loaded it already: its probes, kept while oood runs, would come in the middle of the soak)
 # hang_strikes = 0: the soak's faults are its own uid's (fault strikes would bar its checker; they are
 # tested in test_hostile.sh)
-daemon_keys="domain_idle_ms = 3600000\nhang_strikes = 0\n[telemetry]\nlibcuda = $fake\n"
+# The telemetry must name the very file the executors load: the staged copy (stage_libcuda), which is
+# therefore made before gpu_start, in a directory of its own.
+stage_dir=$(mktemp -d /tmp/ooo-soak-lib-XXXXXX)
+chmod 755 "$stage_dir"
+trap 'rm -rf "$stage_dir"' EXIT
+stage_libcuda
+daemon_keys="domain_idle_ms = 3600000\nhang_strikes = 0\n[telemetry]\nlibcuda = $run_libcuda\n"
 class_a='max_sessions = 64\nwait_spin_us = 0\n'
 soak_conf() {
 	case $1 in
