@@ -92,7 +92,8 @@ static void set_backoff(struct server *srv, struct gpu *g, const char *cause)
 
 _Static_assert(POLICY_EXEC_UIDS_MAX == EXEC_MAX, "executor_uids can give every slot a uid of its own");
 
-uint32_t gpu_exec_uid(const struct server *srv, const struct gpu *g)
+/* The uid slot g's executor runs as (when oood is root): executor_uids' g->idx-th. */
+static uint32_t exec_uid(const struct server *srv, const struct gpu *g)
 {
 	return srv->policy->exec_uid_lo + g->idx;
 }
@@ -147,7 +148,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		snprintf(reserve, sizeof(reserve), "%u", srv->policy->urgent_reserve);
 		snprintf(klimit, sizeof(klimit), "%u", srv->policy->kernel_time_limit_ms);
 		snprintf(burst, sizeof(burst), "%u", srv->policy->burst_wait_us);
-		snprintf(uid, sizeof(uid), "%u", gpu_exec_uid(srv, g));
+		snprintf(uid, sizeof(uid), "%u", exec_uid(srv, g));
 		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--uid", uid,
 		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--fuse-copies",
 		      srv->policy->fuse_copies ? "yes" : "no", "--spread-lanes", srv->policy->spread_lanes ? "yes" : "no",

@@ -48,10 +48,6 @@ _Static_assert(EXEC_MAX == REG_EXEC_SLOTS, "the sessions' exec_seen bitmaps cove
 #define GPU_STATS_WARN_NS (60ull * 1000000000ull) /* at most one warning this often about unusable EXEC_MSG_STATS */
 
 struct server;
-struct gpu;
-
-/* The uid slot g's executor runs as (when oood is root): executor_uids' g->idx-th. */
-uint32_t gpu_exec_uid(const struct server *srv, const struct gpu *g);
 
 struct gpu {
 	uint32_t idx; /* slot */
