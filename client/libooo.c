@@ -25,9 +25,10 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
-#include "ring.h"
+#include "../proto/ring.h"
 #include "staging.h"
-#include "wire.h"
+#include "../proto/fdpass.h"
+#include "../proto/wire.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
 
@@ -230,18 +231,9 @@ static int closed_error(struct ooo_session *s)
 /* Keep the descriptors that came with a datagram (up to 3) in s->rfds; close any others. */
 static void keep_fd(struct ooo_session *s, struct msghdr *mh)
 {
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int f;
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (s->nrfds < 3)
-				s->rfds[s->nrfds++] = f;
-			else
-				close(f);
-		}
-	}
+	unsigned n = fdpass_take(mh, s->rfds, 3);
+
+	s->nrfds = n < 3 ? (int)n : 3;
 	s->rfd = s->nrfds ? s->rfds[0] : -1;
 }
 
@@ -251,22 +243,11 @@ static ssize_t send_request(struct ooo_session *s, size_t n)
 	struct iovec iov = { s->sbuf, n };
 	union {
 		struct cmsghdr align;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[FDPASS_SPACE(1)];
 	} u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (s->pass_fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &s->pass_fd, sizeof(int));
-	}
+	fdpass_pack(&mh, u.b, sizeof(u.b), &s->pass_fd, s->pass_fd >= 0 ? 1 : 0);
 	return sendmsg(s->fd, &mh, MSG_NOSIGNAL);
 }
 
@@ -315,7 +296,7 @@ static int transact(struct ooo_session *s, uint16_t type, const void *req, size_
 		struct iovec iov = { .iov_base = s->rbuf, .iov_len = sizeof(s->rbuf) };
 		union {
 			struct cmsghdr align;
-			char b[CMSG_SPACE(sizeof(int) * 4)];
+			char b[FDPASS_SPACE(FDPASS_MAX)];
 		} u;
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
 		const char *why;

@@ -8,10 +8,12 @@
 
 #include "version.h"
 
-#include "../client/wire.h"
+#include "../proto/wire.h"
+#include "admin.h"
+#include "gpu.h"
 #include "server.h"
 
-ssize_t admin_status(struct server *srv, void *buf, size_t cap)
+static ssize_t admin_status(struct server *srv, const void *payload, void *buf, size_t cap)
 {
 	struct ooo_msg_status st;
 
@@ -105,7 +107,7 @@ static void sched_rec(struct server *srv, const struct gpu *g, void *rec, uint64
 	r->have = gpu_sched_counters(srv, g->idx, now, &r->c, &r->age_ns) ? 1 : 0;
 }
 
-ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+static ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
 	struct ooo_msg_list hdr = { .offset = req->offset };
 	bool tenants = type == OOO_MSG_TENANTS;
@@ -159,3 +161,37 @@ ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_
 	memcpy(buf, &hdr, sizeof(hdr));
 	return (ssize_t)(sizeof(hdr) + hdr.count * rec);
 }
+
+static ssize_t build_tenants(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return admin_list(srv, OOO_MSG_TENANTS, payload, buf, cap);
+}
+
+static ssize_t build_sessions(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return admin_list(srv, OOO_MSG_SESSIONS, payload, buf, cap);
+}
+
+static ssize_t build_devices(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return admin_list(srv, OOO_MSG_DEVICES, payload, buf, cap);
+}
+
+static ssize_t build_sched(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return admin_list(srv, OOO_MSG_SCHED, payload, buf, cap);
+}
+
+static const struct handler handlers[] = {
+	{ .type = OOO_MSG_STATUS, .flags = H_ADMIN, .build = admin_status },
+	{ .type = OOO_MSG_TENANTS, .flags = H_ADMIN, .build = build_tenants },
+	{ .type = OOO_MSG_SESSIONS, .flags = H_ADMIN, .build = build_sessions },
+	{ .type = OOO_MSG_DEVICES, .flags = H_ADMIN, .build = build_devices },
+	{ .type = OOO_MSG_SCHED, .flags = H_ADMIN, .build = build_sched },
+};
+
+const struct module admin_module = {
+	.name = "admin views",
+	.handlers = handlers,
+	.nhandlers = sizeof(handlers) / sizeof(handlers[0]),
+};

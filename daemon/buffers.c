@@ -10,6 +10,7 @@
 #include <ooo/ooo.h>
 
 #include "dpath.h"
+#include "gpu.h"
 #include "log.h"
 #include "server.h"
 
@@ -19,10 +20,6 @@
 static uint64_t next_id = 1;
 static uint64_t next_req = 1;
 
-void buffers_init(struct server *srv)
-{
-	list_init(&srv->buffers);
-}
 
 static void buf_destroy(struct server *srv, struct buffer *b)
 {
@@ -64,7 +61,7 @@ static struct buffer *find(struct session *s, uint64_t id)
 	return NULL;
 }
 
-void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_buf_alloc *req)
+static void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_buf_alloc *req)
 {
 	struct session *s = server_conn_session(c);
 	uint64_t charge;
@@ -123,7 +120,7 @@ void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struc
 	b->waiter = server_conn_ref(c);
 	b->seq = seq;
 	list_add_tail(&s->bufs, &b->snode);
-	list_add_tail(&srv->buffers, &b->anode);
+	list_add_tail(&srv->bufs->all, &b->anode);
 	{
 		struct exec_mem_req q = { .req = b->req, .session = b->session, .size = req->size };
 		r = gpu_send(srv, b->gpu, EXEC_MSG_ALLOC, &q, sizeof(q), -1);
@@ -182,7 +179,7 @@ static void alloc_done(struct server *srv, struct buffer *b, const struct exec_m
 	server_reply(srv, c, OOO_MSG_BUF_ALLOC, b->seq, &rep, sizeof(rep), -1);
 }
 
-void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const struct exec_mem_reply *r, int fd)
+static void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const struct exec_mem_reply *r, int fd)
 {
 	struct list_node *n;
 
@@ -191,7 +188,7 @@ void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const str
 			log_warn("gpu%u: executor could not free a buffer: %s", gpu_dev(srv, gpu), r->reason);
 		return;
 	}
-	list_for_each(n, &srv->buffers) {
+	list_for_each(n, &srv->bufs->all) {
 		struct buffer *b = list_entry(n, struct buffer, anode);
 
 		if (b->gpu != gpu || !b->req || b->req != r->req)
@@ -217,7 +214,7 @@ void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const str
 	log_warn("gpu%u: memory reply for no request (%llu), ignoring", gpu_dev(srv, gpu), (unsigned long long)r->req);
 }
 
-void buffers_free(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
+static void buffers_free(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
 {
 	struct buffer *b = find(server_conn_session(c), id);
 
@@ -230,7 +227,7 @@ void buffers_free(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
 	server_reply(srv, c, OOO_MSG_BUF_FREE, seq, NULL, 0, -1);
 }
 
-void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
+static void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t id)
 {
 	struct buffer *b = find(server_conn_session(c), id);
 	struct ooo_msg_buf rep = { 0 };
@@ -253,7 +250,7 @@ void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t i
 	server_reply(srv, c, OOO_MSG_BUF_EXPORT, seq, &rep, sizeof(rep), fd);
 }
 
-void buffers_release_session(struct server *srv, struct session *s)
+static void buffers_release_session(struct server *srv, struct session *s)
 {
 	struct list_node *n, *tmp;
 
@@ -282,11 +279,11 @@ void buffers_release_session(struct server *srv, struct session *s)
 	}
 }
 
-void buffers_gpu_lost(struct server *srv, uint32_t gpu)
+static void buffers_gpu_lost(struct server *srv, uint32_t gpu)
 {
 	struct list_node *n, *tmp;
 
-	list_for_each_safe(n, tmp, &srv->buffers) {
+	list_for_each_safe(n, tmp, &srv->bufs->all) {
 		struct buffer *b = list_entry(n, struct buffer, anode);
 
 		if (b->gpu != gpu)
@@ -311,12 +308,12 @@ void buffers_gpu_lost(struct server *srv, uint32_t gpu)
 	}
 }
 
-void buffers_gpu_ready(struct server *srv, uint32_t gpu)
+static void buffers_gpu_ready(struct server *srv, uint32_t gpu)
 {
 	struct list_node *n;
 	unsigned sent = 0, failed = 0;
 
-	list_for_each(n, &srv->buffers) {
+	list_for_each(n, &srv->bufs->all) {
 		struct buffer *b = list_entry(n, struct buffer, anode);
 		struct exec_mem_req q;
 
@@ -336,8 +333,104 @@ void buffers_gpu_ready(struct server *srv, uint32_t gpu)
 			 failed ? " (some could not be sent)" : "");
 }
 
-void buffers_fini(struct server *srv)
+static void buffers_fini(struct server *srv)
 {
-	while (!list_empty(&srv->buffers))
-		buf_destroy(srv, list_entry(srv->buffers.next, struct buffer, anode));
+	if (!srv->bufs)
+		return;
+	while (!list_empty(&srv->bufs->all))
+		buf_destroy(srv, list_entry(srv->bufs->all.next, struct buffer, anode));
 }
+
+/* ---- the module -------------------------------------------------------------- */
+
+static void on_reply(struct server *srv, uint32_t idx, uint16_t type, const void *payload, size_t plen, int *fd)
+{
+	struct exec_mem_reply r;
+
+	memcpy(&r, payload, sizeof(r));
+	buffers_on_reply(srv, idx, type, &r, *fd);
+	*fd = -1; /* buffers_on_reply took it */
+}
+
+static void on_ready(struct server *srv, struct gpu *g)
+{
+	buffers_gpu_ready(srv, g->idx);
+}
+
+static void on_load(const struct server *srv, struct exec_load *load)
+{
+	const struct list_node *n;
+
+	list_for_each(n, &srv->bufs->all) {
+		const struct buffer *b = list_entry(n, struct buffer, anode);
+
+		if (b->gpu < EXEC_MAX) {
+			load[b->gpu].buffers++;
+			load[b->gpu].mem_bytes += b->size;
+		}
+	}
+}
+
+static int on_affinity(const struct server *srv, const struct session *s)
+{
+	return s->bufs.next != &s->bufs ? (int)list_entry(s->bufs.next, struct buffer, snode)->gpu : -1;
+}
+
+static const uint16_t replies[] = { EXEC_MSG_ALLOC, EXEC_MSG_FREE, EXEC_MSG_IMPORT };
+
+static const struct exec_listener listener = {
+	.ready = on_ready,
+	.lost = buffers_gpu_lost,
+	.reply = on_reply,
+	.replies = replies,
+	.nreplies = sizeof(replies) / sizeof(replies[0]),
+	.load = on_load,
+	.affinity = on_affinity,
+};
+
+static int buffers_init(struct server *srv)
+{
+	srv->bufs = calloc(1, sizeof(*srv->bufs));
+	if (!srv->bufs)
+		return -ENOMEM;
+	list_init(&srv->bufs->all);
+	return gpu_listen(srv, &listener);
+}
+
+static void buffers_module_fini(struct server *srv)
+{
+	buffers_fini(srv);
+	free(srv->bufs);
+	srv->bufs = NULL;
+}
+
+static void on_alloc(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	buffers_alloc(srv, c, seq, payload);
+}
+
+static void on_free(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	buffers_free(srv, c, seq, ((const struct ooo_msg_buf_ref *)payload)->id);
+}
+
+static void on_export(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	buffers_export(srv, c, seq, ((const struct ooo_msg_buf_ref *)payload)->id);
+}
+
+#define BUFFERS_ONLY "buffers belong to tenant sessions"
+static const struct handler handlers[] = {
+	{ .type = OOO_MSG_BUF_ALLOC, .flags = H_TENANT, .refusal = BUFFERS_ONLY, .fn = on_alloc },
+	{ .type = OOO_MSG_BUF_FREE, .flags = H_TENANT, .refusal = BUFFERS_ONLY, .fn = on_free },
+	{ .type = OOO_MSG_BUF_EXPORT, .flags = H_TENANT, .refusal = BUFFERS_ONLY, .fn = on_export },
+};
+
+const struct module buffers_module = {
+	.name = "buffers",
+	.init = buffers_init,
+	.session_close = buffers_release_session,
+	.fini = buffers_module_fini,
+	.handlers = handlers,
+	.nhandlers = sizeof(handlers) / sizeof(handlers[0]),
+};

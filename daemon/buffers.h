@@ -17,15 +17,16 @@
 
 #include <ooo/proto.h>
 
-#include "exec/exec_proto.h"
+#include "../proto/exec_proto.h"
 #include "registry.h"
 
 struct server;
 struct conn;
+struct module;
 
 struct buffer {
 	struct list_node snode; /* session->bufs */
-	struct list_node anode; /* srv->buffers */
+	struct list_node anode; /* srv->bufs->all */
 	struct session *sess;
 	uint64_t id;
 	uint64_t session; /* the owning session's id (kept for the executor after an orphaning) */
@@ -41,21 +42,17 @@ struct buffer {
 	uint32_t seq;
 };
 
-void buffers_init(struct server *srv);
-void buffers_fini(struct server *srv);
+/* The module's state (srv->bufs): every buffer, in flight too. */
+struct buffers {
+	struct list_node all; /* struct buffer.anode */
+};
 
-/* Tenant requests. Each answers the connection (now or when the executor replies). */
-void buffers_alloc(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_buf_alloc *req);
-void buffers_free(struct server *srv, struct conn *c, uint32_t seq, uint64_t id);
-void buffers_export(struct server *srv, struct conn *c, uint32_t seq, uint64_t id);
-
-/* The session is closing: free all it holds (before registry_close). */
-void buffers_release_session(struct server *srv, struct session *s);
-
-/* From gpu.c: an executor's memory reply; its lost executor; a new executor ready. */
-void buffers_on_reply(struct server *srv, uint32_t gpu, uint16_t type, const struct exec_mem_reply *r, int fd);
-void buffers_gpu_lost(struct server *srv, uint32_t gpu);
-void buffers_gpu_ready(struct server *srv, uint32_t gpu);
-
+/*
+ * The module (server.h): owns srv->bufs and every buffer. Handles
+ * OOO_MSG_BUF_ALLOC, _FREE and _EXPORT; a closing session's buffers go with
+ * it; listens to the executors: maps the buffers again in a new executor of
+ * their slot, and parks an allocation its executor took down with it.
+ */
+extern const struct module buffers_module;
 
 #endif

@@ -11,9 +11,9 @@
 
 #include <ooo/ooo.h>
 
-#include "../client/ring.h"
-#include "../client/wire.h"
-#include "exec/exec_proto.h"
+#include "../proto/ring.h"
+#include "../proto/wire.h"
+#include "../proto/exec_proto.h"
 #include "hangs.h"
 #include "log.h"
 #include "server.h"
@@ -30,21 +30,12 @@ void dpath_detach(struct server *srv, uint32_t gpu, uint64_t session)
 	gpu_send(srv, gpu, EXEC_MSG_DETACH, &a, sizeof(a), -1);
 }
 
-void dpath_init(struct server *srv)
-{
-	list_init(&srv->dpaths);
-	list_init(&srv->xreqs);
-	for (uint32_t g = 0; g < EXEC_MAX; g++) {
-		list_init(&srv->restoring[g]);
-		srv->restore_out[g] = 0;
-	}
-}
 
 /* A session's restore on its GPU's executor begins (restore_pump sends it) or ends. */
 static void restore_begin(struct server *srv, struct sdpath *d)
 {
 	if (!d->restoring)
-		list_add_tail(&srv->restoring[d->gpu], &d->rs_node);
+		list_add_tail(&srv->dp->restoring[d->gpu], &d->rs_node);
 	d->restoring = true;
 	d->rs_mod = d->rs_kern = d->rs_out = 0;
 }
@@ -73,15 +64,15 @@ static struct xreq *xreq_new(struct server *srv, struct conn *c, uint32_t seq, u
 		x->seq = seq;
 		x->sess = server_conn_session(c);
 	}
-	list_add_tail(&srv->xreqs, &x->node);
+	list_add_tail(&srv->dp->xreqs, &x->node);
 	return x;
 }
 
 static void xreq_free(struct server *srv, struct xreq *x)
 {
 	if (x->restore) {
-		if (srv->restore_out[x->gpu])
-			srv->restore_out[x->gpu]--;
+		if (srv->dp->restore_out[x->gpu])
+			srv->dp->restore_out[x->gpu]--;
 		else
 			log_warn("gpu%u: restore requests miscounted (none out, one freed)", x->gpu);
 	}
@@ -158,7 +149,7 @@ static struct sdpath *attached(struct server *srv, struct conn *c, uint16_t type
 	return d;
 }
 
-void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd)
+static void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd)
 {
 	struct session *s = server_conn_session(c);
 	struct exec_module m = { .session = s->id, .kind = req->kind, .len = req->len };
@@ -214,7 +205,7 @@ out:
 	close(fd); /* the executor has its own copy */
 }
 
-void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint32_t module)
+static void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint32_t module)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d = s->dp;
@@ -232,7 +223,7 @@ void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint3
 	server_reply(srv, c, OOO_MSG_MODULE_UNLOAD, seq, NULL, 0, -1);
 }
 
-void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_kernel_get *req)
+static void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_kernel_get *req)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d = attached(srv, c, OOO_MSG_KERNEL_GET, seq);
@@ -271,7 +262,7 @@ static int send_host_map(struct server *srv, struct sdpath *d, uint32_t region, 
 	return gpu_send_fds(srv, d->gpu, EXEC_MSG_HOST_MAP, &h, sizeof(h), &d->host_fd[region], 1);
 }
 
-void dpath_host_alloc(struct server *srv, struct conn *c, uint32_t seq, uint64_t size)
+static void dpath_host_alloc(struct server *srv, struct conn *c, uint32_t seq, uint64_t size)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d = attached(srv, c, OOO_MSG_HOST_ALLOC, seq);
@@ -325,7 +316,7 @@ void dpath_host_alloc(struct server *srv, struct conn *c, uint32_t seq, uint64_t
 	x->region = r;
 }
 
-void dpath_host_free(struct server *srv, struct conn *c, uint32_t seq, uint32_t region)
+static void dpath_host_free(struct server *srv, struct conn *c, uint32_t seq, uint32_t region)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d = s->dp;
@@ -344,13 +335,14 @@ void dpath_host_free(struct server *srv, struct conn *c, uint32_t seq, uint32_t 
 	server_reply(srv, c, OOO_MSG_HOST_FREE, seq, NULL, 0, -1);
 }
 
-void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void *payload)
+/* An executor's answer to a forwarded request (module load/unload, kernel get, host map/unmap). */
+static void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void *payload)
 {
 	uint64_t req;
 	struct list_node *n;
 
 	memcpy(&req, payload, sizeof(req));
-	list_for_each(n, &srv->xreqs) {
+	list_for_each(n, &srv->dp->xreqs) {
 		struct xreq *x = list_entry(n, struct xreq, node);
 		struct conn *c;
 
@@ -551,8 +543,8 @@ static bool hang_barred(struct server *srv, uint32_t uid, char *why, size_t cap)
 	uint64_t now = server_now_ns(), until;
 	uint32_t n;
 
-	if (!srv->hangs ||
-	    !hangs_barred(srv->hangs, uid, now, p->hang_strikes, (uint64_t)p->hang_window_s * 1000000000u, &until, &n))
+	if (!srv->dp->hangs ||
+	    !hangs_barred(srv->dp->hangs, uid, now, p->hang_strikes, (uint64_t)p->hang_window_s * 1000000000u, &until, &n))
 		return false;
 	snprintf(why, cap,
 		 "uid %u's kernels hung (past kernel_time_limit_ms) or faulted %u times within hang_window_s %u s "
@@ -570,11 +562,11 @@ static void strike(struct server *srv, uint32_t gpu, uint32_t uid, const char *w
 	const struct policy *p = srv->policy;
 	uint32_t n;
 
-	if (!srv->hangs && !(srv->hangs = calloc(1, sizeof(*srv->hangs)))) {
+	if (!srv->dp->hangs && !(srv->dp->hangs = calloc(1, sizeof(*srv->dp->hangs)))) {
 		log_err("gpu%u: out of memory: the %s of uid %u is not counted", gpu_dev(srv, gpu), what, uid);
 		return;
 	}
-	n = hangs_record(srv->hangs, uid, server_now_ns(), (uint64_t)p->hang_window_s * 1000000000u);
+	n = hangs_record(srv->dp->hangs, uid, server_now_ns(), (uint64_t)p->hang_window_s * 1000000000u);
 	if (p->hang_strikes && n >= p->hang_strikes)
 		log_warn("uid %u: %u hangs or faults within hang_window_s %u s (hang_strikes %u), the last a %s: its "
 			 "sessions may not attach a data path until %u s after this one",
@@ -584,7 +576,13 @@ static void strike(struct server *srv, uint32_t gpu, uint32_t uid, const char *w
 			 p->hang_strikes, p->hang_strikes ? "" : ": never barred");
 }
 
-void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
+/*
+ * The executor of slot gpu found work past kernel_time_limit_ms (EXEC_MSG_HUNG,
+ * checked) and is exiting: the hang is counted against the tenant whose
+ * sessions the work was (oood.conf hang_strikes), unless they were several
+ * tenants' (a fused bundle: the kernel that did not end is one member's).
+ */
+static void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 {
 	uint32_t uid = 0, nuid = 0, u;
 	bool unknown = h->more > 0;
@@ -595,7 +593,7 @@ void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 		const struct sdpath *d = NULL;
 		struct list_node *ln;
 
-		list_for_each(ln, &srv->dpaths) {
+		list_for_each(ln, &srv->dp->dpaths) {
 			const struct sdpath *x = list_entry(ln, struct sdpath, node);
 
 			if (x->gpu == gpu && x->session == h->session[i]) {
@@ -614,14 +612,14 @@ void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 			/* closed while its kernel ran (its tenant gone at once): whose it was, if still remembered */
 			uint32_t j = 0;
 
-			while (j < SERVER_GONE && (!h->session[i] || srv->gone[j].session != h->session[i] ||
-						   srv->gone[j].gpu != gpu))
+			while (j < DPATH_GONE && (!h->session[i] || srv->dp->gone[j].session != h->session[i] ||
+						   srv->dp->gone[j].gpu != gpu))
 				j++;
-			if (j == SERVER_GONE) {
+			if (j == DPATH_GONE) {
 				unknown = true;
 				continue;
 			}
-			u = srv->gone[j].uid;
+			u = srv->dp->gone[j].uid;
 		}
 		if (!nuid) {
 			uid = u;
@@ -643,7 +641,8 @@ void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
 	strike(srv, gpu, uid, "hang");
 }
 
-void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain)
+/* Executor slot gpu of `domain` exited for a fault of its GPU work: a strike against its tenant, if one. */
+static void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain)
 {
 	unsigned uid;
 	int end = 0;
@@ -662,16 +661,17 @@ void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain)
 	strike(srv, gpu, uid, "fault");
 }
 
-void dpath_admin_pardon(struct server *srv, const struct ooo_msg_pardon *req, struct ooo_msg_pardon_reply *rep)
+/* oooctl pardon: forgets the hangs of req->uid (checked by wire_decode); *rep says what was forgotten. */
+static void dpath_admin_pardon(struct server *srv, const struct ooo_msg_pardon *req, struct ooo_msg_pardon_reply *rep)
 {
 	const struct policy *p = srv->policy;
 	uint64_t window = (uint64_t)p->hang_window_s * 1000000000u;
 
 	memset(rep, 0, sizeof(*rep));
 	rep->uid = req->uid;
-	if (srv->hangs) {
-		rep->barred = hangs_barred(srv->hangs, req->uid, server_now_ns(), p->hang_strikes, window, NULL, &rep->hangs);
-		if (!hangs_forget(srv->hangs, req->uid))
+	if (srv->dp->hangs) {
+		rep->barred = hangs_barred(srv->dp->hangs, req->uid, server_now_ns(), p->hang_strikes, window, NULL, &rep->hangs);
+		if (!hangs_forget(srv->dp->hangs, req->uid))
 			rep->hangs = 0;
 	}
 	if (rep->barred)
@@ -684,7 +684,7 @@ void dpath_admin_pardon(struct server *srv, const struct ooo_msg_pardon *req, st
 			 req->uid, p->hang_window_s);
 }
 
-void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req)
+static void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d;
@@ -740,7 +740,7 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 		server_reply_error(srv, c, OOO_MSG_ATTACH, seq, -ENOMEM, "out of memory");
 		return;
 	}
-	list_add_tail(&srv->dpaths, &d->node);
+	list_add_tail(&srv->dp->dpaths, &d->node);
 	d->sess = s;
 	d->session = s->id;
 	d->gpu = (uint32_t)gpu;
@@ -781,7 +781,7 @@ void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct
 	s->dp = d;
 }
 
-void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_queue_create *req)
+static void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_queue_create *req)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d = s->dp;
@@ -825,7 +825,7 @@ void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const 
 	d->wait_queue = q;
 }
 
-void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue)
+static void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue)
 {
 	struct session *s = server_conn_session(c);
 	struct sdpath *d = s->dp;
@@ -841,13 +841,13 @@ void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint3
 	server_reply(srv, c, OOO_MSG_QUEUE_DESTROY, seq, NULL, 0, -1);
 }
 
-void dpath_release_session(struct server *srv, struct session *s)
+static void dpath_release_session(struct server *srv, struct session *s)
 {
 	struct sdpath *d = s->dp;
 	struct list_node *n;
 
 	/* answers still to come find no session */
-	list_for_each(n, &srv->xreqs) {
+	list_for_each(n, &srv->dp->xreqs) {
 		struct xreq *x = list_entry(n, struct xreq, node);
 		if (x->sess == s)
 			x->sess = NULL;
@@ -874,8 +874,8 @@ void dpath_release_session(struct server *srv, struct session *s)
 		dpath_detach(srv, d->gpu, d->session);
 	/* until the executor answers the detach, a hang it reports may name the session */
 	if (d->attached && s->tenant && d->session)
-		srv->gone[srv->gone_next++ % SERVER_GONE] =
-			(struct server_gone){ .session = d->session, .gpu = d->gpu, .uid = s->tenant->uid };
+		srv->dp->gone[srv->dp->gone_next++ % DPATH_GONE] =
+			(struct dpath_gone){ .session = d->session, .gpu = d->gpu, .uid = s->tenant->uid };
 	s->dp = NULL;
 	dp_free(d);
 }
@@ -912,7 +912,7 @@ static bool restore_next(struct server *srv, struct sdpath *d)
 			continue;
 		}
 		x->restore = true;
-		srv->restore_out[d->gpu]++; /* until xreq_free */
+		srv->dp->restore_out[d->gpu]++; /* until xreq_free */
 		x->sess = d->sess;
 		x->module = m;
 		em.req = x->req;
@@ -946,7 +946,7 @@ static bool restore_next(struct server *srv, struct sdpath *d)
 		if (!(x = xreq_new(srv, NULL, 0, OOO_MSG_KERNEL_GET, d->gpu)))
 			continue;
 		x->restore = true;
-		srv->restore_out[d->gpu]++; /* until xreq_free */
+		srv->dp->restore_out[d->gpu]++; /* until xreq_free */
 		x->sess = d->sess;
 		x->module = d->kmod[k];
 		x->region = k;
@@ -978,15 +978,15 @@ static void restore_pump(struct server *srv, uint32_t gpu)
 	 * visits RESTORE_WINDOW + 1 sessions at most before it stops, whatever
 	 * the number of sessions.
 	 */
-	list_for_each_safe(n, tmp, &srv->restoring[gpu]) {
+	list_for_each_safe(n, tmp, &srv->dp->restoring[gpu]) {
 		struct sdpath *d = list_entry(n, struct sdpath, rs_node);
 		uint64_t sid = d->session;
 		bool more;
 
-		while (srv->restore_out[gpu] < RESTORE_WINDOW && restore_next(srv, d))
+		while (srv->dp->restore_out[gpu] < RESTORE_WINDOW && restore_next(srv, d))
 			;
 		more = d->rs_mod < DPATH_MAX_MODULES || (d->kname && d->rs_kern < DPATH_MAX_KERNELS);
-		if (more && srv->restore_out[gpu] >= RESTORE_WINDOW)
+		if (more && srv->dp->restore_out[gpu] >= RESTORE_WINDOW)
 			break;
 		if (d->rs_out || more)
 			continue;
@@ -1013,7 +1013,7 @@ static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
 {
 	struct list_node *n;
 
-	list_for_each(n, &srv->dpaths) {
+	list_for_each(n, &srv->dp->dpaths) {
 		struct sdpath *d = list_entry(n, struct sdpath, node);
 		if (d->gpu == gpu && d->req && d->req == req)
 			return d;
@@ -1024,9 +1024,9 @@ static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
 /* The executor of slot gpu answered session's detach (0: every session of the slot, which ended). */
 static void gone_drop(struct server *srv, uint32_t gpu, uint64_t session)
 {
-	for (uint32_t j = 0; j < SERVER_GONE; j++)
-		if (srv->gone[j].session && srv->gone[j].gpu == gpu && (!session || srv->gone[j].session == session))
-			srv->gone[j].session = 0;
+	for (uint32_t j = 0; j < DPATH_GONE; j++)
+		if (srv->dp->gone[j].session && srv->dp->gone[j].gpu == gpu && (!session || srv->dp->gone[j].session == session))
+			srv->dp->gone[j].session = 0;
 }
 
 /*
@@ -1050,7 +1050,7 @@ static void dp_lost(struct server *srv, struct sdpath *d, const char *reason)
 	server_notice_close(srv, o, OOO_NOTICE_LOST, msg, "its data path could not be restored");
 }
 
-void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason)
+static void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason)
 {
 	struct sdpath *d = req && !(req & DETACH_REQ) ? by_req(srv, gpu, req) : NULL;
 	struct conn *c;
@@ -1153,14 +1153,14 @@ void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t sta
 	}
 }
 
-void dpath_gpu_lost(struct server *srv, uint32_t gpu)
+static void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 {
 	struct list_node *n, *tmp, *dn, *dtmp;
 
 	gone_drop(srv, gpu, 0); /* its messages are all read: no report can name them any more */
 
 	/* forwarded requests die with the executor */
-	list_for_each_safe(n, tmp, &srv->xreqs) {
+	list_for_each_safe(n, tmp, &srv->dp->xreqs) {
 		struct xreq *x = list_entry(n, struct xreq, node);
 		struct conn *c = xreq_waiter(srv, x);
 
@@ -1181,7 +1181,7 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 		xreq_free(srv, x);
 	}
 
-	list_for_each_safe(dn, dtmp, &srv->dpaths) {
+	list_for_each_safe(dn, dtmp, &srv->dp->dpaths) {
 		struct sdpath *d = list_entry(dn, struct sdpath, node);
 		struct conn *c;
 
@@ -1250,11 +1250,12 @@ void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 	}
 }
 
-void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session)
+/* The executor answered the ping sent behind a re-attach: the session may submit again. */
+static void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session)
 {
 	struct list_node *n;
 
-	list_for_each(n, &srv->dpaths) {
+	list_for_each(n, &srv->dp->dpaths) {
 		struct sdpath *d = list_entry(n, struct sdpath, node);
 
 		if (d->gpu != gpu || d->session != session || !d->attached || !d->hdr)
@@ -1267,12 +1268,12 @@ void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session)
 	}
 }
 
-void dpath_gpu_ready(struct server *srv, uint32_t gpu)
+static void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 {
 	struct list_node *n, *tmp;
 	unsigned k = 0;
 
-	list_for_each_safe(n, tmp, &srv->dpaths) {
+	list_for_each_safe(n, tmp, &srv->dp->dpaths) {
 		struct sdpath *d = list_entry(n, struct sdpath, node);
 
 		char why[OOO_ERRMSG_MAX - 96];
@@ -1293,16 +1294,173 @@ void dpath_gpu_ready(struct server *srv, uint32_t gpu)
 		log_info("gpu%u: attaching %u sessions again", gpu_dev(srv, gpu), k);
 }
 
-void dpath_fini(struct server *srv)
+static void dpath_fini(struct server *srv)
 {
-	free(srv->hangs);
-	srv->hangs = NULL;
-	while (!list_empty(&srv->xreqs))
-		xreq_free(srv, list_entry(srv->xreqs.next, struct xreq, node));
-	while (!list_empty(&srv->dpaths)) {
-		struct sdpath *d = list_entry(srv->dpaths.next, struct sdpath, node);
+	if (!srv->dp)
+		return;
+	free(srv->dp->hangs);
+	srv->dp->hangs = NULL;
+	while (!list_empty(&srv->dp->xreqs))
+		xreq_free(srv, list_entry(srv->dp->xreqs.next, struct xreq, node));
+	while (!list_empty(&srv->dp->dpaths)) {
+		struct sdpath *d = list_entry(srv->dp->dpaths.next, struct sdpath, node);
 		if (d->sess)
 			d->sess->dp = NULL;
 		dp_free(d);
 	}
 }
+
+/* ---- the module -------------------------------------------------------------- */
+
+static void on_xreply(struct server *srv, uint32_t idx, uint16_t type, const void *payload, size_t plen, int *fd)
+{
+	dpath_on_xreply(srv, idx, type, payload);
+}
+
+static void on_reply(struct server *srv, uint32_t idx, uint16_t type, const void *payload, size_t plen, int *fd)
+{
+	struct exec_mem_reply r;
+
+	if ((type & ~OOO_MSG_REPLY) != EXEC_MSG_ATTACH && (type & ~OOO_MSG_REPLY) != EXEC_MSG_DETACH &&
+	    (type & ~OOO_MSG_REPLY) != EXEC_MSG_QUEUE) {
+		on_xreply(srv, idx, type, payload, plen, fd);
+		return;
+	}
+	memcpy(&r, payload, sizeof(r));
+	dpath_on_reply(srv, idx, type, r.status, r.req, r.reason);
+}
+
+static void on_ready(struct server *srv, struct gpu *g)
+{
+	dpath_gpu_ready(srv, g->idx);
+}
+
+static void on_load(const struct server *srv, struct exec_load *load)
+{
+	const struct list_node *n;
+
+	list_for_each(n, &srv->dp->dpaths) {
+		const struct sdpath *d = list_entry(n, struct sdpath, node);
+
+		if (d->gpu < EXEC_MAX)
+			load[d->gpu].paths++;
+	}
+}
+
+static int on_affinity(const struct server *srv, const struct session *s)
+{
+	return s->dp ? (int)s->dp->gpu : -1;
+}
+
+static const uint16_t replies[] = {
+	EXEC_MSG_ATTACH, EXEC_MSG_DETACH, EXEC_MSG_QUEUE, EXEC_MSG_MODULE_LOAD, EXEC_MSG_MODULE_UNLOAD,
+	EXEC_MSG_KERNEL_GET, EXEC_MSG_HOST_MAP, EXEC_MSG_HOST_UNMAP,
+};
+
+static const struct exec_listener listener = {
+	.ready = on_ready,
+	.lost = dpath_gpu_lost,
+	.fault = dpath_on_fault,
+	.hung = dpath_on_hung,
+	.barrier = dpath_on_barrier,
+	.reply = on_reply,
+	.replies = replies,
+	.nreplies = sizeof(replies) / sizeof(replies[0]),
+	.load = on_load,
+	.affinity = on_affinity,
+};
+
+static int dpath_init(struct server *srv)
+{
+	struct dpaths *dp = calloc(1, sizeof(*dp));
+
+	if (!dp)
+		return -ENOMEM;
+	srv->dp = dp;
+	list_init(&dp->dpaths);
+	list_init(&dp->xreqs);
+	for (uint32_t g = 0; g < EXEC_MAX; g++)
+		list_init(&dp->restoring[g]);
+	return gpu_listen(srv, &listener);
+}
+
+static void dpath_module_fini(struct server *srv)
+{
+	dpath_fini(srv);
+	free(srv->dp);
+	srv->dp = NULL;
+}
+
+static void on_attach(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_attach(srv, c, seq, payload);
+}
+
+static void on_queue_create(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_queue_create(srv, c, seq, payload);
+}
+
+static void on_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_queue_destroy(srv, c, seq, ((const struct ooo_msg_queue *)payload)->queue);
+}
+
+static void on_module_load(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_module_load(srv, c, seq, payload, server_take_fd(c));
+}
+
+static void on_module_unload(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_module_unload(srv, c, seq, ((const struct ooo_msg_module *)payload)->module);
+}
+
+static void on_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_kernel_get(srv, c, seq, payload);
+}
+
+static void on_host_alloc(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_host_alloc(srv, c, seq, ((const struct ooo_msg_host *)payload)->size);
+}
+
+static void on_host_free(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	dpath_host_free(srv, c, seq, ((const struct ooo_msg_host *)payload)->region);
+}
+
+static void on_pardon(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	const struct peer_cred *cred = server_conn_cred(c);
+	struct ooo_msg_pardon_reply rep;
+
+	dpath_admin_pardon(srv, payload, &rep);
+	log_info("oooctl (pid %u uid %u): pardon: %s", cred->pid, cred->uid, rep.msg);
+	server_reply(srv, c, OOO_MSG_PARDON, seq, &rep, sizeof(rep), -1);
+}
+
+#define QUEUES_ONLY "queues belong to tenant sessions"
+#define MODULES_ONLY "modules belong to tenant sessions"
+#define HOST_ONLY "host regions belong to tenant sessions"
+static const struct handler handlers[] = {
+	{ .type = OOO_MSG_ATTACH, .flags = H_TENANT, .refusal = QUEUES_ONLY, .fn = on_attach },
+	{ .type = OOO_MSG_QUEUE_CREATE, .flags = H_TENANT, .refusal = QUEUES_ONLY, .fn = on_queue_create },
+	{ .type = OOO_MSG_QUEUE_DESTROY, .flags = H_TENANT, .refusal = QUEUES_ONLY, .fn = on_queue_destroy },
+	{ .type = OOO_MSG_MODULE_LOAD, .flags = H_TENANT, .refusal = MODULES_ONLY, .fn = on_module_load },
+	{ .type = OOO_MSG_MODULE_UNLOAD, .flags = H_TENANT, .refusal = MODULES_ONLY, .fn = on_module_unload },
+	{ .type = OOO_MSG_KERNEL_GET, .flags = H_TENANT, .refusal = MODULES_ONLY, .fn = on_kernel_get },
+	{ .type = OOO_MSG_HOST_ALLOC, .flags = H_TENANT, .refusal = HOST_ONLY, .fn = on_host_alloc },
+	{ .type = OOO_MSG_HOST_FREE, .flags = H_TENANT, .refusal = HOST_ONLY, .fn = on_host_free },
+	{ .type = OOO_MSG_PARDON, .flags = H_ADMIN, .fn = on_pardon },
+};
+
+const struct module dpath_module = {
+	.name = "data paths",
+	.init = dpath_init,
+	.session_close = dpath_release_session,
+	.fini = dpath_module_fini,
+	.handlers = handlers,
+	.nhandlers = sizeof(handlers) / sizeof(handlers[0]),
+};

@@ -19,6 +19,7 @@
 
 #include <ooo/proto.h>
 
+#include "gpu.h"
 #include "registry.h"
 
 #define DPATH_AREA_SIZE (33ull << 20) /* 32 MiB of staging plus the rings */
@@ -30,9 +31,11 @@
 
 struct server;
 struct conn;
+struct module;
+struct hangs;
 
 struct sdpath {
-	struct list_node node; /* srv->dpaths */
+	struct list_node node; /* srv->dp->dpaths */
 	struct session *sess;
 	uint64_t session;
 	uint32_t gpu;
@@ -78,7 +81,7 @@ struct sdpath {
 	 * (RESTORE_WINDOW), then the ping that ends the re-attach.
 	 */
 	bool restoring;
-	struct list_node rs_node; /* srv->restoring[gpu], while restoring */
+	struct list_node rs_node; /* srv->dp->restoring[gpu], while restoring */
 	uint32_t rs_mod, rs_kern, rs_out;
 	uint32_t module_kind[DPATH_MAX_MODULES];
 	uint64_t module_len[DPATH_MAX_MODULES];
@@ -91,7 +94,7 @@ struct sdpath {
 
 /* A request forwarded to an executor, answered to the tenant when the executor replies. */
 struct xreq {
-	struct list_node node; /* srv->xreqs */
+	struct list_node node; /* srv->dp->xreqs */
 	uint64_t req;
 	uint32_t gpu;
 	uint16_t type; /* the tenant's request type */
@@ -107,39 +110,42 @@ struct xreq {
 	char *name;           /* KERNEL_GET: the kernel's name */
 };
 
-void dpath_init(struct server *srv);
-void dpath_fini(struct server *srv);
-void dpath_attach(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_attach *req);
-void dpath_queue_create(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_queue_create *req);
-void dpath_queue_destroy(struct server *srv, struct conn *c, uint32_t seq, uint32_t queue);
-void dpath_release_session(struct server *srv, struct session *s);
-/* Tell an executor to forget a session (its area, queues, modules, buffers' ownership). */
-void dpath_detach(struct server *srv, uint32_t gpu, uint64_t session);
-void dpath_module_load(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_module_load *req, int fd);
-void dpath_module_unload(struct server *srv, struct conn *c, uint32_t seq, uint32_t module);
-void dpath_kernel_get(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_kernel_get *req);
-void dpath_host_alloc(struct server *srv, struct conn *c, uint32_t seq, uint64_t size);
-void dpath_host_free(struct server *srv, struct conn *c, uint32_t seq, uint32_t region);
-/* An executor's answer to a forwarded request (module load/unload, kernel get). */
-void dpath_on_xreply(struct server *srv, uint32_t gpu, uint16_t type, const void *payload);
-void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int32_t status, uint64_t req, const char *reason);
-void dpath_gpu_lost(struct server *srv, uint32_t gpu);
-void dpath_gpu_ready(struct server *srv, uint32_t gpu);
+#define DPATH_GONE 4096u
+
+/* The module's state (srv->dp). */
+struct dpaths {
+	struct list_node dpaths; /* every struct sdpath */
+	struct list_node xreqs;  /* requests forwarded to executors */
+	/* per executor slot: sessions whose modules are being restored, oldest first, and their requests out */
+	struct list_node restoring[EXEC_MAX];
+	uint32_t restore_out[EXEC_MAX];
+	struct hangs *hangs; /* tenants whose work ran past kernel_time_limit_ms or faulted (NULL until the first) */
+	/*
+	 * Attached data paths released whose executor has not yet answered
+	 * their detach (dpath.c): an executor's report of a hang
+	 * (EXEC_MSG_HUNG) can name a session that closed while its kernel ran
+	 * (its detach waits on that kernel), and the hang still counts against
+	 * its tenant. Freed by the detach's answer or the executor's end; past
+	 * DPATH_GONE at once, the oldest is forgotten.
+	 */
+	struct dpath_gone {
+		uint64_t session; /* 0: unused */
+		uint32_t gpu, uid;
+	} gone[DPATH_GONE];
+	uint32_t gone_next;
+};
+
 /*
- * The executor of slot gpu found work past kernel_time_limit_ms (EXEC_MSG_HUNG,
- * checked) and is exiting: the hang is counted against the tenant whose
- * sessions the work was (oood.conf hang_strikes), unless they were several
- * tenants' (a fused bundle: the kernel that did not end is one member's).
+ * The module (server.h): owns srv->dp, every data path and forwarded
+ * request. Handles the tenants' OOO_MSG_ATTACH, _QUEUE_CREATE/_DESTROY,
+ * _MODULE_LOAD/_UNLOAD, _KERNEL_GET, _HOST_ALLOC/_FREE and the operators'
+ * OOO_MSG_PARDON; a closing session's data path goes with it; listens to
+ * the executors: attaches and restores sessions again in a new executor,
+ * strikes the tenants of a domain whose executor hung or faulted.
  */
-struct exec_hung;
-void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h);
-/* Executor slot gpu of `domain` exited for a fault of its GPU work: a strike against its tenant, if one. */
-void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain);
-/* oooctl pardon: forgets the hangs of req->uid (checked by wire_decode); *rep says what was forgotten. */
-struct ooo_msg_pardon;
-struct ooo_msg_pardon_reply;
-void dpath_admin_pardon(struct server *srv, const struct ooo_msg_pardon *req, struct ooo_msg_pardon_reply *rep);
-/* The executor answered the ping sent behind a re-attach: the session may submit again. */
-void dpath_on_barrier(struct server *srv, uint32_t gpu, uint64_t session);
+extern const struct module dpath_module;
+
+/* Tell slot gpu's executor to drop session's data path (no answer awaited). */
+void dpath_detach(struct server *srv, uint32_t gpu, uint64_t session);
 
 #endif

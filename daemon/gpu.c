@@ -15,11 +15,11 @@
 
 #include <ooo/ooo.h>
 
-#include "../client/wire.h"
-#include "buffers.h"
-#include "dpath.h"
+#include "../proto/fdpass.h"
+#include "../proto/wire.h"
 #include "exec/nvrtc.h"
 #include "log.h"
+#include "mps.h"
 #include "pidfd.h"
 #include "place.h"
 #include "server.h"
@@ -39,6 +39,15 @@ static const char *slot_name(const struct gpu *g)
 	return g->domain[0] ? g->domain : "spare";
 }
 
+/* Call hook `fn` of every listener that has one, with the arguments after it. */
+#define TELL(gs, fn, ...)                                                   \
+	do {                                                                \
+		for (uint32_t l_ = 0; l_ < (gs)->nlisteners; l_++) {        \
+			if ((gs)->listener[l_]->fn)                         \
+				(gs)->listener[l_]->fn(__VA_ARGS__);        \
+		}                                                           \
+	} while (0)
+
 static void parked_retry(struct server *srv);
 static void parked_expire(struct server *srv, uint64_t now);
 static int slot_start(struct server *srv, uint32_t dev, const char *domain);
@@ -50,7 +59,7 @@ static void arm_exit(struct server *srv, struct gpu *g)
 	if (!sqe)
 		return;
 	io_uring_prep_poll_add(sqe, g->pidfd, POLLIN);
-	io_uring_sqe_set_data64(sqe, ud_make(OP_GPU_EXIT, g->idx, 0));
+	io_uring_sqe_set_data64(sqe, ud_make((enum op)srv->gpus->op_exit, g->idx, 0));
 	g->inflight++;
 }
 
@@ -68,7 +77,7 @@ static void arm_recv(struct server *srv, struct gpu *g)
 	g->rmsg.msg_control = g->rcmsg.buf;
 	g->rmsg.msg_controllen = sizeof(g->rcmsg.buf);
 	io_uring_prep_recvmsg(sqe, g->ctl, &g->rmsg, MSG_CMSG_CLOEXEC);
-	io_uring_sqe_set_data64(sqe, ud_make(OP_GPU_RECV, g->idx, 0));
+	io_uring_sqe_set_data64(sqe, ud_make((enum op)srv->gpus->op_recv, g->idx, 0));
 	g->inflight++;
 }
 
@@ -149,7 +158,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		snprintf(klimit, sizeof(klimit), "%u", srv->policy->kernel_time_limit_ms);
 		snprintf(burst, sizeof(burst), "%u", srv->policy->burst_wait_us);
 		snprintf(uid, sizeof(uid), "%u", exec_uid(srv, g));
-		execl(srv->gpus.exe, "oood", "--executor", "--device", dev, "--uid", uid,
+		execl(srv->gpus->exe, "oood", "--executor", "--device", dev, "--uid", uid,
 		      "--libcuda", srv->policy->libcuda, "--fuse", srv->policy->fuse ? "yes" : "no", "--fuse-copies",
 		      srv->policy->fuse_copies ? "yes" : "no", "--spread-lanes", srv->policy->spread_lanes ? "yes" : "no",
 		      "--chain-launches", srv->policy->chain_launches ? "yes" : "no",
@@ -180,7 +189,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		set_backoff(srv, g, "cannot watch the executor (pidfd_open failed)");
 		return;
 	}
-	g->mps_client = mps_running(srv) && srv->mps.executor_client; /* what mps_executor_env gave it */
+	g->mps_client = mps_running(srv) && srv->mps->executor_client; /* what mps_executor_env gave it */
 	log_info("gpu%u: executor pid %d started for %s%s", g->dev, (int)pid, g->domain[0] ? g->domain : "the spare",
 		 g->mps_client ? " as an MPS client" : "");
 	{
@@ -195,7 +204,7 @@ static void spawn(struct server *srv, struct gpu *g)
 /* Take a free slot for (dev, domain) and start its executor. Returns the slot, or -OOO_ELIMIT when none is free. */
 static int slot_start(struct server *srv, uint32_t dev, const char *domain)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 
 	/* slot i runs as executor_uids' i-th uid: no more slots than uids */
 	for (uint32_t i = 0; i < EXEC_MAX && i < srv->policy->exec_uid_n; i++) {
@@ -213,8 +222,8 @@ static int slot_start(struct server *srv, uint32_t dev, const char *domain)
 		g->stats_warn_ns = 0;
 		g->stats_dropped = 0;
 		g->reason[0] = '\0';
-		memset(&g->parts, 0, sizeof(g->parts));
 		memset(&g->info, 0, sizeof(g->info));
+		TELL(gs, claimed, srv, g);
 		if (i >= gs->n)
 			gs->n = i + 1;
 		spawn(srv, g);
@@ -229,7 +238,7 @@ static int slot_start(struct server *srv, uint32_t dev, const char *domain)
 /* A slot no longer used: free for another device or domain. */
 static void slot_free(struct server *srv, struct gpu *g)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 
 	g->used = false;
 	g->retire = false;
@@ -241,19 +250,49 @@ static void slot_free(struct server *srv, struct gpu *g)
 		gs->n--;
 }
 
-int gpu_start(struct server *srv)
-{
-	struct gpus *gs = &srv->gpus;
-	ssize_t n;
+static void on_exit_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe);
+static void on_recv_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe);
 
+static int gpu_init(struct server *srv)
+{
+	struct gpus *gs = calloc(1, sizeof(*gs));
+	int r;
+
+	if (!gs)
+		return -ENOMEM;
+	srv->gpus = gs;
 	for (unsigned i = 0; i < EXEC_MAX; i++) {
 		gs->g[i].idx = i;
 		gs->g[i].pidfd = gs->g[i].ctl = -1;
 	}
-	gs->n = 0;
-	gs->ndev = 0;
 	list_init(&gs->parked);
-	gs->nparked = 0;
+	r = server_add_op(srv, on_exit_cqe);
+	if (r < 0)
+		return r;
+	gs->op_exit = (uint32_t)r;
+	r = server_add_op(srv, on_recv_cqe);
+	if (r < 0)
+		return r;
+	gs->op_recv = (uint32_t)r;
+	return 0;
+}
+
+int gpu_listen(struct server *srv, const struct exec_listener *l)
+{
+	struct gpus *gs = srv->gpus;
+
+	if (gs->nlisteners >= GPU_LISTENERS)
+		return -ENOSPC;
+	gs->listener[gs->nlisteners++] = l;
+	return 0;
+}
+
+
+static int gpu_start(struct server *srv)
+{
+	struct gpus *gs = srv->gpus;
+	ssize_t n;
+
 	gs->enabled = srv->policy->executor;
 	if (!gs->enabled) {
 		snprintf(gs->reason, sizeof(gs->reason), "executors are disabled by the configuration (executor = no)");
@@ -284,8 +323,7 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 	g->tm_tracked = false;
 	g->pid = 0;
 	g->have_stats = false;
-	buffers_gpu_lost(srv, g->idx);
-	dpath_gpu_lost(srv, g->idx);
+	TELL(srv->gpus, lost, srv, g->idx);
 	if (srv->stopping) {
 		g->state = OOO_DEV_STOPPED;
 		return;
@@ -307,7 +345,7 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 		return;
 	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_EXIT_FAULT)
-		dpath_on_fault(srv, g->idx, g->domain);
+		TELL(srv->gpus, fault, srv, g->idx, g->domain);
 	if (WIFSIGNALED(st))
 		snprintf(why, sizeof(why), "executor killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
 	else if (g->have_info && g->info.status < 0)
@@ -320,10 +358,10 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 
 static struct gpu *gpu_at(struct server *srv, uint32_t idx)
 {
-	return idx < EXEC_MAX ? &srv->gpus.g[idx] : NULL;
+	return idx < EXEC_MAX ? &srv->gpus->g[idx] : NULL;
 }
 
-void gpu_on_exit(struct server *srv, uint32_t idx, int res)
+static void gpu_on_exit(struct server *srv, uint32_t idx, int res)
 {
 	struct gpu *g = gpu_at(srv, idx);
 
@@ -362,20 +400,18 @@ static void on_ready(struct server *srv, struct gpu *g, const struct exec_ready 
 	g->ready_ns = server_now_ns();
 	g->ping_ns = g->pong_ns = 0;
 	g->reason[0] = '\0';
-	buffers_gpu_ready(srv, g->idx);
-	dpath_gpu_ready(srv, g->idx);
-	parts_gpu_ready(srv, g);
+	TELL(srv->gpus, ready, srv, g);
 	log_info("gpu%u: %s, %u SMs, compute %u.%u, %.1f GiB, driver %d.%d, executor pid %d (%s)", g->dev,
 		 g->info.name, g->info.sm_count, g->info.cc_major, g->info.cc_minor, (double)g->info.mem_total / (1 << 30),
 		 g->info.driver_version / 1000, g->info.driver_version % 1000 / 10, (int)g->pid,
 		 g->domain[0] ? g->domain : "spare");
 	/* the first executor tells how many devices there are: a spare for each of the others */
-	if (g->idx == 0 && srv->gpus.ndev == 1 && r->device_count > 1) {
+	if (g->idx == 0 && srv->gpus->ndev == 1 && r->device_count > 1) {
 		uint32_t want = r->device_count > GPU_MAX ? GPU_MAX : r->device_count;
 
 		if (r->device_count > GPU_MAX)
 			log_warn("the driver reports %u devices; oood serves the first %u", r->device_count, GPU_MAX);
-		srv->gpus.ndev = want;
+		srv->gpus->ndev = want;
 		for (uint32_t i = 1; i < want && !srv->stopping; i++)
 			slot_start(srv, i, "");
 	}
@@ -461,26 +497,27 @@ static void on_stats(struct gpu *g, const void *payload, size_t plen)
 /* The descriptor passed with the last message (at most one is kept), or -1. */
 static int take_fd(struct gpu *g)
 {
-	int fd = -1;
+	int fd;
 
-	if (g->rmsg.msg_controllen < sizeof(struct cmsghdr))
-		return -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&g->rmsg); cm; cm = CMSG_NXTHDR(&g->rmsg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int f;
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (fd < 0)
-				fd = f;
-			else
-				close(f);
-		}
-	}
+	fdpass_take(&g->rmsg, &fd, 1);
 	return fd;
 }
 
-void gpu_on_recv(struct server *srv, uint32_t idx, int res)
+/* The listener that takes the replies to request type `req` (EXEC_MSG_*), or NULL. */
+static const struct exec_listener *listener_of(const struct gpus *gs, uint16_t req)
+{
+	for (uint32_t i = 0; i < gs->nlisteners; i++) {
+		const struct exec_listener *l = gs->listener[i];
+
+		for (size_t k = 0; l->reply && k < l->nreplies; k++) {
+			if (l->replies[k] == req)
+				return l;
+		}
+	}
+	return NULL;
+}
+
+static void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 {
 	struct gpu *g = gpu_at(srv, idx);
 	const void *payload;
@@ -513,7 +550,7 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 				log_warn("gpu%u (%s): a hang report with no limit passed (ran %llu ms, limit %llu ms) ignored",
 					 g->dev, slot_name(g), (unsigned long long)h.ran_ms, (unsigned long long)h.limit_ms);
 			else
-				dpath_on_hung(srv, idx, &h);
+				TELL(srv->gpus, hung, srv, idx, &h);
 			if (!g->hung_ns)
 				g->hung_ns = server_now_ns();
 		} else if (type == (EXEC_MSG_PING | OOO_MSG_REPLY)) {
@@ -521,25 +558,16 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 			if (plen == sizeof(uint64_t)) {
 				uint64_t sid;
 				memcpy(&sid, payload, sizeof(sid));
-				dpath_on_barrier(srv, idx, sid);
+				TELL(srv->gpus, barrier, srv, idx, sid);
 			}
-		} else if (type == (EXEC_MSG_MODULE_LOAD | OOO_MSG_REPLY) || type == (EXEC_MSG_HOST_MAP | OOO_MSG_REPLY) ||
-			   type == (EXEC_MSG_HOST_UNMAP | OOO_MSG_REPLY) ||
-			   type == (EXEC_MSG_MODULE_UNLOAD | OOO_MSG_REPLY) ||
-			   type == (EXEC_MSG_KERNEL_GET | OOO_MSG_REPLY)) {
-			dpath_on_xreply(srv, idx, type, payload);
-		} else if (type == (EXEC_MSG_PARTITIONS | OOO_MSG_REPLY)) {
-			parts_on_reply(srv, g, payload);
-		} else if (type == (EXEC_MSG_ATTACH | OOO_MSG_REPLY) || type == (EXEC_MSG_DETACH | OOO_MSG_REPLY) ||
-			   type == (EXEC_MSG_QUEUE | OOO_MSG_REPLY)) {
-			struct exec_mem_reply r;
-			memcpy(&r, payload, sizeof(r));
-			dpath_on_reply(srv, idx, type, r.status, r.req, r.reason);
-		} else if (type & OOO_MSG_REPLY && type != (EXEC_MSG_PING | OOO_MSG_REPLY)) {
-			struct exec_mem_reply r;
-			memcpy(&r, payload, sizeof(r));
-			buffers_on_reply(srv, idx, type, &r, fd);
-			fd = -1; /* buffers took it */
+		} else if (type & OOO_MSG_REPLY) {
+			const struct exec_listener *l = listener_of(srv->gpus, (uint16_t)(type & ~OOO_MSG_REPLY));
+
+			if (l)
+				l->reply(srv, idx, type, payload, plen, &fd);
+			else
+				log_warn("gpu%u (%s): a reply no module asked for (%#x), ignored", g->dev, slot_name(g),
+					 type);
 		}
 	} else if (res > 0) {
 		log_err("gpu%u (%s): malformed message from the executor, killing it", g->dev, slot_name(g));
@@ -567,24 +595,11 @@ void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 		finalize_exit(srv, g);
 }
 
-/* What holds each slot: data paths and buffers (including those in flight). */
-static void slot_users(const struct server *srv, uint32_t users[EXEC_MAX])
+/* What each slot serves, as the listeners count it (data paths, buffers, including those in flight). */
+static void slot_load(const struct server *srv, struct exec_load load[EXEC_MAX])
 {
-	const struct list_node *n;
-
-	memset(users, 0, sizeof(uint32_t) * EXEC_MAX);
-	list_for_each(n, &srv->dpaths) {
-		const struct sdpath *d = list_entry(n, struct sdpath, node);
-
-		if (d->gpu < EXEC_MAX)
-			users[d->gpu]++;
-	}
-	list_for_each(n, &srv->buffers) {
-		const struct buffer *b = list_entry(n, struct buffer, anode);
-
-		if (b->gpu < EXEC_MAX)
-			users[b->gpu]++;
-	}
+	memset(load, 0, sizeof(struct exec_load) * EXEC_MAX);
+	TELL(srv->gpus, load, srv, load);
 }
 
 /*
@@ -594,17 +609,19 @@ static void slot_users(const struct server *srv, uint32_t users[EXEC_MAX])
  */
 static void tend_slots(struct server *srv, uint64_t now)
 {
-	struct gpus *gs = &srv->gpus;
-	uint32_t users[EXEC_MAX];
+	struct gpus *gs = srv->gpus;
+	static struct exec_load load[EXEC_MAX]; /* 6 KiB: off the stack; oood has one thread */
 	uint64_t idle = (uint64_t)srv->policy->domain_idle_ms * 1000000ull;
 
-	slot_users(srv, users);
+	slot_load(srv, load);
 	for (uint32_t i = 0; i < gs->n; i++) {
+		uint32_t users = load[i].paths + load[i].buffers;
+
 		struct gpu *g = &gs->g[i];
 
 		if (!g->used || !g->domain[0])
 			continue;
-		if (g->state == OOO_DEV_FAILED && !g->pid && !g->inflight && !users[i]) {
+		if (g->state == OOO_DEV_FAILED && !g->pid && !g->inflight && !users) {
 			/* a domain's executor that found no device: its slot goes, the domain may try again */
 			log_info("gpu%u: slot of %s freed after its executor failed: %s", g->dev, g->domain, g->reason);
 			slot_free(srv, g);
@@ -615,7 +632,7 @@ static void tend_slots(struct server *srv, uint64_t now)
 				kill(g->pid, SIGKILL);
 			continue;
 		}
-		if (g->state != OOO_DEV_READY || users[i]) {
+		if (g->state != OOO_DEV_READY || users) {
 			g->idle_ns = 0;
 			continue;
 		}
@@ -648,9 +665,9 @@ static void tend_slots(struct server *srv, uint64_t now)
 	}
 }
 
-void gpu_tick(struct server *srv, uint64_t now)
+static void gpu_tick(struct server *srv, uint64_t now)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 
 	if (!srv->stopping && gs->enabled) {
 		tend_slots(srv, now);
@@ -689,10 +706,10 @@ void gpu_tick(struct server *srv, uint64_t now)
 	}
 }
 
-void gpu_stop_all(struct server *srv)
+static void gpu_stop_all(struct server *srv)
 {
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		struct gpu *g = &srv->gpus->g[i];
 
 		if (g->pid && !g->exited)
 			kill(g->pid, SIGTERM);
@@ -701,19 +718,21 @@ void gpu_stop_all(struct server *srv)
 	}
 }
 
-bool gpu_all_stopped(const struct server *srv)
+static bool gpu_all_stopped(const struct server *srv)
 {
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		if (srv->gpus.g[i].pid || srv->gpus.g[i].inflight)
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		if (srv->gpus->g[i].pid || srv->gpus->g[i].inflight)
 			return false;
 	}
 	return true;
 }
 
-void gpu_fini(struct server *srv)
+static void gpu_fini(struct server *srv)
 {
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		struct gpu *g = &srv->gpus.g[i];
+	if (!srv->gpus)
+		return;
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		struct gpu *g = &srv->gpus->g[i];
 
 		if (g->pid && !g->exited) {
 			kill(g->pid, SIGKILL);
@@ -741,7 +760,7 @@ int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p,
 	struct iovec iov = { buf, 0 };
 	union {
 		struct cmsghdr align;
-		char b[CMSG_SPACE(sizeof(int) * 4)];
+		char b[FDPASS_SPACE(FDPASS_MAX)];
 	} u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t len;
@@ -752,20 +771,8 @@ int gpu_send_fds(struct server *srv, uint32_t idx, uint16_t type, const void *p,
 	if (len < 0)
 		return (int)len;
 	iov.iov_len = (size_t)len;
-	if (nfds > 4)
+	if (fdpass_pack(&mh, u.b, sizeof(u.b), fds, nfds) < 0)
 		return -EINVAL;
-	if (nfds > 0) {
-		struct cmsghdr *cm;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
 	/* never block the loop on an executor: a full socket means it is stuck */
 	if (sendmsg(g->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
 		return -errno;
@@ -782,8 +789,8 @@ ssize_t gpu_list_slots(struct server *srv, const struct ooo_msg_list_req *req, v
 
 	if (cap < sizeof(hdr))
 		return -EMSGSIZE;
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		if (srv->gpus.g[i].used)
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		if (srv->gpus->g[i].used)
 			idx[n++] = i;
 	}
 	hdr.total = n;
@@ -792,7 +799,7 @@ ssize_t gpu_list_slots(struct server *srv, const struct ooo_msg_list_req *req, v
 		void *rec = out + hdr.count * rec_size;
 
 		memset(rec, 0, rec_size);
-		fill(srv, &srv->gpus.g[idx[k]], rec, now);
+		fill(srv, &srv->gpus->g[idx[k]], rec, now);
 		hdr.count++;
 	}
 	memcpy(buf, &hdr, sizeof(hdr));
@@ -801,13 +808,13 @@ ssize_t gpu_list_slots(struct server *srv, const struct ooo_msg_list_req *req, v
 
 uint32_t gpu_dev(const struct server *srv, uint32_t idx)
 {
-	return idx < EXEC_MAX ? srv->gpus.g[idx].dev : idx;
+	return idx < EXEC_MAX ? srv->gpus->g[idx].dev : idx;
 }
 
 const struct gpu *gpu_dev_info(const struct server *srv, uint32_t dev)
 {
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		const struct gpu *g = &srv->gpus->g[i];
 
 		if (g->used && g->dev == dev && g->have_info && g->info.status == 0)
 			return g;
@@ -819,8 +826,8 @@ uint32_t gpu_dev_mps_clients(const struct server *srv, uint32_t dev)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		const struct gpu *g = &srv->gpus->g[i];
 
 		if (g->used && g->dev == dev && g->pid && g->mps_client)
 			n++;
@@ -830,8 +837,8 @@ uint32_t gpu_dev_mps_clients(const struct server *srv, uint32_t dev)
 
 static bool dev_ready(const struct server *srv, uint32_t dev)
 {
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		const struct gpu *g = &srv->gpus->g[i];
 
 		if (g->used && g->dev == dev && g->state == OOO_DEV_READY)
 			return true;
@@ -842,8 +849,8 @@ static bool dev_ready(const struct server *srv, uint32_t dev)
 /* Whether an executor of device dev (any device for OOO_DEVICE_ANY) is starting or restarting. */
 static bool dev_coming(const struct server *srv, uint32_t dev)
 {
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		const struct gpu *g = &srv->gpus->g[i];
 
 		if (g->used && !g->retire && (dev == OOO_DEVICE_ANY || g->dev == dev) &&
 		    (g->state == OOO_DEV_STARTING || g->state == OOO_DEV_RESTARTING))
@@ -855,7 +862,7 @@ static bool dev_coming(const struct server *srv, uint32_t dev)
 /* The slot of `domain` on device dev: see gpu_pick. */
 static int slot_for(struct server *srv, uint32_t dev, const char *domain, char *why, size_t cap)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 	struct gpu *mine = NULL, *spare = NULL;
 	uint32_t claimed = 0;
 
@@ -916,9 +923,9 @@ static int slot_for(struct server *srv, uint32_t dev, const char *domain, char *
 
 int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *why, size_t cap)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 	struct place_gpu pg[GPU_MAX];
-	const struct list_node *n;
+	static struct exec_load load[EXEC_MAX]; /* off the stack; oood has one thread */
 	int affinity = -1, r;
 
 	why[0] = '\0';
@@ -938,24 +945,22 @@ int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *w
 	memset(pg, 0, sizeof(pg));
 	for (uint32_t d = 0; d < gs->ndev && d < GPU_MAX; d++)
 		pg[d].ready = dev_ready(srv, d);
-	list_for_each(n, &srv->dpaths) {
-		const struct sdpath *d = list_entry(n, struct sdpath, node);
-		uint32_t dev = gpu_dev(srv, d->gpu);
+	slot_load(srv, load);
+	for (uint32_t i = 0; i < EXEC_MAX; i++) {
+		uint32_t dev = gpu_dev(srv, i);
 
-		if (dev < GPU_MAX)
-			pg[dev].sessions++;
+		if (dev < GPU_MAX) {
+			pg[dev].sessions += load[i].paths;
+			pg[dev].mem_bytes += load[i].mem_bytes;
+		}
 	}
-	list_for_each(n, &srv->buffers) {
-		const struct buffer *b = list_entry(n, struct buffer, anode);
-		uint32_t dev = gpu_dev(srv, b->gpu);
+	/* the last listener that places the session decides (data paths register after buffers) */
+	for (uint32_t l = gs->nlisteners; s && affinity < 0 && l-- > 0;) {
+		int slot = gs->listener[l]->affinity ? gs->listener[l]->affinity(srv, s) : -1;
 
-		if (dev < GPU_MAX)
-			pg[dev].mem_bytes += b->size;
+		if (slot >= 0)
+			affinity = (int)gpu_dev(srv, (uint32_t)slot);
 	}
-	if (s && s->dp)
-		affinity = (int)gpu_dev(srv, s->dp->gpu);
-	else if (s && s->bufs.next != &s->bufs)
-		affinity = (int)gpu_dev(srv, list_entry(s->bufs.next, struct buffer, snode)->gpu);
 	r = place_pick(pg, gs->ndev < GPU_MAX ? gs->ndev : GPU_MAX, affinity);
 	if (r < 0 && (affinity >= 0 ? dev_coming(srv, (uint32_t)affinity) : dev_coming(srv, OOO_DEVICE_ANY)))
 		return -EINPROGRESS; /* no GPU ready yet, but executors are starting: wait for them */
@@ -972,12 +977,13 @@ int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *w
 /* ---- requests waiting for an executor ------------------------------------ */
 
 struct gpu_parked {
-	struct list_node node; /* srv->gpus.parked */
+	struct list_node node; /* srv->gpus->parked */
 	struct conn_ref conn;
 	uint64_t session;
 	uint64_t deadline_ns;
 	uint32_t seq;
 	uint16_t type;
+	uint32_t len;
 	union {
 		struct ooo_msg_buf_alloc alloc;
 		struct ooo_msg_attach attach;
@@ -988,7 +994,7 @@ static uint64_t redispatch_deadline; /* while parked_retry hands a request back:
 
 int gpu_park(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *req, size_t len)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 	struct session *s = server_conn_session(c);
 	struct gpu_parked *p;
 	uint32_t mine = 0;
@@ -1011,6 +1017,7 @@ int gpu_park(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, co
 	p->type = type;
 	p->deadline_ns = redispatch_deadline ? redispatch_deadline : server_now_ns() + GPU_PARK_NS;
 	memcpy(&p->req, req, len);
+	p->len = (uint32_t)len;
 	list_add_tail(&gs->parked, &p->node);
 	gs->nparked++;
 	if (!redispatch_deadline)
@@ -1031,7 +1038,7 @@ static struct conn *parked_conn(struct server *srv, const struct gpu_parked *p)
 /* Hand every parked request to its handler again (an executor became ready or failed). */
 static void parked_retry(struct server *srv)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 	struct list_node todo, *n;
 
 	if (list_empty(&gs->parked))
@@ -1049,10 +1056,7 @@ static void parked_retry(struct server *srv)
 		list_del(n);
 		if (c && !srv->stopping) {
 			redispatch_deadline = p->deadline_ns;
-			if (p->type == OOO_MSG_BUF_ALLOC)
-				buffers_alloc(srv, c, p->seq, &p->req.alloc);
-			else
-				dpath_attach(srv, c, p->seq, &p->req.attach);
+			server_redispatch(srv, c, p->seq, p->type, &p->req, p->len);
 			redispatch_deadline = 0;
 		}
 		free(p);
@@ -1061,7 +1065,7 @@ static void parked_retry(struct server *srv)
 
 static void parked_expire(struct server *srv, uint64_t now)
 {
-	struct gpus *gs = &srv->gpus;
+	struct gpus *gs = srv->gpus;
 	struct list_node *n, *tmp;
 
 	list_for_each_safe(n, tmp, &gs->parked) {
@@ -1080,23 +1084,23 @@ static void parked_expire(struct server *srv, uint64_t now)
 	}
 }
 
-void gpu_park_fini(struct server *srv)
+static void gpu_park_fini(struct server *srv)
 {
 	struct list_node *n, *tmp;
 
-	if (!srv->gpus.parked.next)
+	if (!srv->gpus->parked.next)
 		return;
-	list_for_each_safe(n, tmp, &srv->gpus.parked) {
+	list_for_each_safe(n, tmp, &srv->gpus->parked) {
 		list_del(n);
 		free(list_entry(n, struct gpu_parked, node));
 	}
-	srv->gpus.nparked = 0;
+	srv->gpus->nparked = 0;
 }
 
 void gpu_counts(const struct server *srv, uint32_t *known, uint32_t *ready)
 {
 	*known = *ready = 0;
-	for (uint32_t d = 0; d < srv->gpus.ndev; d++) {
+	for (uint32_t d = 0; d < srv->gpus->ndev; d++) {
 		if (gpu_dev_info(srv, d))
 			(*known)++;
 		if (dev_ready(srv, d))
@@ -1111,10 +1115,10 @@ const char *gpu_reason(const struct server *srv)
 	gpu_counts(srv, &known, &ready);
 	if (ready)
 		return "";
-	if (!srv->gpus.enabled || !srv->gpus.n)
-		return srv->gpus.reason;
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	if (!srv->gpus->enabled || !srv->gpus->n)
+		return srv->gpus->reason;
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		const struct gpu *g = &srv->gpus->g[i];
 
 		if (g->used && g->dev == 0 && g->reason[0])
 			return g->reason;
@@ -1125,7 +1129,7 @@ const char *gpu_reason(const struct server *srv)
 bool gpu_sched_counters(const struct server *srv, uint32_t idx, uint64_t now_ns, struct ooo_sched_counters *c,
 			uint64_t *age_ns)
 {
-	const struct gpu *g = idx < srv->gpus.n ? &srv->gpus.g[idx] : NULL;
+	const struct gpu *g = idx < srv->gpus->n ? &srv->gpus->g[idx] : NULL;
 
 	if (!g || !g->used || !g->have_stats)
 		return false;
@@ -1133,3 +1137,35 @@ bool gpu_sched_counters(const struct server *srv, uint32_t idx, uint64_t now_ns,
 	*age_ns = now_ns > g->stats_ns ? now_ns - g->stats_ns : 0;
 	return true;
 }
+
+/* ---- the module -------------------------------------------------------------- */
+
+static void on_exit_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe)
+{
+	gpu_on_exit(srv, slot, cqe->res);
+}
+
+static void on_recv_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe)
+{
+	gpu_on_recv(srv, slot, cqe->res);
+}
+
+static void gpu_module_fini(struct server *srv)
+{
+	if (!srv->gpus)
+		return;
+	gpu_fini(srv);
+	gpu_park_fini(srv);
+	free(srv->gpus);
+	srv->gpus = NULL;
+}
+
+const struct module gpu_module = {
+	.name = "executors",
+	.init = gpu_init,
+	.start = gpu_start,
+	.tick = gpu_tick,
+	.stop = gpu_stop_all,
+	.stopped = gpu_all_stopped,
+	.fini = gpu_module_fini,
+};

@@ -28,11 +28,11 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "exec/exec_proto.h"
-#include "parts.h"
+#include "../proto/exec_proto.h"
 #include "registry.h"
 
 #define GPU_MAX 64   /* devices */
+#define GPU_LISTENERS 8 /* modules that listen to the executors (gpu_listen) */
 #define EXEC_MAX 256 /* executor slots: devices x (trust domains + spare) */
 _Static_assert(EXEC_MAX == REG_EXEC_SLOTS, "the sessions' exec_seen bitmaps cover every slot");
 #define GPU_PARK_NS (30ull * 1000000000ull) /* a request waits this long for its domain's executor */
@@ -48,6 +48,9 @@ _Static_assert(EXEC_MAX == REG_EXEC_SLOTS, "the sessions' exec_seen bitmaps cove
 #define GPU_STATS_WARN_NS (60ull * 1000000000ull) /* at most one warning this often about unusable EXEC_MSG_STATS */
 
 struct server;
+struct module;
+struct session;
+struct exec_listener;
 
 struct gpu {
 	uint32_t idx; /* slot */
@@ -77,7 +80,6 @@ struct gpu {
 	uint64_t stats_warn_ns; /* last warning about an unusable one; kept across restarts */
 	uint32_t stats_dropped; /* unusable ones since that warning */
 	struct ooo_sched_counters stats;
-	struct gpu_parts parts; /* the SM partition plan sent to the running executor, and its answer */
 	char reason[OOO_ERRMSG_MAX];
 	unsigned char rbuf[EXEC_MSG_MAX];
 	struct msghdr rmsg;
@@ -97,20 +99,62 @@ struct gpus {
 	bool enabled;
 	char exe[PATH_MAX];
 	char reason[OOO_ERRMSG_MAX]; /* why there are no executors at all */
+	uint32_t op_exit, op_recv; /* of the pidfd polls and control socket reads (server_add_op) */
+	const struct exec_listener *listener[GPU_LISTENERS];
+	uint32_t nlisteners;
 };
 
-/* Start executor 0 if the policy enables executors. Returns 0 or -errno (logged). */
-int gpu_start(struct server *srv);
-void gpu_on_exit(struct server *srv, uint32_t idx, int res);
-void gpu_on_recv(struct server *srv, uint32_t idx, int res);
-/* Restarts that are due; SIGKILL executors that outlive the shutdown grace. */
-void gpu_tick(struct server *srv, uint64_t now_ns);
-/* Shutdown: SIGTERM every executor. */
-void gpu_stop_all(struct server *srv);
-/* No executor left and no operation in flight. */
-bool gpu_all_stopped(const struct server *srv);
-/* Kill and reap every executor now (daemon exit paths). */
-void gpu_fini(struct server *srv);
+/*
+ * The module (server.h): owns srv->gpus. Its start launches the first
+ * executor if the policy enables executors; the tick restarts the due ones,
+ * keeps a spare per device, retires idle domains and SIGKILLs executors that
+ * outlive the shutdown grace; stop SIGTERMs every executor; fini kills and
+ * reaps what is left.
+ */
+extern const struct module gpu_module;
+
+/* What one executor slot serves, as the listeners count it (exec_listener.load). */
+struct exec_load {
+	uint32_t paths;     /* attached data paths: sessions placed on it */
+	uint32_t buffers;   /* device buffers, those in flight included */
+	uint64_t mem_bytes; /* their bytes */
+};
+
+/*
+ * What a module does with the executors' events and replies (gpu_listen).
+ * Every hook may be NULL; hooks run in the order the listeners registered.
+ */
+struct exec_listener {
+	/* Slot g was taken for a new domain (its executor is about to start): reset what the module keeps of it. */
+	void (*claimed)(struct server *srv, struct gpu *g);
+	/* g's executor (a new one after a restart too) reported a usable device. */
+	void (*ready)(struct server *srv, struct gpu *g);
+	/* Slot idx's executor is gone: what it held is lost. */
+	void (*lost)(struct server *srv, uint32_t idx);
+	/* ...and it exited for a kernel fault of the domain's tenants (before lost). */
+	void (*fault)(struct server *srv, uint32_t idx, const char *domain);
+	/* It reported a hang past kernel_time_limit_ms (checked against the policy). */
+	void (*hung)(struct server *srv, uint32_t idx, const struct exec_hung *h);
+	/* It answered a ping that carried a session id: everything before it for that session is done. */
+	void (*barrier)(struct server *srv, uint32_t idx, uint64_t session);
+	/*
+	 * A reply (type with OOO_MSG_REPLY, plen checked by exec_msg_check) to
+	 * one of the request types in replies[]; *fd is a descriptor that came
+	 * with it, or -1: set it to -1 to keep it.
+	 */
+	void (*reply)(struct server *srv, uint32_t idx, uint16_t type, const void *payload, size_t plen, int *fd);
+	const uint16_t *replies;
+	size_t nreplies;
+	/* Add what the module has on each slot to load[EXEC_MAX] (zeroed by the caller). */
+	void (*load)(const struct server *srv, struct exec_load *load);
+	/*
+	 * The slot the session's work already runs on, or -1: new work goes to
+	 * that device. Asked from the last listener registered to the first.
+	 */
+	int (*affinity)(const struct server *srv, const struct session *s);
+};
+/* Register l (static storage) from a module's init after the executors module. 0 or -ENOSPC. */
+int gpu_listen(struct server *srv, const struct exec_listener *l);
 
 /* Send a message (and a descriptor if fd >= 0) to executor idx without blocking. Returns 0 or -errno. */
 int gpu_send(struct server *srv, uint32_t idx, uint16_t type, const void *p, size_t n, int fd);
@@ -136,8 +180,6 @@ int gpu_pick(struct server *srv, const struct session *s, uint32_t want, char *w
  * -EAGAIN (with the answer sent) when GPU_PARK_MAX requests wait already.
  */
 int gpu_park(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *req, size_t len);
-/* Free the parked requests (server_fini). */
-void gpu_park_fini(struct server *srv);
 /*
  * An admin list of one record per executor slot in use, in slot order,
  * paged by req->offset (which counts those slots): fill writes slot g's

@@ -15,12 +15,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "log.h"
 #include "pidfd.h"
 #include "mps.h"
 #include "server.h"
 #include "telemetry.h"
-#include "../client/wire.h"
+#include "../proto/wire.h"
 
 static const char *prio_name(uint32_t p)
 {
@@ -69,38 +70,53 @@ static int peer_pidfd(int sock, const struct peer_cred *cred, char *why, size_t 
 	return fd;
 }
 
-int lease_init(struct server *srv)
-{
-	struct leases *L = &srv->leases;
+static void on_exit_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe);
 
+static int lease_init(struct server *srv)
+{
+	struct leases *L;
+	int op;
+
+	L = srv->leases = calloc(1, sizeof(*L));
+	if (!L)
+		return -ENOMEM;
 	L->slot = calloc(LEASE_MAX, sizeof(*L->slot));
 	if (!L->slot)
 		return -ENOMEM;
 	L->next_id = 1;
+	op = server_add_op(srv, on_exit_cqe);
+	if (op < 0)
+		return op;
+	L->op = (uint32_t)op;
+	/* the MPS control daemon waits for the leased clients at shutdown (mps is earlier in the table) */
+	srv->mps->clients = lease_live;
+	srv->mps->terminate_clients = lease_terminate_all;
 	return 0;
 }
 
-void lease_fini(struct server *srv)
+static void lease_fini(struct server *srv)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 
+	if (!L)
+		return;
 	for (uint32_t i = 0; L->slot && i < LEASE_MAX; i++) {
 		if (L->slot[i].used && L->slot[i].pidfd >= 0)
 			close(L->slot[i].pidfd);
 	}
 	free(L->slot);
-	L->slot = NULL;
-	L->live = 0;
+	free(L);
+	srv->leases = NULL;
 }
 
 uint32_t lease_live(const struct server *srv)
 {
-	return srv->leases.live;
+	return srv->leases->live;
 }
 
 static void arm(struct server *srv, uint32_t i)
 {
-	struct lease *l = &srv->leases.slot[i];
+	struct lease *l = &srv->leases->slot[i];
 	struct io_uring_sqe *sqe;
 
 	if (!l->used || l->poll_armed)
@@ -109,7 +125,7 @@ static void arm(struct server *srv, uint32_t i)
 	if (!sqe)
 		return; /* the tick arms it */
 	io_uring_prep_poll_add(sqe, l->pidfd, POLLIN);
-	io_uring_sqe_set_data64(sqe, ud_make(OP_LEASE_EXIT, i, l->gen));
+	io_uring_sqe_set_data64(sqe, ud_make((enum op)srv->leases->op, i, l->gen));
 	l->poll_armed = true;
 }
 
@@ -142,12 +158,12 @@ static uint32_t gpu_count(const struct server *srv)
 
 static void fill_view(const struct server *srv, struct lease_view *v, uint32_t uid, const char *cls)
 {
-	const struct leases *L = &srv->leases;
+	const struct leases *L = srv->leases;
 
 	memset(v, 0, sizeof(*v));
 	v->ngpus = gpu_count(srv);
 	/* the executor's slot is kept while it restarts too: a lease must not take it meanwhile */
-	v->exec_clients = mps_running(srv) && srv->mps.executor_client && srv->policy->executor ? 1 : 0;
+	v->exec_clients = mps_running(srv) && srv->mps->executor_client && srv->policy->executor ? 1 : 0;
 	v->exec_reserve = srv->policy->mps.executor_reserve;
 	v->max_clients = srv->policy->mps.max_clients;
 	for (uint32_t i = 0; i < LEASE_MAX; i++) {
@@ -196,9 +212,9 @@ static void visible_name(const struct server *srv, uint32_t dev, char *out, size
 	}
 }
 
-void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_lease_req *req)
+static void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_lease_req *req)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 	const struct peer_cred *cred = server_conn_cred(c);
 	struct session *s = server_conn_session(c);
 	const struct ooo_class *cls;
@@ -212,7 +228,7 @@ void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struc
 	if (!mps_running(srv)) {
 		L->refused++;
 		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -OOO_ENODEV, "MPS is not running on this host: %s",
-				   srv->mps.reason[0] ? srv->mps.reason : "off");
+				   srv->mps->reason[0] ? srv->mps->reason : "off");
 		return;
 	}
 	/* a class other than the session's must also match this peer */
@@ -262,7 +278,7 @@ void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struc
 	}
 	memset(&rep, 0, sizeof(rep));
 	visible_name(srv, l->g.device, visible, sizeof(visible));
-	if (lease_env(&l->g, L->next_id, srv->mps.pipe_dir, srv->mps.log_dir, visible, rep.env, sizeof(rep.env)) < 0) {
+	if (lease_env(&l->g, L->next_id, srv->mps->pipe_dir, srv->mps->log_dir, visible, rep.env, sizeof(rep.env)) < 0) {
 		close(fd);
 		L->refused++;
 		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -ENAMETOOLONG, "the lease's environment is too long");
@@ -304,7 +320,7 @@ void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struc
 
 static void release(struct server *srv, uint32_t i, const char *why)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 	struct lease *l = &L->slot[i];
 
 	log_info("lease %llu (pid %d, GPU %u, %u%%) released: %s", (unsigned long long)l->id, (int)l->pid, l->g.device,
@@ -319,13 +335,13 @@ static void release(struct server *srv, uint32_t i, const char *why)
 	L->live--;
 }
 
-void lease_on_exit(struct server *srv, uint32_t slot, uint32_t gen, int res)
+static void lease_on_exit(struct server *srv, uint32_t slot, uint32_t gen, int res)
 {
 	struct lease *l;
 
-	if (slot >= LEASE_MAX || !srv->leases.slot)
+	if (slot >= LEASE_MAX || !srv->leases->slot)
 		return;
-	l = &srv->leases.slot[slot];
+	l = &srv->leases->slot[slot];
 	if (!l->used || l->gen != gen)
 		return;
 	l->poll_armed = false;
@@ -339,7 +355,7 @@ void lease_on_exit(struct server *srv, uint32_t slot, uint32_t gen, int res)
 /* Raise the share a class offers to its next leases when one of its tenants misses the class SLO. */
 static void feedback(struct server *srv, struct lease *l)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 	const struct ooo_class *cls = policy_find_class(srv->policy, l->class_name);
 	struct lease_offer *o = NULL;
 	uint32_t before;
@@ -366,9 +382,9 @@ static void feedback(struct server *srv, struct lease *l)
 	log_info("mps feedback: %s", L->feedback);
 }
 
-void lease_tick(struct server *srv, uint64_t now)
+static void lease_tick(struct server *srv, uint64_t now)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 	bool read = now - L->read_ns >= LEASE_READ_NS; /* the timers below every tick, the maps less often */
 
 	if (read)
@@ -405,9 +421,9 @@ void lease_tick(struct server *srv, uint64_t now)
 	}
 }
 
-void lease_reload(struct server *srv)
+static void lease_reload(struct server *srv)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < L->noffers; i++) {
@@ -430,7 +446,7 @@ static void evict_one(struct server *srv, struct lease *l, uint32_t grace_ms, st
 	int r = mps_reachable(srv) ? mps_terminate_pid(srv, l->pid, why, sizeof(why)) : -ENOTCONN;
 
 	if (!(l->flags & OOO_LEASE_EVICTED))
-		srv->leases.evicted++; /* once per lease, however often it is asked to go */
+		srv->leases->evicted++; /* once per lease, however often it is asked to go */
 	l->flags |= OOO_LEASE_EVICTED;
 	if (r == 0) {
 		rep->how = OOO_EVICT_MPS;
@@ -449,9 +465,9 @@ static void evict_one(struct server *srv, struct lease *l, uint32_t grace_ms, st
 		 (unsigned long long)l->id, (int)l->pid, r == -ENOTCONN ? "MPS is not running" : why, grace_ms);
 }
 
-int lease_admin_evict(struct server *srv, const struct ooo_msg_evict *req, struct ooo_msg_evict_reply *rep)
+static int lease_admin_evict(struct server *srv, const struct ooo_msg_evict *req, struct ooo_msg_evict_reply *rep)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 
 	memset(rep, 0, sizeof(*rep));
 	rep->pid = req->pid;
@@ -469,7 +485,7 @@ int lease_admin_evict(struct server *srv, const struct ooo_msg_evict *req, struc
 
 void lease_terminate_all(struct server *srv)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 
 	for (uint32_t i = 0; L->slot && i < LEASE_MAX; i++) {
 		struct ooo_msg_evict_reply rep;
@@ -481,9 +497,9 @@ void lease_terminate_all(struct server *srv)
 	}
 }
 
-ssize_t lease_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+static ssize_t lease_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
-	struct leases *L = &srv->leases;
+	struct leases *L = srv->leases;
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_lease_rec) };
 	char *out = (char *)buf + sizeof(hdr);
 	uint64_t now = server_now_ns();
@@ -532,10 +548,10 @@ ssize_t lease_admin_list(struct server *srv, const struct ooo_msg_list_req *req,
 	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_lease_rec));
 }
 
-ssize_t lease_admin_mps(struct server *srv, void *buf, size_t cap)
+static ssize_t lease_admin_mps(struct server *srv, void *buf, size_t cap)
 {
-	const struct mps *m = &srv->mps;
-	const struct leases *L = &srv->leases;
+	const struct mps *m = srv->mps;
+	const struct leases *L = srv->leases;
 	struct ooo_msg_mps r;
 	struct lease_view v;
 
@@ -568,3 +584,62 @@ ssize_t lease_admin_mps(struct server *srv, void *buf, size_t cap)
 	memcpy(buf, &r, sizeof(r));
 	return (ssize_t)sizeof(r);
 }
+
+/* ---- the module -------------------------------------------------------------- */
+
+static void on_exit_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe)
+{
+	lease_on_exit(srv, slot, gen, cqe->res);
+}
+
+static void on_lease(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	if (srv->stopping) {
+		srv->leases->refused++;
+		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -OOO_ESHUTDOWN, "oood is shutting down");
+		return;
+	}
+	lease_request(srv, c, seq, payload);
+}
+
+static void on_evict(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	const struct peer_cred *cred = server_conn_cred(c);
+	struct ooo_msg_evict_reply rep;
+	int r = lease_admin_evict(srv, payload, &rep);
+
+	if (r < 0) {
+		server_reply_error(srv, c, OOO_MSG_EVICT, seq, r, "%s", rep.msg);
+		return;
+	}
+	log_info("oooctl (pid %u uid %u): evict: %s", cred->pid, cred->uid, rep.msg);
+	server_reply(srv, c, OOO_MSG_EVICT, seq, &rep, sizeof(rep), -1);
+}
+
+static ssize_t build_leases(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return lease_admin_list(srv, payload, buf, cap);
+}
+
+static ssize_t build_mps(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return lease_admin_mps(srv, buf, cap);
+}
+
+static const struct handler handlers[] = {
+	{ .type = OOO_MSG_LEASE, .flags = H_TENANT, .refusal = "leases are asked for on the tenant socket",
+	  .fn = on_lease },
+	{ .type = OOO_MSG_EVICT, .flags = H_ADMIN, .fn = on_evict },
+	{ .type = OOO_MSG_LEASES, .flags = H_ADMIN, .build = build_leases },
+	{ .type = OOO_MSG_MPS, .flags = H_ADMIN, .build = build_mps },
+};
+
+const struct module lease_module = {
+	.name = "leases",
+	.init = lease_init,
+	.tick = lease_tick,
+	.reload = lease_reload,
+	.fini = lease_fini,
+	.handlers = handlers,
+	.nhandlers = sizeof(handlers) / sizeof(handlers[0]),
+};

@@ -29,6 +29,7 @@
 
 struct server;
 struct conn;
+struct module;
 
 /* What lease_decide looks at: the reservations now. */
 struct lease_view {
@@ -98,28 +99,21 @@ struct leases {
 	uint32_t noffers;
 	char feedback[OOO_ERRMSG_MAX];
 	uint64_t read_ns; /* the last pass over the telemetry (every LEASE_READ_NS, not every tick) */
+	uint32_t op;      /* of the pidfd polls (server_add_op) */
 };
 
-int lease_init(struct server *srv);
-/* Close every pidfd and free the table (after the ring is gone). Accepts a table never set up. */
-void lease_fini(struct server *srv);
+/*
+ * The module (server.h): owns srv->leases, after mps in the table (it tells
+ * srv->mps who its clients are). A lease's pidfd is watched on the loop; the
+ * tick steps evictions and reads the telemetry's feedback; a reload clamps
+ * the offers to the new classes. Handles OOO_MSG_LEASE (tenants) and
+ * OOO_MSG_EVICT, OOO_MSG_LEASES, OOO_MSG_MPS (operators).
+ */
+extern const struct module lease_module;
 
-/* OOO_MSG_LEASE from a tenant connection: replies itself. */
-void lease_request(struct server *srv, struct conn *c, uint32_t seq, const struct ooo_msg_lease_req *req);
-/* The pidfd poll of slot completed. */
-void lease_on_exit(struct server *srv, uint32_t slot, uint32_t gen, int res);
-/* From the tick: eviction steps, telemetry feedback. */
-void lease_tick(struct server *srv, uint64_t now);
 /* Live leases. */
 uint32_t lease_live(const struct server *srv);
 /* Shutdown after stop_grace_ms: terminate_client (or SIGTERM) every leased process. */
 void lease_terminate_all(struct server *srv);
-/* After a reload: offers are clamped to the new classes. */
-void lease_reload(struct server *srv);
-
-/* Admin: list (payload length or -errno), evict (0 or -errno, rep->msg says), MPS status. */
-ssize_t lease_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap);
-int lease_admin_evict(struct server *srv, const struct ooo_msg_evict *req, struct ooo_msg_evict_reply *rep);
-ssize_t lease_admin_mps(struct server *srv, void *buf, size_t cap);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <syslog.h>
 
-#include "../client/wire.h" /* wire_strerror */
+#include "../proto/wire.h" /* wire_strerror */
 
 void log_open(bool foreground, int level);
 void log_set_level(int level); /* LOG_ERR .. LOG_DEBUG */

@@ -14,11 +14,31 @@
 
 #include "version.h"
 
-#include "exec/exec_proto.h"
+#include "admin.h"
+#include "buffers.h"
+#include "dpath.h"
+#include "../proto/exec_proto.h"
 #include "exec/nvrtc.h"
+#include "gpu.h"
+#include "lease.h"
 #include "log.h"
+#include "mps.h"
+#include "parts.h"
 #include "policy.h"
 #include "server.h"
+#include "telemetry.h"
+
+/*
+ * The control plane's modules, in order (server.h): init, start and tick
+ * run top-down, fini bottom-up. mps comes before the executors (they are to
+ * be its clients) and before leases (which tell it who its clients are);
+ * the executors before the modules that listen to them; buffers before data
+ * paths (a new executor maps a session's buffers before it attaches it).
+ */
+static const struct module *const modules[] = {
+	&telemetry_module, &mps_module, &gpu_module, &buffers_module, &dpath_module,
+	&lease_module, &parts_module, &admin_module, NULL,
+};
 
 struct args {
 	bool foreground;
@@ -141,7 +161,7 @@ static int exec_uids_free(const struct policy *p)
 
 static int run(const struct args *a)
 {
-	struct server_opts so = { .rundir = a->rundir,
+	struct server_opts so = { .modules = modules, .rundir = a->rundir,
 				  .config_explicit = a->config != NULL,
 				  .log_level_override = a->verbose ? LOG_DEBUG : -1 };
 	struct policy *policy = NULL;

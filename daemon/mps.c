@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lease.h"
 #include "log.h"
 #include "pidfd.h"
 #include "server.h"
@@ -192,7 +191,7 @@ static int run_guarded(struct mps *m, const char *cmd, char *reply, size_t cap, 
 
 int mps_run(struct server *srv, const char *cmd, char *reply, size_t cap)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 	bool ran;
 	int r;
 
@@ -224,12 +223,13 @@ static int run_checked(struct server *srv, int kind, const char *cmd, char *repl
 	}
 	r = mps_check_reply(kind, cmd, reply, why, wcap);
 	if (r < 0)
-		srv->mps.command_errors++;
+		srv->mps->command_errors++;
 	/* a reply that does not parse is the control program's, not a protocol error with oood's peer */
 	return r == -EPROTO ? -EBADMSG : r;
 }
 
-int mps_admin_command(struct server *srv, const char *line, char *reply, size_t cap, char *why, size_t wcap)
+/* oooctl mps run LINE: check, run, check the reply. */
+static int mps_admin_command(struct server *srv, const char *line, char *reply, size_t cap, char *why, size_t wcap)
 {
 	char cmd[OOO_MPS_LINE_MAX];
 	int kind = mps_check_command(line, cmd, sizeof(cmd), why, wcap);
@@ -238,7 +238,7 @@ int mps_admin_command(struct server *srv, const char *line, char *reply, size_t 
 	if (kind < 0)
 		return kind;
 	if (!mps_running(srv)) {
-		mps_why(why, wcap, "MPS is not running: %s", srv->mps.reason[0] ? srv->mps.reason : "off");
+		mps_why(why, wcap, "MPS is not running: %s", srv->mps->reason[0] ? srv->mps->reason : "off");
 		return -ENOTCONN;
 	}
 	if (kind == MPS_QUIT) {
@@ -282,12 +282,12 @@ int mps_terminate_pid(struct server *srv, pid_t pid, char *why, size_t wcap)
 
 bool mps_running(const struct server *srv)
 {
-	return srv->mps.state == OOO_MPS_RUNNING;
+	return srv->mps->state == OOO_MPS_RUNNING;
 }
 
 bool mps_reachable(const struct server *srv)
 {
-	return srv->mps.pid && (srv->mps.state == OOO_MPS_RUNNING || srv->mps.state == OOO_MPS_STOPPING);
+	return srv->mps->pid && (srv->mps->state == OOO_MPS_RUNNING || srv->mps->state == OOO_MPS_STOPPING);
 }
 
 static bool find_control(const char *want, char *out, size_t cap)
@@ -310,7 +310,7 @@ static bool find_control(const char *want, char *out, size_t cap)
 
 static void arm_poll(struct server *srv)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 	struct io_uring_sqe *sqe;
 
 	if (m->pidfd < 0 || m->poll_armed)
@@ -319,7 +319,7 @@ static void arm_poll(struct server *srv)
 	if (!sqe)
 		return; /* the tick tries again */
 	io_uring_prep_poll_add(sqe, m->pidfd, POLLIN);
-	io_uring_sqe_set_data64(sqe, ud_make(OP_MPS_EXIT, 0, m->gen));
+	io_uring_sqe_set_data64(sqe, ud_make((enum op)m->op, 0, m->gen));
 	m->poll_armed = true;
 }
 
@@ -345,7 +345,7 @@ static void set_failed(struct mps *m, const char *fmt, ...)
 
 static void schedule_restart(struct server *srv, const char *why)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 	uint64_t now = server_now_ns();
 
 	if (m->started_ns && now - m->started_ns >= 60ull * 1000000000ull)
@@ -368,14 +368,14 @@ static bool answers(struct server *srv)
 	size_t n;
 	bool ran;
 
-	if (run_guarded(&srv->mps, "get_server_list", reply, sizeof(reply), &ran) < 0)
+	if (run_guarded(srv->mps, "get_server_list", reply, sizeof(reply), &ran) < 0)
 		return false;
 	return mps_parse_pids(reply, pids, MPS_MAX_PIDS, &n, why, sizeof(why)) == 0;
 }
 
 static void launch(struct server *srv)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 	char logp[PATH_MAX + 16];
 	char *argv[4];
 	int devnull, r, n = 0;
@@ -426,7 +426,7 @@ static void launch(struct server *srv)
 /* Wait (at start only: before the executors, which are to be its clients) until it answers. */
 static void wait_ready(struct server *srv)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 
 	while (m->state == OOO_MPS_STARTING) {
 		int st;
@@ -460,7 +460,7 @@ static int mkdir_if(const char *p, mode_t mode)
 /* A control daemon left by an earlier oood on our pipe directory: adopt it rather than start a second. */
 static bool adopt(struct server *srv)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 	char path[PATH_MAX + 40];
 	FILE *f;
 	int pid = 0;
@@ -488,9 +488,9 @@ static bool adopt(struct server *srv)
 	return true;
 }
 
-void mps_start(struct server *srv)
+static void mps_start(struct server *srv)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 	const struct policy_mps *pm = &srv->policy->mps;
 	int r;
 
@@ -543,9 +543,9 @@ void mps_start(struct server *srv)
 	wait_ready(srv);
 }
 
-void mps_on_exit(struct server *srv, uint32_t gen, int res)
+static void mps_on_exit(struct server *srv, uint32_t gen, int res)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 	int st = 0;
 	char why[160];
 
@@ -589,9 +589,9 @@ static void truncate_log(struct mps *m)
 	}
 }
 
-void mps_tick(struct server *srv, uint64_t now)
+static void mps_tick(struct server *srv, uint64_t now)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 
 	truncate_log(m);
 	arm_poll(srv);
@@ -616,12 +616,13 @@ void mps_tick(struct server *srv, uint64_t now)
 		break;
 	case OOO_MPS_STOPPING: {
 		char reply[MPS_REPLY_MAX], why[OOO_ERRMSG_MAX];
-		bool clients = lease_live(srv) > 0;
+		bool clients = m->clients && m->clients(srv) > 0;
 
 		if (!m->pid)
 			break;
 		if (clients && now >= m->stop_by_ns && !m->terminated) {
-			lease_terminate_all(srv);
+			if (m->terminate_clients)
+				m->terminate_clients(srv);
 			m->terminated = true;
 		}
 		/* after terminate_client, the clients get evict_grace_ms (and the SIGTERM of evict) to go */
@@ -644,9 +645,9 @@ void mps_tick(struct server *srv, uint64_t now)
 	}
 }
 
-void mps_stop(struct server *srv)
+static void mps_stop(struct server *srv)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 
 	if (m->state == OOO_MPS_RESTARTING || m->state == OOO_MPS_OFF || m->state == OOO_MPS_FAILED) {
 		if (m->state == OOO_MPS_RESTARTING)
@@ -657,19 +658,19 @@ void mps_stop(struct server *srv)
 		return;
 	m->state = OOO_MPS_STOPPING;
 	m->stop_by_ns = server_now_ns() + (uint64_t)srv->policy->mps.stop_grace_ms * 1000000ull;
-	if (lease_live(srv))
+	if (m->clients && m->clients(srv))
 		log_info("mps: waiting up to %u ms for %u leased clients before terminate_client",
-			 srv->policy->mps.stop_grace_ms, lease_live(srv));
+			 srv->policy->mps.stop_grace_ms, m->clients(srv));
 }
 
-bool mps_stopped(const struct server *srv)
+static bool mps_stopped(const struct server *srv)
 {
-	return !srv->mps.pid && !srv->mps.poll_armed;
+	return !srv->mps->pid && !srv->mps->poll_armed;
 }
 
-void mps_fini(struct server *srv)
+static void mps_fini(struct server *srv)
 {
-	struct mps *m = &srv->mps;
+	struct mps *m = srv->mps;
 
 	if (m->pid && m->child) {
 		bool reaped = false;
@@ -695,7 +696,7 @@ void mps_fini(struct server *srv)
 
 void mps_executor_env(const struct server *srv)
 {
-	const struct mps *m = &srv->mps;
+	const struct mps *m = srv->mps;
 
 	if (m->state == OOO_MPS_RUNNING && m->executor_client) {
 		/* green contexts need 100% inside an MPS client (915 below it) */
@@ -705,3 +706,84 @@ void mps_executor_env(const struct server *srv)
 		unsetenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
 	}
 }
+
+/* ---- the module -------------------------------------------------------------- */
+
+static void on_exit_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe)
+{
+	mps_on_exit(srv, gen, cqe->res);
+}
+
+static int module_init(struct server *srv)
+{
+	int op;
+
+	srv->mps = calloc(1, sizeof(*srv->mps));
+	if (!srv->mps)
+		return -ENOMEM;
+	srv->mps->pidfd = srv->mps->log_fd = -1;
+	op = server_add_op(srv, on_exit_cqe);
+	if (op < 0)
+		return op;
+	srv->mps->op = (uint32_t)op;
+	return 0;
+}
+
+static int module_start(struct server *srv)
+{
+	mps_start(srv);
+	return 0;
+}
+
+/* Past the connections' grace, shutdown waits this long for the control daemon's quit. */
+static uint64_t module_linger_until(const struct server *srv)
+{
+	return srv->mps->stop_by_ns + 10000000000ull + 2ull * srv->policy->mps.evict_grace_ms * 1000000ull;
+}
+
+static void module_fini(struct server *srv)
+{
+	if (!srv->mps)
+		return;
+	mps_fini(srv);
+	free(srv->mps);
+	srv->mps = NULL;
+}
+
+static void on_run(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	const struct ooo_msg_mps_run *req = payload;
+	const struct peer_cred *cred = server_conn_cred(c);
+	struct ooo_msg_mps_run_reply *rep = calloc(1, sizeof(*rep));
+	char why[OOO_ERRMSG_MAX];
+	int r;
+
+	if (!rep) {
+		server_reply_error(srv, c, OOO_MSG_MPS_RUN, seq, -ENOMEM, "out of memory");
+		return;
+	}
+	r = mps_admin_command(srv, req->line, rep->reply, sizeof(rep->reply), why, sizeof(why));
+	log_info("oooctl (pid %u uid %u): mps run '%.100s': %s", cred->pid, cred->uid, req->line, r < 0 ? why : "ok");
+	if (r < 0)
+		server_reply_error(srv, c, OOO_MSG_MPS_RUN, seq, r, "%s", why);
+	else
+		server_reply(srv, c, OOO_MSG_MPS_RUN, seq, rep, sizeof(*rep), -1);
+	free(rep);
+}
+
+static const struct handler handlers[] = {
+	{ .type = OOO_MSG_MPS_RUN, .flags = H_ADMIN, .fn = on_run },
+};
+
+const struct module mps_module = {
+	.name = "mps",
+	.init = module_init,
+	.start = module_start,
+	.tick = mps_tick,
+	.stop = mps_stop,
+	.stopped = mps_stopped,
+	.linger_until = module_linger_until,
+	.fini = module_fini,
+	.handlers = handlers,
+	.nhandlers = sizeof(handlers) / sizeof(handlers[0]),
+};

@@ -36,6 +36,7 @@
 #define MPS_STALL_NS (10ull * 1000000000ull) /* a control program that did not answer is not asked again for this long */
 
 struct server;
+struct module;
 
 struct mps {
 	uint32_t state; /* enum ooo_mps_state */
@@ -55,6 +56,13 @@ struct mps {
 	char ld_path[PATH_MAX]; /* LD_LIBRARY_PATH for the control daemon and its servers */
 	char reason[OOO_ERRMSG_MAX];
 	uint64_t commands, command_errors;
+	uint32_t op; /* of the pidfd poll (server_add_op) */
+	/*
+	 * The clients it must wait for at shutdown, and how to end them: the
+	 * leases module sets these (NULL: none).
+	 */
+	uint32_t (*clients)(const struct server *srv);
+	void (*terminate_clients)(struct server *srv);
 };
 
 /* ---- pure: command formatting and reply parsing --------------------------------------- */
@@ -103,18 +111,15 @@ int mps_check_reply(int kind, const char *cmd, const char *reply, char *why, siz
 
 /* ---- the control daemon ------------------------------------------------------------------ */
 
-/* Start per the policy's [mps] (from server_init, before the executors). Never fatal. */
-void mps_start(struct server *srv);
-/* A completion of the pidfd poll. */
-void mps_on_exit(struct server *srv, uint32_t gen, int res);
-/* From the server's tick: restarts, readiness, shutdown steps, log size. */
-void mps_tick(struct server *srv, uint64_t now);
-/* Shutdown: stop once the leases are gone or stop_grace_ms passed. */
-void mps_stop(struct server *srv);
-/* Nothing left to wait for. */
-bool mps_stopped(const struct server *srv);
-/* Daemon exit: kill what is left. */
-void mps_fini(struct server *srv);
+/*
+ * The module (server.h): owns srv->mps. Its start runs the control daemon
+ * per the policy's [mps] (before the executors, which are to be its
+ * clients), never fatally; the tick restarts it, watches readiness and
+ * steps the shutdown: stop once the clients (mps->clients) are gone or
+ * stop_grace_ms passed, then terminate them; fini kills what is left.
+ * Handles OOO_MSG_MPS_RUN.
+ */
+extern const struct module mps_module;
 bool mps_running(const struct server *srv);
 /* Running, or stopping with the control daemon still up: commands can be sent. */
 bool mps_reachable(const struct server *srv);
@@ -126,8 +131,6 @@ bool mps_reachable(const struct server *srv);
 int mps_run(struct server *srv, const char *cmd, char *reply, size_t cap);
 /* terminate_client for pid on whichever server has it: 0, -ESRCH (not a client), or -errno; why says. */
 int mps_terminate_pid(struct server *srv, pid_t pid, char *why, size_t wcap);
-/* oooctl mps run LINE: check, run, check the reply. */
-int mps_admin_command(struct server *srv, const char *line, char *reply, size_t cap, char *why, size_t wcap);
 
 /* Environment of an executor that is to be an MPS client (set in its child before exec). */
 void mps_executor_env(const struct server *srv);

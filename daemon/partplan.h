@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exec/exec_proto.h"
+#include "../proto/exec_proto.h"
 #include "policy.h"
 
 #define PART_OVERRIDES 32 /* classes oooctl has sized at once */

@@ -4,11 +4,15 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "../client/wire.h"
+#include "../proto/wire.h"
 #include "log.h"
 #include "server.h"
+
+/* What the module keeps of g's slot. */
+#define PG(srv, g) (&(srv)->parts->slot[(g)->idx])
 
 static int plan_for(const struct server *srv, const struct part_override *ovr, size_t novr, const struct gpu *g,
 		    struct part_plan *out, char *why, size_t cap)
@@ -29,35 +33,35 @@ static void send_plan(struct server *srv, struct gpu *g, const struct part_plan 
 		snprintf(m.p[i].klass, sizeof(m.p[i].klass), "%s", plan->p[i].klass);
 		m.p[i].sms = plan->p[i].sms;
 	}
-	g->parts.plan = *plan;
-	g->parts.generation = generation;
+	PG(srv, g)->plan = *plan;
+	PG(srv, g)->generation = generation;
 	if (gpu_send(srv, g->idx, EXEC_MSG_PARTITIONS, &m, sizeof(m), -1) < 0) {
 		/* the executor is going away: the next one gets the plan when it is ready */
 		log_warn("gpu%u: cannot send partition plan %llu to the executor", g->dev, (unsigned long long)generation);
-		g->parts.answered = generation;
-		g->parts.status = -EIO;
-		snprintf(g->parts.reason, sizeof(g->parts.reason), "the plan could not be sent to the executor");
+		PG(srv, g)->answered = generation;
+		PG(srv, g)->status = -EIO;
+		snprintf(PG(srv, g)->reason, sizeof(PG(srv, g)->reason), "the plan could not be sent to the executor");
 	}
 }
 
-void parts_gpu_ready(struct server *srv, struct gpu *g)
+static void parts_gpu_ready(struct server *srv, struct gpu *g)
 {
 	struct part_plan plan;
 	char why[OOO_ERRMSG_MAX];
 	int r;
 
-	memset(&g->parts, 0, sizeof(g->parts)); /* a new executor: no partitions yet */
-	r = plan_for(srv, srv->parts.ovr, srv->parts.novr, g, &plan, why, sizeof(why));
+	memset(PG(srv, g), 0, sizeof(struct gpu_parts)); /* a new executor: no partitions yet */
+	r = plan_for(srv, srv->parts->ovr, srv->parts->novr, g, &plan, why, sizeof(why));
 	if (r < 0) {
 		log_warn("gpu%u: no partitions: %s", g->dev, why);
-		g->parts.status = r;
-		snprintf(g->parts.reason, sizeof(g->parts.reason), "%s", why);
+		PG(srv, g)->status = r;
+		snprintf(PG(srv, g)->reason, sizeof(PG(srv, g)->reason), "%s", why);
 		return;
 	}
-	send_plan(srv, g, &plan, ++srv->parts.generation);
+	send_plan(srv, g, &plan, ++srv->parts->generation);
 }
 
-void parts_on_reply(struct server *srv, struct gpu *g, const void *payload)
+static void parts_on_reply(struct server *srv, struct gpu *g, const void *payload)
 {
 	struct exec_partitions_reply r;
 	char list[OOO_ERRMSG_MAX];
@@ -66,33 +70,33 @@ void parts_on_reply(struct server *srv, struct gpu *g, const void *payload)
 	(void)srv;
 	memcpy(&r, payload, sizeof(r));
 	r.reason[sizeof(r.reason) - 1] = '\0';
-	if (r.generation < g->parts.answered || r.generation > g->parts.generation)
+	if (r.generation < PG(srv, g)->answered || r.generation > PG(srv, g)->generation)
 		return; /* not an answer to a plan of this executor's */
-	g->parts.answered = r.generation;
-	g->parts.status = r.status;
-	g->parts.granule = r.granule;
-	memcpy(g->parts.sms, r.sms, sizeof(g->parts.sms));
-	snprintf(g->parts.reason, sizeof(g->parts.reason), "%s", r.status < 0 ? r.reason : "");
-	wire_sanitize(g->parts.reason);
+	PG(srv, g)->answered = r.generation;
+	PG(srv, g)->status = r.status;
+	PG(srv, g)->granule = r.granule;
+	memcpy(PG(srv, g)->sms, r.sms, sizeof(PG(srv, g)->sms));
+	snprintf(PG(srv, g)->reason, sizeof(PG(srv, g)->reason), "%s", r.status < 0 ? r.reason : "");
+	wire_sanitize(PG(srv, g)->reason);
 	if (r.status < 0) {
 		log_warn("gpu%u: the executor refused partition plan %llu: %s", g->dev, (unsigned long long)r.generation,
-			 g->parts.reason);
+			 PG(srv, g)->reason);
 		return;
 	}
-	if (r.generation != g->parts.generation)
+	if (r.generation != PG(srv, g)->generation)
 		return;
 	list[0] = '\0';
-	for (uint32_t i = 0; i < g->parts.plan.n && at < sizeof(list); i++)
-		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s %s %u SMs", i ? "," : "", g->parts.plan.p[i].klass,
+	for (uint32_t i = 0; i < PG(srv, g)->plan.n && at < sizeof(list); i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s %s %u SMs", i ? "," : "", PG(srv, g)->plan.p[i].klass,
 				       r.sms[i]);
-	if (g->parts.plan.n)
-		log_info("gpu%u: partitions:%s, the shared one %u SMs (plan %llu)", g->dev, list, r.sms[g->parts.plan.n],
+	if (PG(srv, g)->plan.n)
+		log_info("gpu%u: partitions:%s, the shared one %u SMs (plan %llu)", g->dev, list, r.sms[PG(srv, g)->plan.n],
 			 (unsigned long long)r.generation);
 }
 
-void parts_reload(struct server *srv)
+static void parts_reload(struct server *srv)
 {
-	struct parts *p = &srv->parts;
+	struct parts *p = srv->parts;
 
 	/* what oooctl set for a class the policy no longer has goes */
 	for (size_t i = 0; i < p->novr;) {
@@ -108,8 +112,8 @@ void parts_reload(struct server *srv)
 			 p->ovr[i].klass);
 		p->ovr[i] = p->ovr[--p->novr];
 	}
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		struct gpu *g = &srv->gpus->g[i];
 		struct part_plan plan;
 		char why[OOO_ERRMSG_MAX];
 
@@ -119,16 +123,16 @@ void parts_reload(struct server *srv)
 			log_warn("gpu%u: partitions kept as they are: %s", g->dev, why);
 			continue;
 		}
-		if (!g->parts.generation || !part_plan_equal(&plan, &g->parts.plan))
+		if (!PG(srv, g)->generation || !part_plan_equal(&plan, &PG(srv, g)->plan))
 			send_plan(srv, g, &plan, ++p->generation);
 	}
 }
 
-int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
-		    struct ooo_msg_partition_set_reply *rep)
+static int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
+			   struct ooo_msg_partition_set_reply *rep)
 {
 	struct part_override ovr[PART_OVERRIDES];
-	size_t novr = srv->parts.novr;
+	size_t novr = srv->parts->novr;
 	static struct part_plan plans[EXEC_MAX]; /* too large for the stack; oood has one thread */
 	char why[OOO_ERRMSG_MAX];
 	uint64_t gen;
@@ -142,7 +146,7 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 		snprintf(rep->msg, sizeof(rep->msg), "the policy has no class '%.64s'", req->class_name);
 		return -EINVAL;
 	}
-	memcpy(ovr, srv->parts.ovr, sizeof(ovr));
+	memcpy(ovr, srv->parts->ovr, sizeof(ovr));
 	r = part_override_set(ovr, &novr, req->class_name, req->sms, req->reset != 0);
 	if (r < 0) {
 		snprintf(rep->msg, sizeof(rep->msg), r == -ENOSPC ? "oooctl has sized %d classes already: reset one first"
@@ -151,8 +155,8 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 		return r;
 	}
 	/* every ready GPU must be able to take it, or nothing changes */
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		const struct gpu *g = &srv->gpus.g[i];
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		const struct gpu *g = &srv->gpus->g[i];
 
 		if (g->state != OOO_DEV_READY)
 			continue;
@@ -162,11 +166,11 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 			return r;
 		}
 	}
-	memcpy(srv->parts.ovr, ovr, sizeof(ovr));
-	srv->parts.novr = novr;
-	gen = ++srv->parts.generation;
-	for (uint32_t i = 0; i < srv->gpus.n; i++) {
-		struct gpu *g = &srv->gpus.g[i];
+	memcpy(srv->parts->ovr, ovr, sizeof(ovr));
+	srv->parts->novr = novr;
+	gen = ++srv->parts->generation;
+	for (uint32_t i = 0; i < srv->gpus->n; i++) {
+		struct gpu *g = &srv->gpus->g[i];
 
 		if (g->state != OOO_DEV_READY)
 			continue;
@@ -191,7 +195,7 @@ int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
 
 static void part_rec(struct server *srv, const struct gpu *g, void *rec, uint64_t now)
 {
-	const struct gpu_parts *gp = &g->parts;
+	const struct gpu_parts *gp = PG(srv, g);
 	bool applied = gp->answered == gp->generation && gp->generation && gp->status == 0;
 	struct ooo_part_gpu_rec *r = rec;
 
@@ -217,7 +221,75 @@ static void part_rec(struct server *srv, const struct gpu *g, void *rec, uint64_
 	wire_strcpy(r->reason, sizeof(r->reason), gp->reason);
 }
 
-ssize_t parts_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+static ssize_t parts_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
 	return gpu_list_slots(srv, req, buf, cap, sizeof(struct ooo_part_gpu_rec), part_rec);
 }
+
+/* ---- the module -------------------------------------------------------------- */
+
+static void on_claimed(struct server *srv, struct gpu *g)
+{
+	memset(PG(srv, g), 0, sizeof(struct gpu_parts));
+}
+
+static void on_reply(struct server *srv, uint32_t idx, uint16_t type, const void *payload, size_t plen, int *fd)
+{
+	parts_on_reply(srv, &srv->gpus->g[idx], payload);
+}
+
+static const uint16_t replies[] = { EXEC_MSG_PARTITIONS };
+
+static const struct exec_listener listener = {
+	.claimed = on_claimed,
+	.ready = parts_gpu_ready,
+	.reply = on_reply,
+	.replies = replies,
+	.nreplies = sizeof(replies) / sizeof(replies[0]),
+};
+
+static int parts_init(struct server *srv)
+{
+	srv->parts = calloc(1, sizeof(*srv->parts));
+	if (!srv->parts)
+		return -ENOMEM;
+	return gpu_listen(srv, &listener);
+}
+
+static void parts_fini(struct server *srv)
+{
+	free(srv->parts);
+	srv->parts = NULL;
+}
+
+static void on_set(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	const struct peer_cred *cred = server_conn_cred(c);
+	struct ooo_msg_partition_set_reply rep;
+	int r = parts_admin_set(srv, payload, &rep);
+
+	log_info("oooctl (pid %u uid %u): partition set: %s", cred->pid, cred->uid, rep.msg);
+	if (r < 0)
+		server_reply_error(srv, c, OOO_MSG_PARTITION_SET, seq, r, "%s", rep.msg);
+	else
+		server_reply(srv, c, OOO_MSG_PARTITION_SET, seq, &rep, sizeof(rep), -1);
+}
+
+static ssize_t build_list(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return parts_admin_list(srv, payload, buf, cap);
+}
+
+static const struct handler handlers[] = {
+	{ .type = OOO_MSG_PARTITIONS, .flags = H_ADMIN, .build = build_list },
+	{ .type = OOO_MSG_PARTITION_SET, .flags = H_ADMIN, .fn = on_set },
+};
+
+const struct module parts_module = {
+	.name = "partitions",
+	.init = parts_init,
+	.reload = parts_reload,
+	.fini = parts_fini,
+	.handlers = handlers,
+	.nhandlers = sizeof(handlers) / sizeof(handlers[0]),
+};

@@ -7,8 +7,8 @@
  * ready, after a reload that changes it, and after `oooctl partition
  * set|reset`; each is numbered, so oooctl can wait for the answers.
  *
- * Owner: the server owns the overrides (struct parts); each struct gpu owns
- * the plan last sent to its executor and the answer.
+ * Owner: the parts module owns srv->parts: the overrides, and per executor
+ * slot the plan last sent to its executor and the answer.
  */
 #ifndef OOO_PARTS_H
 #define OOO_PARTS_H
@@ -18,18 +18,15 @@
 
 #include <ooo/proto.h>
 
+#include "gpu.h"
+
 #include "partplan.h"
 
 struct server;
 struct gpu;
+struct module;
 
-struct parts {
-	struct part_override ovr[PART_OVERRIDES];
-	size_t novr;
-	uint64_t generation; /* of the last plan sent to any executor */
-};
-
-/* The state of one GPU's plan (in struct gpu). */
+/* The state of one GPU's plan (parts->slot[g->idx]). */
 struct gpu_parts {
 	struct part_plan plan;   /* last sent */
 	uint64_t generation;     /* of the plan last sent (0: none) */
@@ -40,16 +37,20 @@ struct gpu_parts {
 	char reason[OOO_ERRMSG_MAX];
 };
 
-/* An executor is ready (a new one after a restart too): send it its plan. */
-void parts_gpu_ready(struct server *srv, struct gpu *g);
-/* The executor's answer (checked by exec_msg_check). */
-void parts_on_reply(struct server *srv, struct gpu *g, const void *payload);
-/* After a reload: overrides of classes that are gone are dropped; changed plans are sent. */
-void parts_reload(struct server *srv);
-/* oooctl partition set|reset: 0 with *rep filled, or -errno with rep->msg the reason. */
-int parts_admin_set(struct server *srv, const struct ooo_msg_partition_set *req,
-		    struct ooo_msg_partition_set_reply *rep);
-/* oooctl partition: one ooo_part_gpu_rec per GPU slot, paged like the device list. */
-ssize_t parts_admin_list(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap);
+struct parts {
+	struct part_override ovr[PART_OVERRIDES];
+	size_t novr;
+	uint64_t generation; /* of the last plan sent to any executor */
+	struct gpu_parts slot[EXEC_MAX]; /* by executor slot */
+};
+
+/*
+ * The module (server.h): owns srv->parts; listens to the executors (sends
+ * a ready executor its plan, keeps its answers); after a reload, overrides
+ * of classes that are gone are dropped and changed plans are sent. Handles
+ * OOO_MSG_PARTITIONS (one ooo_part_gpu_rec per slot, paged like the device
+ * list) and OOO_MSG_PARTITION_SET (oooctl partition set|reset).
+ */
+extern const struct module parts_module;
 
 #endif

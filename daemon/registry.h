@@ -76,6 +76,7 @@ struct session {
 	bool revoked; /* no longer admitted: waiting for the caller to close it */
 	struct list_node bufs; /* the server's buffers of this session (buffers.c); empty at close */
 	struct sdpath *dp;     /* the session's data path (dpath.c), NULL until attached */
+	bool tm_tracked, tm_launches; /* its pid is in the telemetry set, launch probes too (telemetry.c) */
 	uint8_t exec_seen[REG_EXEC_SLOTS / 8]; /* executor slots it sent memory or an attach to: each is told at its end */
 	void *owner; /* the connection, for the server */
 };

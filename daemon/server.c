@@ -28,12 +28,10 @@
 
 #include <ooo/ooo.h>
 
-#include "../client/wire.h"
-#include "buffers.h"
-#include "dpath.h"
+#include "../proto/fdpass.h"
+#include "../proto/wire.h"
 #include "log.h"
 #include "notify.h"
-#include "telemetry.h"
 
 #define TICK_NS 250000000ull
 #define SLOT_NONE UINT32_MAX
@@ -61,7 +59,6 @@ struct conn {
 	bool admin;
 	enum conn_state state;
 	bool recv_armed, send_armed, close_after_send, admitted_admin, reaping;
-	bool tm_tracked, tm_launches; /* its session's pid is in the telemetry set (launch probes too) */
 	const char *close_reason; /* static text, for the log once closed */
 	int rx_fd; /* descriptor passed with the message being handled, -1 if none */
 	unsigned inflight;
@@ -85,7 +82,7 @@ struct conn {
 	struct iovec siov;
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * SERVER_MAX_FDS)];
+		char buf[FDPASS_SPACE(SERVER_MAX_FDS)];
 	} scmsg;
 };
 
@@ -262,21 +259,11 @@ static void conn_flush(struct server *srv, struct conn *c)
 	if (!m->nfds) {
 		io_uring_prep_send(sqe, c->fd, m->buf, m->len, MSG_NOSIGNAL);
 	} else {
-		struct cmsghdr *cm;
-
 		c->siov = (struct iovec){ m->buf, m->len };
 		memset(&c->smsg, 0, sizeof(c->smsg));
-		memset(&c->scmsg, 0, sizeof(c->scmsg));
 		c->smsg.msg_iov = &c->siov;
 		c->smsg.msg_iovlen = 1;
-		c->smsg.msg_control = c->scmsg.buf;
-		c->smsg.msg_controllen = sizeof(c->scmsg.buf);
-		cm = CMSG_FIRSTHDR(&c->smsg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)m->nfds);
-		memcpy(CMSG_DATA(cm), m->fds, sizeof(int) * (size_t)m->nfds);
-		c->smsg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)m->nfds);
+		fdpass_pack(&c->smsg, c->scmsg.buf, sizeof(c->scmsg.buf), m->fds, m->nfds); /* nfds <= SERVER_MAX_FDS */
 		io_uring_prep_sendmsg(sqe, c->fd, &c->smsg, MSG_NOSIGNAL);
 	}
 	io_uring_sqe_set_data64(sqe, ud_make(OP_SEND, c->slot, c->gen));
@@ -481,15 +468,14 @@ static void conn_close(struct server *srv, struct conn *c, const char *why)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sess) {
-		buffers_release_session(srv, c->sess);
-		dpath_release_session(srv, c->sess);
+		for (const struct module *const *m = srv->modules; *m; m++) {
+			if ((*m)->session_close)
+				(*m)->session_close(srv, c->sess);
+		}
 		log_peer("session %llu (uid %u pid %u) closed: %s", (unsigned long long)c->sess->id, c->cred.uid,
 			 c->cred.pid, why);
 		registry_close(&srv->reg, c->sess);
 		c->sess = NULL;
-		if (c->tm_tracked)
-			telemetry_untrack(srv, (pid_t)c->cred.pid, OOO_TRACK_SESSION, c->tm_launches);
-		c->tm_tracked = false;
 	} else {
 		log_debug("%s connection of pid %u closed: %s", c->admin ? "admin" : "tenant", c->cred.pid, why);
 	}
@@ -698,17 +684,9 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 	memcpy(rep.limit, s->tenant->terms.limit, sizeof(rep.limit));
 	log_peer("session %llu: pid %u uid %u gid %u class '%s' name '%s'", (unsigned long long)s->id, c->cred.pid,
 		 c->cred.uid, c->cred.gid, rep.class_name, s->name);
-	{
-		char tmsg[OOO_ERRMSG_MAX];
-		bool launches = s->tenant->terms.trace_launches;
-
-		/* telemetry is best effort: a full pid set does not refuse the session */
-		if (telemetry_track(srv, (pid_t)c->cred.pid, OOO_TRACK_SESSION, launches, tmsg, sizeof(tmsg)) == 0) {
-			c->tm_tracked = true;
-			c->tm_launches = launches;
-		} else {
-			log_debug("session %llu: no telemetry: %s", (unsigned long long)s->id, tmsg);
-		}
+	for (const struct module *const *mod = srv->modules; *mod; mod++) {
+		if ((*mod)->session_open)
+			(*mod)->session_open(srv, s);
 	}
 	conn_reply(srv, c, OOO_MSG_HELLO, m->hdr.seq, &rep, sizeof(rep));
 }
@@ -749,116 +727,45 @@ static void hello_admin(struct server *srv, struct conn *c, const struct wire_ms
 	conn_reply(srv, c, OOO_MSG_HELLO, m->hdr.seq, &rep, sizeof(rep));
 }
 
-static void handle_admin(struct server *srv, struct conn *c, const struct wire_msg *m)
+/* The loop's own request: reload the policy (an admin request). */
+static void on_reload(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
 {
-	uint16_t type = m->hdr.type;
+	struct ooo_msg_reload_reply rep = { 0 };
+	char msg[OOO_ERRMSG_MAX];
+	int r = server_reload(srv, msg, sizeof(msg));
+
+	if (r < 0) {
+		conn_reply_error(srv, c, OOO_MSG_RELOAD, seq, r, "%s", msg);
+		return;
+	}
+	rep.policy_generation = srv->policy_generation;
+	wire_strcpy(rep.msg, sizeof(rep.msg), msg);
+	conn_reply(srv, c, OOO_MSG_RELOAD, seq, &rep, sizeof(rep));
+}
+
+static const struct handler loop_handlers[] = {
+	{ .type = OOO_MSG_RELOAD, .flags = H_ADMIN, .fn = on_reload },
+};
+
+/* An admin listing: the module writes the payload right after the header, so the reply needs no copy. */
+static void build_reply(struct server *srv, struct conn *c, const struct handler *h, uint32_t seq,
+			const void *payload)
+{
 	size_t cap = OOO_MSG_MAX - sizeof(struct ooo_msg_hdr);
-	void *buf;
+	void *buf = malloc(OOO_MSG_MAX);
 	ssize_t n;
 
-	if (type == OOO_MSG_RELOAD) {
-		struct ooo_msg_reload_reply rep = { 0 };
-		char msg[OOO_ERRMSG_MAX];
-		int r = server_reload(srv, msg, sizeof(msg));
-
-		if (r < 0) {
-			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", msg);
-			return;
-		}
-		rep.policy_generation = srv->policy_generation;
-		wire_strcpy(rep.msg, sizeof(rep.msg), msg);
-		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
-		return;
-	}
-	if (type == OOO_MSG_PARDON) {
-		struct ooo_msg_pardon_reply rep;
-
-		dpath_admin_pardon(srv, m->payload, &rep);
-		log_info("oooctl (pid %u uid %u): pardon: %s", c->cred.pid, c->cred.uid, rep.msg);
-		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
-		return;
-	}
-	if (type == OOO_MSG_EVICT) {
-		struct ooo_msg_evict_reply rep;
-		int r = lease_admin_evict(srv, m->payload, &rep);
-
-		if (r < 0) {
-			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", rep.msg);
-			return;
-		}
-		log_info("oooctl (pid %u uid %u): evict: %s", c->cred.pid, c->cred.uid, rep.msg);
-		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
-		return;
-	}
-	if (type == OOO_MSG_PARTITION_SET) {
-		struct ooo_msg_partition_set_reply rep;
-		int r = parts_admin_set(srv, m->payload, &rep);
-
-		log_info("oooctl (pid %u uid %u): partition set: %s", c->cred.pid, c->cred.uid, rep.msg);
-		if (r < 0)
-			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", rep.msg);
-		else
-			conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
-		return;
-	}
-	if (type == OOO_MSG_MPS_RUN) {
-		const struct ooo_msg_mps_run *req = m->payload;
-		struct ooo_msg_mps_run_reply *rep = calloc(1, sizeof(*rep));
-		char why[OOO_ERRMSG_MAX];
-		int r;
-
-		if (!rep) {
-			conn_reply_error(srv, c, type, m->hdr.seq, -ENOMEM, "out of memory");
-			return;
-		}
-		r = mps_admin_command(srv, req->line, rep->reply, sizeof(rep->reply), why, sizeof(why));
-		log_info("oooctl (pid %u uid %u): mps run '%.100s': %s", c->cred.pid, c->cred.uid, req->line,
-			 r < 0 ? why : "ok");
-		if (r < 0)
-			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", why);
-		else
-			conn_reply(srv, c, type, m->hdr.seq, rep, sizeof(*rep));
-		free(rep);
-		return;
-	}
-	if (type == OOO_MSG_TRACE) {
-		struct ooo_msg_trace_reply rep;
-		int r = telemetry_admin_trace(srv, m->payload, &rep);
-
-		if (r < 0) {
-			conn_reply_error(srv, c, type, m->hdr.seq, r, "%s", rep.msg);
-			return;
-		}
-		log_info("oooctl (pid %u uid %u): %s", c->cred.pid, c->cred.uid, rep.msg);
-		conn_reply(srv, c, type, m->hdr.seq, &rep, sizeof(rep));
-		return;
-	}
-	buf = malloc(OOO_MSG_MAX);
 	if (!buf) {
-		conn_reply_error(srv, c, type, m->hdr.seq, -ENOMEM, "out of memory");
+		conn_reply_error(srv, c, h->type, seq, -ENOMEM, "out of memory");
 		return;
 	}
-	/* Build the payload right after the header so the reply needs no copy. */
-	if (type == OOO_MSG_STATUS)
-		n = admin_status(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
-	else if (type == OOO_MSG_TELEMETRY)
-		n = telemetry_admin_status(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
-	else if (type == OOO_MSG_PROCS)
-		n = telemetry_admin_procs(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
-	else if (type == OOO_MSG_LEASES)
-		n = lease_admin_list(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
-	else if (type == OOO_MSG_PARTITIONS)
-		n = parts_admin_list(srv, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
-	else if (type == OOO_MSG_MPS)
-		n = lease_admin_mps(srv, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
-	else
-		n = admin_list(srv, type, m->payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
+	n = h->build(srv, payload, (char *)buf + sizeof(struct ooo_msg_hdr), cap);
 	if (n < 0) {
 		free(buf);
-		conn_reply_error(srv, c, type, m->hdr.seq, (int)n, "%s", wire_strerror((int)n));
+		conn_reply_error(srv, c, h->type, seq, (int)n, "%s", wire_strerror((int)n));
 		return;
 	}
-	n = wire_encode(buf, OOO_MSG_MAX, (uint16_t)(type | OOO_MSG_REPLY), m->hdr.seq, 0,
+	n = wire_encode(buf, OOO_MSG_MAX, (uint16_t)(h->type | OOO_MSG_REPLY), seq, 0,
 			(char *)buf + sizeof(struct ooo_msg_hdr), (size_t)n);
 	if (n < 0) {
 		free(buf);
@@ -866,6 +773,39 @@ static void handle_admin(struct server *srv, struct conn *c, const struct wire_m
 		return;
 	}
 	conn_queue(srv, c, buf, (size_t)n);
+}
+
+/* A request past hello: the table's checks, then its module's handler. */
+static void route(struct server *srv, struct conn *c, uint16_t type, uint32_t seq, const void *payload, size_t len)
+{
+	const struct handler *h = type < SERVER_TYPES ? srv->handler[type] : NULL;
+
+	if (!h) {
+		/* wire_decode only passes known types: this one no module handles */
+		conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "unexpected %s", wire_type_name(type));
+		conn_finish(srv, c, "protocol error");
+		return;
+	}
+	if (h->flags & H_TENANT && !c->sess) {
+		conn_reply_error(srv, c, type, seq, -EINVAL, "%s (%s)", h->refusal ? h->refusal : "a tenant request",
+				 srv->sock_path[0]);
+		return;
+	}
+	if (h->flags & H_ADMIN && !c->admin) {
+		conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
+				 wire_type_name(type), srv->sock_path[1]);
+		return;
+	}
+	if (h->build)
+		build_reply(srv, c, h, seq, payload);
+	else
+		h->fn(srv, c, seq, payload, len);
+}
+
+void server_redispatch(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *payload,
+		       size_t len)
+{
+	route(srv, c, type, seq, payload, len);
 }
 
 static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *m)
@@ -900,136 +840,19 @@ static void dispatch(struct server *srv, struct conn *c, const struct wire_msg *
 	case OOO_MSG_PING:
 		conn_reply(srv, c, type, seq, m->payload, m->plen);
 		return;
-	case OOO_MSG_HOST_ALLOC:
-	case OOO_MSG_HOST_FREE:
-		if (!c->sess) {
-			conn_reply_error(srv, c, type, seq, -EINVAL, "host regions belong to tenant sessions");
-			return;
-		}
-		if (type == OOO_MSG_HOST_ALLOC)
-			dpath_host_alloc(srv, c, seq, ((const struct ooo_msg_host *)m->payload)->size);
-		else
-			dpath_host_free(srv, c, seq, ((const struct ooo_msg_host *)m->payload)->region);
-		return;
-	case OOO_MSG_MODULE_LOAD:
-	case OOO_MSG_MODULE_UNLOAD:
-	case OOO_MSG_KERNEL_GET:
-		if (!c->sess) {
-			conn_reply_error(srv, c, type, seq, -EINVAL, "modules belong to tenant sessions (%s)",
-					 srv->sock_path[0]);
-			return;
-		}
-		if (type == OOO_MSG_MODULE_LOAD)
-			dpath_module_load(srv, c, seq, m->payload, server_take_fd(c));
-		else if (type == OOO_MSG_MODULE_UNLOAD)
-			dpath_module_unload(srv, c, seq, ((const struct ooo_msg_module *)m->payload)->module);
-		else
-			dpath_kernel_get(srv, c, seq, m->payload);
-		return;
-	case OOO_MSG_ATTACH:
-	case OOO_MSG_QUEUE_CREATE:
-	case OOO_MSG_QUEUE_DESTROY:
-		if (!c->sess) {
-			conn_reply_error(srv, c, type, seq, -EINVAL, "queues belong to tenant sessions (%s)",
-					 srv->sock_path[0]);
-			return;
-		}
-		if (type == OOO_MSG_ATTACH)
-			dpath_attach(srv, c, seq, m->payload);
-		else if (type == OOO_MSG_QUEUE_CREATE)
-			dpath_queue_create(srv, c, seq, m->payload);
-		else
-			dpath_queue_destroy(srv, c, seq, ((const struct ooo_msg_queue *)m->payload)->queue);
-		return;
-	case OOO_MSG_BUF_ALLOC:
-	case OOO_MSG_BUF_FREE:
-	case OOO_MSG_BUF_EXPORT:
-		if (!c->sess) {
-			conn_reply_error(srv, c, type, seq, -EINVAL, "buffers belong to tenant sessions (%s)",
-					 srv->sock_path[0]);
-			return;
-		}
-		if (type == OOO_MSG_BUF_ALLOC) {
-			buffers_alloc(srv, c, seq, m->payload);
-		} else {
-			const struct ooo_msg_buf_ref *ref = m->payload;
-			if (type == OOO_MSG_BUF_FREE)
-				buffers_free(srv, c, seq, ref->id);
-			else
-				buffers_export(srv, c, seq, ref->id);
-		}
-		return;
-	case OOO_MSG_LEASE:
-		if (!c->sess) {
-			conn_reply_error(srv, c, type, seq, -EINVAL, "leases are asked for on the tenant socket (%s)",
-					 srv->sock_path[0]);
-			return;
-		}
-		if (srv->stopping) {
-			srv->leases.refused++;
-			conn_reply_error(srv, c, type, seq, -OOO_ESHUTDOWN, "oood is shutting down");
-			return;
-		}
-		lease_request(srv, c, seq, m->payload);
-		return;
 	case OOO_MSG_BYE:
 		conn_reply(srv, c, type, seq, NULL, 0);
 		conn_finish(srv, c, "said bye");
 		return;
-	case OOO_MSG_STATUS:
-	case OOO_MSG_TENANTS:
-	case OOO_MSG_SESSIONS:
-	case OOO_MSG_RELOAD:
-	case OOO_MSG_DEVICES:
-	case OOO_MSG_SCHED:
-	case OOO_MSG_TELEMETRY:
-	case OOO_MSG_PROCS:
-	case OOO_MSG_TRACE:
-	case OOO_MSG_LEASES:
-	case OOO_MSG_EVICT:
-	case OOO_MSG_MPS:
-	case OOO_MSG_MPS_RUN:
-	case OOO_MSG_PARTITIONS:
-	case OOO_MSG_PARTITION_SET:
-	case OOO_MSG_PARDON:
-		if (!c->admin) {
-			conn_reply_error(srv, c, type, seq, -OOO_ENOTADMIN, "%s is an admin request: use %s",
-					 wire_type_name(type), srv->sock_path[1]);
-			return;
-		}
-		handle_admin(srv, c, m);
-		return;
 	default:
-		/* wire_decode only passes known types */
-		conn_reply_error(srv, c, type, seq, -OOO_EPROTO, "unexpected %s", wire_type_name(type));
-		conn_finish(srv, c, "protocol error");
+		route(srv, c, type, seq, m->payload, m->plen);
 	}
 }
 
 /* Keep the first descriptor passed with a message in *keep, close the others; returns how many there were. */
 static unsigned take_fds(struct conn *c, int *keep)
 {
-	unsigned n = 0;
-
-	*keep = -1;
-	if (c->rmsg.msg_controllen < sizeof(struct cmsghdr))
-		return 0;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&c->rmsg); cm; cm = CMSG_NXTHDR(&c->rmsg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
-			continue;
-		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)CMSG_DATA(cm);
-		for (size_t i = 0; i < nfd; i++) {
-			int fd;
-			memcpy(&fd, &fds[i], sizeof(fd));
-			if (fd >= 0 && *keep < 0)
-				*keep = fd;
-			else if (fd >= 0)
-				close(fd);
-			n++;
-		}
-	}
-	return n;
+	return fdpass_take(&c->rmsg, keep, 1);
 }
 
 static void on_recv(struct server *srv, struct conn *c, int res)
@@ -1201,8 +1024,10 @@ static void begin_shutdown(struct server *srv, const char *why)
 			io_uring_sqe_set_data64(sqe, ud_make(OP_CANCEL, 0, 0));
 		}
 	}
-	gpu_stop_all(srv);
-	mps_stop(srv);
+	for (const struct module *const *m = srv->modules; *m; m++) {
+		if ((*m)->stop)
+			(*m)->stop(srv);
+	}
 	list_for_each_safe(n, tmp, &srv->conns) {
 		struct conn *c = list_entry(n, struct conn, node);
 
@@ -1241,10 +1066,10 @@ static void on_tick(struct server *srv)
 		if (!srv->stopping && !srv->accept_armed[i] && srv->listen_fd[i] >= 0)
 			arm_accept(srv, i);
 	}
-	gpu_tick(srv, now);
-	telemetry_tick(srv, now);
-	lease_tick(srv, now);
-	mps_tick(srv, now);
+	for (const struct module *const *m = srv->modules; *m; m++) {
+		if ((*m)->tick)
+			(*m)->tick(srv, now);
+	}
 	if (srv->stopping && now >= srv->stop_deadline_ns) {
 		list_for_each_safe(n, tmp, &srv->conns) {
 			struct conn *c = list_entry(n, struct conn, node);
@@ -1314,25 +1139,14 @@ static void handle_cqe(struct server *srv, struct io_uring_cqe *cqe)
 		return;
 	case OP_CANCEL:
 		return;
-	case OP_GPU_EXIT:
-		gpu_on_exit(srv, slot, cqe->res);
-		return;
-	case OP_GPU_RECV:
-		gpu_on_recv(srv, slot, cqe->res);
-		return;
-	case OP_TELEM:
-		telemetry_on_poll(srv, ud_gen(ud), cqe->res, cqe->flags);
-		return;
-	case OP_MPS_EXIT:
-		mps_on_exit(srv, ud_gen(ud), cqe->res);
-		return;
-	case OP_LEASE_EXIT:
-		lease_on_exit(srv, slot, ud_gen(ud), cqe->res);
-		return;
 	case OP_RECV:
 	case OP_SEND:
 		break;
 	default:
+		if (ud_op(ud) < OP_MAX && srv->op[ud_op(ud)]) {
+			srv->op[ud_op(ud)](srv, slot, ud_gen(ud), cqe);
+			return;
+		}
 		log_warn("completion with unknown tag %#llx, ignoring", (unsigned long long)ud);
 		return;
 	}
@@ -1429,9 +1243,10 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	srv->policy = np;
 	revoked = registry_apply_policy(&srv->reg, np);
 	close_revoked(srv);
-	telemetry_reload(srv);
-	lease_reload(srv);
-	parts_reload(srv);
+	for (const struct module *const *m = srv->modules; *m; m++) {
+		if ((*m)->reload)
+			(*m)->reload(srv);
+	}
 	if (old->mps.enabled != np->mps.enabled || strcmp(old->mps.control, np->mps.control) ||
 	    old->mps.multiuser != np->mps.multiuser || old->mps.executor_client != np->mps.executor_client)
 		log_warn("reload: [mps] enabled, control, multiuser and executor_client apply when oood next starts "
@@ -1449,133 +1264,41 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	return 0;
 }
 
-/* ---- setup ------------------------------------------------------------------- */
-
-static int mkdir_p(const char *dir, mode_t mode)
+/* Index a module's handlers by type; -EEXIST (logged) if two modules claim one type. */
+static int add_handlers(struct server *srv, const struct handler *h, size_t n, const char *name)
 {
-	char buf[OOO_PATH_MAX];
-	struct stat st;
-
-	wire_strcpy(buf, sizeof(buf), dir);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	if (stat(buf, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
-static int take_lock(struct server *srv)
-{
-	char path[OOO_PATH_MAX], pid[32];
-	int fd, n;
-
-	n = snprintf(path, sizeof(path), "%s/oood.pid", srv->rundir);
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return log_errno(LOG_ERR, -errno, "cannot open %s", path);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-		ssize_t k = pread(fd, pid, sizeof(pid) - 1, 0);
-		pid[k > 0 ? k : 0] = '\0';
-		pid[strcspn(pid, "\n")] = '\0';
-		close(fd);
-		if (e == EWOULDBLOCK) {
-			log_err("another oood (pid %s) is running on %s", pid[0] ? pid : "?", srv->rundir);
-			return -EADDRINUSE;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].type >= SERVER_TYPES || srv->handler[h[i].type] || !h[i].fn == !h[i].build) {
+			log_err("module %s: handler of %s is invalid or taken", name, wire_type_name(h[i].type));
+			return -EEXIST;
 		}
-		return log_errno(LOG_ERR, -e, "cannot lock %s", path);
+		srv->handler[h[i].type] = &h[i];
 	}
-	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-		log_warn("cannot write %s: %s, ignoring", path, strerror(errno));
-	srv->lock_fd = fd;
 	return 0;
 }
 
-static int make_listener(struct server *srv, int i, const char *name, mode_t mode)
+int server_add_op(struct server *srv, server_op_fn fn)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	mode_t old;
-	int fd, n, r;
-
-	n = snprintf(srv->sock_path[i], sizeof(srv->sock_path[i]), "%s/%s", srv->rundir, name);
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
-		log_err("socket path %s/%s is too long", srv->rundir, name);
-		srv->sock_path[i][0] = '\0';
-		return -ENAMETOOLONG;
-	}
-	memcpy(sa.sun_path, srv->sock_path[i], (size_t)n + 1);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return log_errno(LOG_ERR, -errno, "socket");
-	/* We hold the run directory's lock, so a socket file left here is stale. */
-	unlink(sa.sun_path);
-	old = umask(0177); /* never reachable with looser permissions than `mode` */
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0) {
-		r = log_errno(LOG_ERR, -errno, "cannot bind %s", sa.sun_path);
-		close(fd);
-		srv->sock_path[i][0] = '\0';
-		return r;
-	}
-	if (chmod(sa.sun_path, mode) < 0 || listen(fd, 4096) < 0) {
-		r = log_errno(LOG_ERR, -errno, "cannot set up %s", sa.sun_path);
-		close(fd);
-		return r;
-	}
-	srv->listen_fd[i] = fd;
-	return 0;
+	if (srv->nops >= OP_MAX)
+		return -ENOSPC;
+	srv->op[srv->nops] = fn;
+	return (int)srv->nops++;
 }
 
-static int setup_ring(struct server *srv)
+/*
+ * Shutdown: with now == 0, whether every module has stopped; with now > 0
+ * (past the connections' grace), whether none still running asks the loop
+ * to wait (linger_until) beyond now.
+ */
+static bool modules_stopped(const struct server *srv, uint64_t now)
 {
-	struct io_uring_params p;
-	int r;
-
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
-		  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-	p.cq_entries = 16384;
-	r = io_uring_queue_init_params(1024, &srv->ring, &p);
-	if (r == -EINVAL) {
-		/* older kernels: plain ring */
-		memset(&p, 0, sizeof(p));
-		p.flags = IORING_SETUP_CQSIZE;
-		p.cq_entries = 16384;
-		r = io_uring_queue_init_params(1024, &srv->ring, &p);
+	for (const struct module *const *m = srv->modules; *m; m++) {
+		if (!(*m)->stopped || (*m)->stopped(srv))
+			continue;
+		if (!now || ((*m)->linger_until && now <= (*m)->linger_until(srv)))
+			return false;
 	}
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "io_uring_queue_init");
-	srv->ring_ok = true;
-	return 0;
-}
-
-static int setup_signals(struct server *srv)
-{
-	sigset_t mask;
-
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-		return log_errno(LOG_ERR, -errno, "sigprocmask");
-	srv->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (srv->sig_fd < 0)
-		return log_errno(LOG_ERR, -errno, "signalfd");
-	return 0;
+	return true;
 }
 
 int server_init(struct server *srv, const struct server_opts *opts, struct policy *policy)
@@ -1587,15 +1310,16 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 	list_init(&srv->conns);
 	list_init(&srv->pending);
 	list_init(&srv->reap);
-	srv->mps.pidfd = srv->mps.log_fd = -1;
-	r = telemetry_new(&srv->tm);
+	srv->modules = opts->modules;
+	srv->nops = OP_MODULE_FIRST;
+	r = add_handlers(srv, loop_handlers, sizeof(loop_handlers) / sizeof(loop_handlers[0]), "loop");
+	for (const struct module *const *m = srv->modules; r == 0 && *m; m++) {
+		r = add_handlers(srv, (*m)->handlers, (*m)->nhandlers, (*m)->name);
+		if (r == 0 && (*m)->init)
+			r = (*m)->init(srv);
+	}
 	if (r < 0)
 		return r;
-	r = lease_init(srv);
-	if (r < 0)
-		return r;
-	buffers_init(srv);
-	dpath_init(srv);
 	registry_init(&srv->reg);
 	srv->policy = policy;
 	srv->policy_generation = 1;
@@ -1610,28 +1334,16 @@ int server_init(struct server *srv, const struct server_opts *opts, struct polic
 		log_err("run directory path is too long: %s", opts->rundir);
 		return -ENAMETOOLONG;
 	}
-	r = mkdir_p(srv->rundir, 0755);
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot create run directory %s", srv->rundir);
-	r = take_lock(srv);
-	if (r < 0)
-		return r;
-	r = setup_signals(srv);
-	if (r < 0)
-		return r;
-	r = setup_ring(srv);
-	if (r < 0)
-		return r;
-	r = make_listener(srv, 0, OOO_SOCKET_NAME, 0666);
-	if (r < 0)
-		return r;
-	r = make_listener(srv, 1, OOO_ADMIN_SOCKET_NAME, 0660);
+	r = server_setup(srv);
 	if (r < 0)
 		return r;
 	sync_admin_socket(srv);
-	telemetry_start(srv);
-	mps_start(srv); /* before the executors: they are to be its clients */
-	return gpu_start(srv);
+	for (const struct module *const *m = srv->modules; *m; m++) {
+		r = (*m)->start ? (*m)->start(srv) : 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int server_run(struct server *srv)
@@ -1650,11 +1362,10 @@ int server_run(struct server *srv)
 		int r;
 
 		if (srv->stopping && !srv->nconns && !srv->accept_armed[0] && !srv->accept_armed[1] &&
-		    gpu_all_stopped(srv) && mps_stopped(srv))
+		    modules_stopped(srv, 0))
 			break;
 		if (srv->stopping && server_now_ns() > srv->stop_deadline_ns + 5000000000ull &&
-		    (mps_stopped(srv) || server_now_ns() > srv->mps.stop_by_ns + 10000000000ull +
-							     2ull * srv->policy->mps.evict_grace_ms * 1000000ull)) {
+		    modules_stopped(srv, server_now_ns())) {
 			log_warn("%u connections still busy after the grace period, exiting anyway", srv->nconns);
 			break;
 		}
@@ -1699,15 +1410,17 @@ void server_fini(struct server *srv)
 	}
 	if (srv->ring_ok)
 		io_uring_queue_exit(&srv->ring);
-	/* after the ring: no poll refers to its ring buffer any more */
-	telemetry_free(srv->tm);
-	srv->tm = NULL;
-	lease_fini(srv);
-	gpu_fini(srv);
-	gpu_park_fini(srv);
-	mps_fini(srv);
-	buffers_fini(srv);
-	dpath_fini(srv);
+	/* after the ring: no operation refers to a module's memory any more */
+	if (srv->modules) {
+		size_t n_mod = 0;
+
+		while (srv->modules[n_mod])
+			n_mod++;
+		while (n_mod--) {
+			if (srv->modules[n_mod]->fini)
+				srv->modules[n_mod]->fini(srv);
+		}
+	}
 	/* Whatever is left could not be drained; the ring is gone, so free it now. */
 	reap(srv);
 	list_for_each_safe(n, tmp, &srv->conns)

@@ -18,9 +18,6 @@
 #include <liburing.h>
 
 #include "admit.h"
-#include "gpu.h"
-#include "lease.h"
-#include "mps.h"
 #include "policy.h"
 #include "registry.h"
 
@@ -40,8 +37,78 @@
 #define SERVER_MAX_FDS 3          /* descriptors passed with one reply */
 
 struct conn;
+struct server;
+struct session;
+struct io_uring_cqe;
 
-/* io_uring user_data: a packed tag {slot, generation, op}, never a pointer. */
+/* ---- what modules register ------------------------------------------------ */
+
+/*
+ * A completion of an operation a module submitted with user_data
+ * ud_make(op, slot, gen), op from server_add_op.
+ */
+typedef void (*server_op_fn)(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe);
+
+/* handler flags: the checks the loop makes before calling a handler */
+enum {
+	H_TENANT = 1u << 0, /* a tenant session's request: refused (EINVAL, `refusal`) on admin.sock */
+	H_ADMIN = 1u << 1,  /* an operator's request: refused (OOO_ENOTADMIN) on oood.sock */
+};
+
+/*
+ * A module's handler of one request type. Exactly one of fn and build:
+ * - fn answers the request itself (server_reply*), now or later; payload
+ *   is valid only during the call (wire_decode checked its length);
+ * - build writes an admin reply's payload into buf (cap bytes) and returns
+ *   its length or -errno; the loop sends it, or the error.
+ */
+struct handler {
+	uint16_t type;  /* OOO_MSG_* below SERVER_TYPES */
+	uint16_t flags; /* H_* */
+	const char *refusal; /* H_TENANT: what the error says, e.g. "buffers belong to tenant sessions" */
+	void (*fn)(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len);
+	ssize_t (*build)(struct server *srv, const void *payload, void *buf, size_t cap);
+};
+#define SERVER_TYPES 64u
+
+/*
+ * A control-plane module: its lifecycle and its handlers. The daemon's
+ * modules are one ordered table (modules.c): init, start and tick run in
+ * table order, fini in reverse. Every hook may be NULL.
+ */
+struct module {
+	const char *name;
+	/* Allocate the module's state; before the sockets exist. 0 or -errno (logged). */
+	int (*init)(struct server *srv);
+	/* Sockets and ring are up. 0 or -errno (logged): oood does not start. */
+	int (*start)(struct server *srv);
+	/* Every TICK (250 ms), with server_now_ns(). */
+	void (*tick)(struct server *srv, uint64_t now_ns);
+	/* The policy was replaced (srv->policy is the new one). */
+	void (*reload)(struct server *srv);
+	/* A tenant session opened (hello accepted) / is closing: release what it holds. */
+	void (*session_open)(struct server *srv, struct session *s);
+	void (*session_close)(struct server *srv, struct session *s);
+	/* Shutdown began: stop what runs. */
+	void (*stop)(struct server *srv);
+	/* Shutdown: nothing of the module is left running (NULL: true). */
+	bool (*stopped)(const struct server *srv);
+	/*
+	 * Shutdown: the loop waits for stopped() past the connections' grace
+	 * until this time (server_now_ns); NULL or 0: it does not wait.
+	 */
+	uint64_t (*linger_until)(const struct server *srv);
+	/* Free the state; after the ring is gone. Accepts a module whose init failed or never ran. */
+	void (*fini)(struct server *srv);
+	const struct handler *handlers;
+	size_t nhandlers;
+};
+
+/*
+ * io_uring user_data: a packed tag {slot, generation, op}, never a pointer.
+ * The loop's own operations have the fixed numbers below; a module gets
+ * numbers for its own from server_add_op.
+ */
 enum op {
 	OP_ACCEPT = 1,
 	OP_RECV,
@@ -49,11 +116,8 @@ enum op {
 	OP_SIGNAL,
 	OP_TICK,
 	OP_CANCEL,
-	OP_GPU_EXIT, /* pidfd of an executor became readable; slot = GPU index */
-	OP_GPU_RECV, /* datagram from an executor; slot = GPU index */
-	OP_TELEM,    /* the telemetry ring buffer is readable; gen = its poll generation */
-	OP_MPS_EXIT,   /* pidfd of the MPS control daemon; gen = its poll generation */
-	OP_LEASE_EXIT, /* pidfd of a leased native tenant; slot = lease slot, gen = its generation */
+	OP_MODULE_FIRST = 16, /* the first number server_add_op hands out */
+	OP_MAX = 64,
 };
 
 static inline uint64_t ud_make(enum op op, uint32_t slot, uint32_t gen)
@@ -77,6 +141,7 @@ static inline uint32_t ud_gen(uint64_t ud)
 }
 
 struct server_opts {
+	const struct module *const *modules; /* in order, NULL-terminated; they outlive the server */
 	const char *rundir;
 	const char *config_path; /* NULL: embedded defaults */
 	bool config_explicit;    /* given with -c: must exist at reload too */
@@ -91,8 +156,6 @@ struct server_stats {
 	uint64_t proto_errors;
 	uint64_t reloads_failed;
 };
-
-#define SERVER_GONE 4096u
 
 struct server {
 	struct io_uring ring;
@@ -126,34 +189,25 @@ struct server {
 	uint32_t nadmin;
 	uint32_t nconns;
 
+	const struct module *const *modules;
+	const struct handler *handler[SERVER_TYPES]; /* by request type */
+	server_op_fn op[OP_MAX];
+	uint32_t nops;
+
 	uint64_t start_ns;
 	bool stopping;
 	uint64_t stop_deadline_ns;
-	struct gpus gpus;
-	struct list_node buffers; /* every struct buffer (buffers.c) */
-	struct list_node dpaths;  /* every struct sdpath (dpath.c) */
-	struct list_node xreqs;   /* requests forwarded to executors (dpath.c) */
-	/* per executor slot (dpath.c): sessions whose modules are being restored, oldest first, and their requests out */
-	struct list_node restoring[EXEC_MAX];
-	uint32_t restore_out[EXEC_MAX];
-	struct telemetry *tm;     /* eBPF probes (telemetry.c) */
-	struct mps mps;           /* the MPS control daemon (mps.c) */
-	struct leases leases;     /* native tenants' MPS leases (lease.c) */
-	struct parts parts;       /* SM partitions: what oooctl set, the plans' numbering (parts.c) */
-	struct hangs *hangs;      /* tenants whose work ran past kernel_time_limit_ms (dpath.c; NULL until the first) */
 	/*
-	 * Attached data paths released whose executor has not yet answered
-	 * their detach (dpath.c): an executor's report of a hang
-	 * (EXEC_MSG_HUNG) can name a session that closed while its kernel ran
-	 * (its detach waits on that kernel), and the hang still counts against
-	 * its tenant. Freed by the detach's answer or the executor's end; past
-	 * SERVER_GONE at once, the oldest is forgotten.
+	 * The modules' state, each allocated by its module's init and freed by
+	 * its fini (NULL before and after): the loop never looks inside.
 	 */
-	struct server_gone {
-		uint64_t session; /* 0: unused */
-		uint32_t gpu, uid;
-	} gone[SERVER_GONE];
-	uint32_t gone_next;
+	struct gpus *gpus;        /* executor slots (gpu.c) */
+	struct buffers *bufs;     /* device buffers (buffers.c) */
+	struct dpaths *dp;        /* tenants' data paths, hangs and faults (dpath.c) */
+	struct telemetry *tm;     /* eBPF probes (telemetry.c) */
+	struct mps *mps;          /* the MPS control daemon (mps.c) */
+	struct leases *leases;    /* native tenants' MPS leases (lease.c) */
+	struct parts *parts;      /* SM partitions: what oooctl set, the plans' numbering (parts.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);
@@ -180,11 +234,31 @@ void server_notice(struct server *srv, struct conn *c, uint32_t kind, const char
  */
 void server_notice_close(struct server *srv, struct conn *c, uint32_t kind, const char *msg, const char *why);
 
+/*
+ * A new operation number for a module's completions (call from init):
+ * OP_MODULE_FIRST.., or -ENOSPC past OP_MAX.
+ */
+int server_add_op(struct server *srv, server_op_fn fn);
+/*
+ * Hand a request to its handler again (a request parked until an executor
+ * was ready, gpu.c): as if it had just arrived on c. payload is the copy
+ * the caller kept.
+ */
+void server_redispatch(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *payload,
+		       size_t len);
 /* An SQE, submitting what is queued if the ring is full; NULL if still none. */
 struct io_uring_sqe *server_get_sqe(struct server *srv);
 
 /* Set up sockets, ring and signals. Returns 0 or -errno (logged). */
 int server_init(struct server *srv, const struct server_opts *opts, struct policy *policy);
+
+/*
+ * server_setup.c, for server_init: create the run directory (srv->rundir)
+ * and take its lock, then the signalfd, the ring and both listening
+ * sockets. Returns 0 or -errno (logged); what was made is srv's, released
+ * by server_fini.
+ */
+int server_setup(struct server *srv);
 
 /* Run until SIGTERM/SIGINT and every session is closed. Returns 0 or -errno. */
 int server_run(struct server *srv);
@@ -193,10 +267,6 @@ int server_run(struct server *srv);
 void server_fini(struct server *srv);
 
 uint64_t server_now_ns(void);
-
-/* admin.c: build reply payloads for admin requests into buf; return the length or -errno. */
-ssize_t admin_status(struct server *srv, void *buf, size_t cap);
-ssize_t admin_list(struct server *srv, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap);
 
 /* Reload the policy from its source. Fills msg with what happened. Returns 0 or -errno. */
 int server_reload(struct server *srv, char *msg, size_t cap);

@@ -119,6 +119,7 @@ struct tm_pid {
 };
 
 struct telemetry {
+	uint32_t op; /* of the ring buffer poll (server_add_op) */
 	int state; /* enum ooo_tm_state */
 	char reason[OOO_ERRMSG_MAX];
 	struct policy_telemetry cfg; /* what the running probes were started with */
@@ -199,7 +200,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 
 /* ---- state --------------------------------------------------------------- */
 
-int telemetry_new(struct telemetry **out)
+static int telemetry_new(struct telemetry **out)
 {
 	struct telemetry *tm = calloc(1, sizeof(*tm));
 
@@ -247,7 +248,7 @@ static void probes_stop(struct telemetry *tm)
 	tm->launch_links = 0;
 }
 
-void telemetry_free(struct telemetry *tm)
+static void telemetry_free(struct telemetry *tm)
 {
 	if (!tm)
 		return;
@@ -734,7 +735,7 @@ static void arm_poll(struct server *srv)
 	if (!sqe)
 		return; /* the tick tries again */
 	io_uring_prep_poll_multishot(sqe, ring_buffer__epoll_fd(tm->rb), POLLIN);
-	io_uring_sqe_set_data64(sqe, ud_make(OP_TELEM, 0, tm->poll_gen));
+	io_uring_sqe_set_data64(sqe, ud_make((enum op)tm->op, 0, tm->poll_gen));
 	tm->poll_armed = true;
 }
 
@@ -747,7 +748,7 @@ static void cancel_poll(struct server *srv)
 		return;
 	sqe = server_get_sqe(srv);
 	if (sqe) {
-		io_uring_prep_poll_remove(sqe, ud_make(OP_TELEM, 0, tm->poll_gen));
+		io_uring_prep_poll_remove(sqe, ud_make((enum op)tm->op, 0, tm->poll_gen));
 		io_uring_sqe_set_data64(sqe, ud_make(OP_CANCEL, 0, 0));
 	}
 	/* completions of the old generation are ignored */
@@ -755,7 +756,7 @@ static void cancel_poll(struct server *srv)
 	tm->poll_armed = false;
 }
 
-void telemetry_on_poll(struct server *srv, uint32_t gen, int res, uint32_t flags)
+static void telemetry_on_poll(struct server *srv, uint32_t gen, int res, uint32_t flags)
 {
 	struct telemetry *tm = srv->tm;
 
@@ -801,7 +802,7 @@ static uint32_t pow2_at_least(uint32_t v)
 	return p;
 }
 
-void telemetry_start(struct server *srv)
+static void telemetry_start(struct server *srv)
 {
 	struct telemetry *tm = srv->tm;
 	const struct policy_telemetry *cfg = &srv->policy->telemetry;
@@ -890,7 +891,7 @@ fail:
 	probes_stop(tm);
 }
 
-void telemetry_stop(struct server *srv)
+static void telemetry_stop(struct server *srv)
 {
 	struct telemetry *tm = srv->tm;
 
@@ -912,7 +913,7 @@ static bool cfg_same(const struct policy_telemetry *a, const struct policy_telem
 	       a->max_tracked == b->max_tracked && a->ringbuf_kb == b->ringbuf_kb;
 }
 
-void telemetry_reload(struct server *srv)
+static void telemetry_reload(struct server *srv)
 {
 	if (cfg_same(&srv->tm->cfg, &srv->policy->telemetry))
 		return;
@@ -1107,7 +1108,7 @@ static void age_map(struct telemetry *tm, int fd, int other_fd)
 	}
 }
 
-void telemetry_tick(struct server *srv, uint64_t now)
+static void telemetry_tick(struct server *srv, uint64_t now)
 {
 	struct telemetry *tm = srv->tm;
 
@@ -1171,7 +1172,7 @@ static uint32_t map_count(int fd)
 	return n;
 }
 
-ssize_t telemetry_admin_status(struct server *srv, void *buf, size_t cap)
+static ssize_t telemetry_admin_status(struct server *srv, void *buf, size_t cap)
 {
 	struct telemetry *tm = srv->tm;
 	struct ooo_msg_telemetry *t;
@@ -1334,7 +1335,7 @@ int telemetry_proc(struct server *srv, pid_t pid, struct ooo_proc_rec *r)
 	return r->have ? 0 : -ENOENT;
 }
 
-ssize_t telemetry_admin_procs(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+static ssize_t telemetry_admin_procs(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap)
 {
 	struct telemetry *tm = srv->tm;
 	struct ooo_msg_list hdr = { .rec_size = sizeof(struct ooo_proc_rec) };
@@ -1361,7 +1362,7 @@ ssize_t telemetry_admin_procs(struct server *srv, const struct ooo_msg_list_req 
 	return (ssize_t)(sizeof(hdr) + hdr.count * sizeof(struct ooo_proc_rec));
 }
 
-int telemetry_admin_trace(struct server *srv, const struct ooo_msg_trace *req, struct ooo_msg_trace_reply *rep)
+static int telemetry_admin_trace(struct server *srv, const struct ooo_msg_trace *req, struct ooo_msg_trace_reply *rep)
 {
 	struct telemetry *tm = srv->tm;
 	struct tm_pid *p;
@@ -1397,3 +1398,99 @@ int telemetry_admin_trace(struct server *srv, const struct ooo_msg_trace *req, s
 	}
 	return 0;
 }
+
+/* ---- the module -------------------------------------------------------------- */
+
+static void on_poll_cqe(struct server *srv, uint32_t slot, uint32_t gen, const struct io_uring_cqe *cqe)
+{
+	telemetry_on_poll(srv, gen, cqe->res, cqe->flags);
+}
+
+static int tm_init(struct server *srv)
+{
+	int r = telemetry_new(&srv->tm);
+
+	if (r < 0)
+		return r;
+	r = server_add_op(srv, on_poll_cqe);
+	if (r < 0)
+		return r;
+	srv->tm->op = (uint32_t)r;
+	return 0;
+}
+
+static int tm_start(struct server *srv)
+{
+	telemetry_start(srv);
+	return 0;
+}
+
+static void tm_fini(struct server *srv)
+{
+	telemetry_free(srv->tm);
+	srv->tm = NULL;
+}
+
+/* telemetry is best effort: a full pid set does not refuse the session */
+static void tm_session_open(struct server *srv, struct session *s)
+{
+	char msg[OOO_ERRMSG_MAX];
+	bool launches = s->tenant->terms.trace_launches;
+
+	if (telemetry_track(srv, (pid_t)s->cred.pid, OOO_TRACK_SESSION, launches, msg, sizeof(msg)) == 0) {
+		s->tm_tracked = true;
+		s->tm_launches = launches;
+	} else {
+		log_debug("session %llu: no telemetry: %s", (unsigned long long)s->id, msg);
+	}
+}
+
+static void tm_session_close(struct server *srv, struct session *s)
+{
+	if (s->tm_tracked)
+		telemetry_untrack(srv, (pid_t)s->cred.pid, OOO_TRACK_SESSION, s->tm_launches);
+	s->tm_tracked = false;
+}
+
+static ssize_t build_status(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return telemetry_admin_status(srv, buf, cap);
+}
+
+static ssize_t build_procs(struct server *srv, const void *payload, void *buf, size_t cap)
+{
+	return telemetry_admin_procs(srv, payload, buf, cap);
+}
+
+static void on_trace(struct server *srv, struct conn *c, uint32_t seq, const void *payload, size_t len)
+{
+	const struct peer_cred *cred = server_conn_cred(c);
+	struct ooo_msg_trace_reply rep;
+	int r = telemetry_admin_trace(srv, payload, &rep);
+
+	if (r < 0) {
+		server_reply_error(srv, c, OOO_MSG_TRACE, seq, r, "%s", rep.msg);
+		return;
+	}
+	log_info("oooctl (pid %u uid %u): %s", cred->pid, cred->uid, rep.msg);
+	server_reply(srv, c, OOO_MSG_TRACE, seq, &rep, sizeof(rep), -1);
+}
+
+static const struct handler tm_handlers[] = {
+	{ .type = OOO_MSG_TELEMETRY, .flags = H_ADMIN, .build = build_status },
+	{ .type = OOO_MSG_PROCS, .flags = H_ADMIN, .build = build_procs },
+	{ .type = OOO_MSG_TRACE, .flags = H_ADMIN, .fn = on_trace },
+};
+
+const struct module telemetry_module = {
+	.name = "telemetry",
+	.init = tm_init,
+	.start = tm_start,
+	.tick = telemetry_tick,
+	.reload = telemetry_reload,
+	.session_open = tm_session_open,
+	.session_close = tm_session_close,
+	.fini = tm_fini,
+	.handlers = tm_handlers,
+	.nhandlers = sizeof(tm_handlers) / sizeof(tm_handlers[0]),
+};

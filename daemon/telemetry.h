@@ -22,23 +22,17 @@
 
 struct server;
 struct telemetry;
+struct module;
 
-/* Allocate the (stopped) state; -ENOMEM. */
-int telemetry_new(struct telemetry **out);
-/* Stop the probes and free everything; accepts NULL. */
-void telemetry_free(struct telemetry *tm);
-
-/* Load and attach per the policy's [telemetry]. Never fatal: when the probes
- * cannot run it logs one line and the state says why. */
-void telemetry_start(struct server *srv);
-void telemetry_stop(struct server *srv);
-/* After a reload: restart the probes if [telemetry] changed. */
-void telemetry_reload(struct server *srv);
-
-/* A completion of the ring buffer's poll (OP_TELEM). */
-void telemetry_on_poll(struct server *srv, uint32_t gen, int res, uint32_t flags);
-/* From the server's tick: ages out exited processes, looks for libraries. */
-void telemetry_tick(struct server *srv, uint64_t now);
+/*
+ * The module (server.h): owns srv->tm. Its start loads and attaches the
+ * probes per the policy's [telemetry], never fatally: when they cannot run
+ * it logs one line and the state says why. A reload that changes
+ * [telemetry] restarts them; the tick ages out exited processes and looks
+ * for libraries; every tenant session's pid is tracked while it is open.
+ * Handles OOO_MSG_TELEMETRY, OOO_MSG_PROCS and OOO_MSG_TRACE.
+ */
+extern const struct module telemetry_module;
 
 /*
  * Add `why` (one OOO_TRACK_* reason) to pid; `launches` asks for its
@@ -53,10 +47,5 @@ void telemetry_untrack(struct server *srv, pid_t pid, uint32_t why, bool launche
 /* The counters of one process (a native tenant's, for lease feedback); 0, or -ENOENT when there are none. */
 int telemetry_proc(struct server *srv, pid_t pid, struct ooo_proc_rec *r);
 
-/* Admin replies; return the payload length or -errno. */
-ssize_t telemetry_admin_status(struct server *srv, void *buf, size_t cap);
-ssize_t telemetry_admin_procs(struct server *srv, const struct ooo_msg_list_req *req, void *buf, size_t cap);
-/* OOO_MSG_TRACE: fills *rep; returns 0 or -errno (rep->msg says why). */
-int telemetry_admin_trace(struct server *srv, const struct ooo_msg_trace *req, struct ooo_msg_trace_reply *rep);
 
 #endif

@@ -5,7 +5,7 @@
  * parsed PTX a class references and hands its result back through a list.
  */
 #include "coalesce.h"
-#include "exec_proto.h"
+#include "../../proto/exec_proto.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -23,7 +23,7 @@
 
 #include <linux/types.h>
 
-#include "../../client/wire.h" /* wire_strerror */
+#include "../../proto/wire.h" /* wire_strerror */
 #include "../../bpf/telemetry.h" /* ooo_tm_bucket: the histograms of the probes and of oooctl */
 
 #include "../jit/jit.h"

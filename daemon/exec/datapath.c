@@ -21,11 +21,11 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
-#include "../../client/wire.h"
+#include "../../proto/wire.h"
 #include "../jit/jit.h"
 #include "../jit/ptx.h"
 #include "coalesce.h"
-#include "exec_proto.h"
+#include "../../proto/exec_proto.h"
 #include "memory.h"
 #include "nvrtc.h"
 

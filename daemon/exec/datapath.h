@@ -21,7 +21,7 @@
 
 #include <ooo/proto.h>
 
-#include "../../client/ring.h"
+#include "../../proto/ring.h"
 #include "cuda.h"
 #include "longwork.h"
 #include "validate.h"

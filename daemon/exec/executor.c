@@ -28,11 +28,12 @@
 #include <ooo/ooo.h>
 
 #include "../place.h"
-#include "../../client/wire.h"
+#include "../../proto/fdpass.h"
+#include "../../proto/wire.h"
 #include "cuda.h"
 #include "coalesce.h"
 #include "datapath.h"
-#include "exec_proto.h"
+#include "../../proto/exec_proto.h"
 #include "memory.h"
 
 static void exec_log(unsigned dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -56,25 +57,14 @@ static int send_msg_flags(int fd, uint16_t type, const void *p, size_t n, int pa
 	struct iovec iov = { buf, 0 };
 	union {
 		struct cmsghdr align;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[FDPASS_SPACE(1)];
 	} u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (len < 0)
 		return (int)len;
 	iov.iov_len = (size_t)len;
-	if (pass_fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
+	fdpass_pack(&mh, u.b, sizeof(u.b), &pass_fd, pass_fd >= 0 ? 1 : 0);
 	return sendmsg(fd, &mh, MSG_NOSIGNAL | flags) == len ? 0 : -errno;
 }
 
@@ -448,11 +438,11 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 	struct iovec iov = { buf, sizeof(buf) };
 	union {
 		struct cmsghdr align;
-		char b[CMSG_SPACE(sizeof(int) * 4)];
+		char b[FDPASS_SPACE(FDPASS_MAX)];
 	} u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
 	const void *payload;
-	int fds[4] = { -1, -1, -1, -1 }, nfd = 0, rc = 0;
+	int fds[FDPASS_MAX], nfd, rc = 0;
 	size_t plen;
 	uint16_t type;
 	ssize_t n;
@@ -462,18 +452,9 @@ static int ctl_message(int fd, struct memory *mem, struct shards *S)
 		return errno == EAGAIN || errno == EINTR ? 0 : -1;
 	if (n == 0)
 		return -1; /* oood closed: we are done */
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int f;
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfd < 4)
-				fds[nfd++] = f;
-			else
-				close(f);
-		}
-	}
+	nfd = (int)fdpass_take(&mh, fds, FDPASS_MAX);
+	if (nfd > FDPASS_MAX)
+		nfd = FDPASS_MAX;
 	if (exec_msg_check(buf, (size_t)n, &type, &payload, &plen) < 0) {
 		rc = -1; /* oood never sends garbage: something is badly wrong */
 	} else if (type == EXEC_MSG_PING) {

@@ -21,7 +21,7 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
-#include "../../daemon/exec/exec_proto.h"
+#include "../../proto/exec_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

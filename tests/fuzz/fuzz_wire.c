@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../client/wire.h"
+#include "../../proto/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -72,7 +72,7 @@
 #include <ooo/proto.h>
 #include <ooo/shm.h>
 
-#include "../../client/wire.h"
+#include "../../proto/wire.h"
 #include "poke_ptx.h"
 
 

@@ -31,7 +31,7 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
-#include "../../client/wire.h"
+#include "../../proto/wire.h"
 
 struct daemon {
 	pid_t pid;

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../client/ring.h"
+#include "../../proto/ring.h"
 
 #define AREA (1u << 20)
 

@@ -14,7 +14,7 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
-#include "../../client/wire.h"
+#include "../../proto/wire.h"
 
 static unsigned char buf[OOO_MSG_MAX + 64];
 
