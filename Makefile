@@ -385,8 +385,9 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 	install -m 0644 $(BUILD)/ooo.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc
 	install -m 0644 $(BUILD)/oood.service $(DESTDIR)$(UNITDIR)/oood.service
 	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 $(DESTDIR)$(MANDIR)/man8/
-	install -d $(DESTDIR)$(MANDIR)/man1
-	install -m 0644 docs/man/ooo-run.1 $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 0644 docs/man/ooo-run.1 docs/man/ooo-bench.1 docs/man/ooo-jit.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/libooo.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 docs/man/oood.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	test -e $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf || \
 		install -m 0644 daemon/oood.conf $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf
@@ -396,7 +397,8 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libooo.so* $(DESTDIR)$(LIBDIR)/libooo.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc $(DESTDIR)$(UNITDIR)/oood.service \
 		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 \
-		$(DESTDIR)$(MANDIR)/man5/oood.conf.5 $(DESTDIR)$(MANDIR)/man1/ooo-run.1
+		$(DESTDIR)$(MANDIR)/man5/oood.conf.5 $(DESTDIR)$(MANDIR)/man1/ooo-run.1 \
+		$(DESTDIR)$(MANDIR)/man1/ooo-bench.1 $(DESTDIR)$(MANDIR)/man1/ooo-jit.1 $(DESTDIR)$(MANDIR)/man3/libooo.3
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/ooo
 
 clean:
