@@ -33,8 +33,9 @@ endif
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wno-unused-parameter -Wformat=2 -Wvla
 CFLAGS  ?= -O2 -g
-# CUDA headers only: libcuda itself is dlopen()ed by the executor at run time.
-BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -isystem $(CUDA_HOME)/include -D_GNU_SOURCE -fPIC \
+# The build needs no CUDA toolkit: the driver and NVRTC declarations are in
+# the tree (daemon/exec/cuda_api.h, nvrtc_api.h); both are dlopen()ed.
+BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fPIC \
            -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
            -DOOO_SYSCONFDIR='"$(SYSCONFDIR)"' -MMD -MP
 ifeq ($(SAN),1)
@@ -74,12 +75,13 @@ GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUIL
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check $(BUILD)/tests/gpu/mps_check \
                  $(BUILD)/tests/gpu/domain_check $(BUILD)/tests/gpu/hostile_check $(BUILD)/tests/gpu/soak_check
 GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check $(BUILD)/tests/gpu/fence_check
-# helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
+# helpers of the telemetry tests; cuda_calls links against the toolkit's stub
+# libcuda and includes its cuda.h, so it is built only where the toolkit is
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 FAKECUDA := $(BUILD)/tests/fakecuda/libcuda.so.1
 FAKENVRTC := $(BUILD)/tests/fakecuda/libnvrtc.so.13
 TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
-                $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
+                $(if $(and $(wildcard $(CUDA_STUBS)/libcuda.so),$(wildcard $(CUDA_HOME)/include/cuda.h)),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps install uninstall clean help
 all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
@@ -230,13 +232,13 @@ $(BUILD)/libooo-sampler.so: bench/sampler.c
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lpthread
 
 # a stand-in driver for the tests on machines without a GPU (tests/fakecuda; not installed)
-$(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h include/ooo/jit.h
+$(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h daemon/exec/cuda_api.h include/ooo/jit.h
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 
 # a stand-in NVRTC for the tests of CUDA C modules (tests/fakecuda/fakenvrtc.c; not installed)
-$(FAKENVRTC): tests/fakecuda/fakenvrtc.c
+$(FAKENVRTC): tests/fakecuda/fakenvrtc.c daemon/exec/nvrtc_api.h
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libnvrtc.so.13 -o $@ $<
@@ -310,6 +312,7 @@ $(GPU_JIT_CHECK):
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl -lm
 
 # cuda_calls finds libcuda.so.1 next to itself in stubs/ (the toolkit names its stub libcuda.so)
+$(OBJ)/tests/telemetry/cuda_calls.o: ALL_CFLAGS += -isystem $(CUDA_HOME)/include
 $(BUILD)/tests/telemetry/cuda_calls: $(OBJ)/tests/telemetry/cuda_calls.o
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)/stubs

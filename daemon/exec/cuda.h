@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include <cuda.h>
+#include "cuda_api.h"
 
 /*
  * The driver ABI the table is typed for: every entry point is resolved as of
