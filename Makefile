@@ -327,12 +327,14 @@ $(BUILD)/tests/tools/prom_lint: $(OBJ)/tests/tools/prom_lint.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+# tests/unit/test_cuda_abi.sh compares daemon/exec/cuda_api.h with the
+# toolkit's headers under CUDA_HOME, and skips where there are none
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)sh tests/run.sh $(BUILD)
+	$(Q)CUDA_HOME='$(CUDA_HOME)' CC='$(CC)' sh tests/run.sh $(BUILD)
 
 test-run: all
-	$(Q)sh tests/run.sh $(BUILD)
+	$(Q)CUDA_HOME='$(CUDA_HOME)' CC='$(CC)' sh tests/run.sh $(BUILD)
 
 asan: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 CFLAGS='-O1 -g' test-run
