@@ -83,7 +83,7 @@ FAKENVRTC := $(BUILD)/tests/fakecuda/libnvrtc.so.13
 TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
                 $(if $(and $(wildcard $(CUDA_STUBS)/libcuda.so),$(wildcard $(CUDA_HOME)/include/cuda.h)),$(BUILD)/tests/telemetry/cuda_calls)
 
-.PHONY: all run test test-run asan fuzz deps install uninstall clean help
+.PHONY: all run test test-run asan fuzz deps deps-build deps-test deps-fuzz install uninstall clean help
 all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
      $(FAKECUDA) $(FAKENVRTC)
 
@@ -94,12 +94,16 @@ help:
 	@echo 'make test       install missing Debian packages, build, run the test suite'
 	@echo 'make asan       the test suite under AddressSanitizer + UBSan ($(BUILD)/asan)'
 	@echo 'make fuzz       libFuzzer targets (clang), each for FUZZ_SECONDS (default 30)'
-	@echo 'make deps       install missing Debian packages (root or sudo)'
+	@echo 'make deps       install every missing Debian package any target needs (root or sudo)'
 	@echo 'make install    PREFIX=$(PREFIX) DESTDIR= SYSCONFDIR=$(SYSCONFDIR)'
 	@echo 'make V=1        show full command lines'
 
+# tools/deps.sh installs a set of Debian packages: each target asks for the
+# set it needs (build: make run; test: make test, asan; fuzz), make deps for all
 deps:
-	$(Q)sh tools/deps.sh
+	$(Q)sh tools/deps.sh all
+deps-build deps-test deps-fuzz: deps-%:
+	$(Q)sh tools/deps.sh $*
 
 # ---- compile ---------------------------------------------------------------
 $(OBJ)/%.o: %.c
@@ -286,7 +290,7 @@ $(TEST_BINS):
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lcmocka -lpthread
 
 RUN_ARGS ?=
-run: deps
+run: deps-build
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/oood $(BUILD)/oooctl
 	exec $(BUILD)/oood -f $(RUN_ARGS)
 
@@ -329,14 +333,14 @@ $(BUILD)/tests/tools/prom_lint: $(OBJ)/tests/tools/prom_lint.o
 
 # tests/unit/test_cuda_abi.sh compares daemon/exec/cuda_api.h with the
 # toolkit's headers under CUDA_HOME, and skips where there are none
-test: deps
+test: deps-test
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)CUDA_HOME='$(CUDA_HOME)' CC='$(CC)' sh tests/run.sh $(BUILD)
 
 test-run: all
 	$(Q)CUDA_HOME='$(CUDA_HOME)' CC='$(CC)' sh tests/run.sh $(BUILD)
 
-asan: deps
+asan: deps-test
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 CFLAGS='-O1 -g' test-run
 
 # ---- fuzz ------------------------------------------------------------------
@@ -355,7 +359,7 @@ $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $^ $(STATIC_LIBS)
 
-fuzz: deps $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+fuzz: deps-fuzz $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 	$(Q)set -e; for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(BUILD)/fuzz/corpus-$$t; \
 		echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
