@@ -19,7 +19,7 @@
  */
 #define CUDA_ABI_VERSION 12000
 
-/* Every driver function the executor calls. Add new ones here. */
+/* Every driver function the executor calls. Add new ones here, with their prototypes in cuda_api.h. */
 #define CUDA_FUNCS(X)                                                                                      \
 	X(cuInit)                                                                                          \
 	X(cuDriverGetVersion)                                                                              \
