@@ -33,8 +33,9 @@ endif
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wno-unused-parameter -Wformat=2 -Wvla
 CFLAGS  ?= -O2 -g
-# CUDA headers only: libcuda itself is dlopen()ed by the executor at run time.
-BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -isystem $(CUDA_HOME)/include -D_GNU_SOURCE -fPIC \
+# The build needs no CUDA toolkit: the driver and NVRTC declarations are in
+# the tree (daemon/exec/cuda_api.h, nvrtc_api.h); both are dlopen()ed.
+BASE_CFLAGS := -std=gnu11 $(WARN) -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fPIC \
            -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
            -DOOO_SYSCONFDIR='"$(SYSCONFDIR)"' -MMD -MP
 ifeq ($(SAN),1)
@@ -74,14 +75,15 @@ GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUIL
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check $(BUILD)/tests/gpu/mps_check \
                  $(BUILD)/tests/gpu/domain_check $(BUILD)/tests/gpu/hostile_check $(BUILD)/tests/gpu/soak_check
 GPU_JIT_CHECK := $(BUILD)/tests/gpu/jit_check $(BUILD)/tests/gpu/fence_check
-# helpers of the telemetry tests; cuda_calls links against the toolkit's stub libcuda
+# helpers of the telemetry tests; cuda_calls links against the toolkit's stub
+# libcuda and includes its cuda.h, so it is built only where the toolkit is
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 FAKECUDA := $(BUILD)/tests/fakecuda/libcuda.so.1
 FAKENVRTC := $(BUILD)/tests/fakecuda/libnvrtc.so.13
 TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint \
-                $(if $(wildcard $(CUDA_STUBS)/libcuda.so),$(BUILD)/tests/telemetry/cuda_calls)
+                $(if $(and $(wildcard $(CUDA_STUBS)/libcuda.so),$(wildcard $(CUDA_HOME)/include/cuda.h)),$(BUILD)/tests/telemetry/cuda_calls)
 
-.PHONY: all run test test-run asan fuzz deps install uninstall clean help
+.PHONY: all run test test-run asan fuzz deps deps-build deps-test deps-fuzz install uninstall clean help
 all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
      $(FAKECUDA) $(FAKENVRTC)
 
@@ -92,12 +94,16 @@ help:
 	@echo 'make test       install missing Debian packages, build, run the test suite'
 	@echo 'make asan       the test suite under AddressSanitizer + UBSan ($(BUILD)/asan)'
 	@echo 'make fuzz       libFuzzer targets (clang), each for FUZZ_SECONDS (default 30)'
-	@echo 'make deps       install missing Debian packages (root or sudo)'
+	@echo 'make deps       install every missing Debian package any target needs (root or sudo)'
 	@echo 'make install    PREFIX=$(PREFIX) DESTDIR= SYSCONFDIR=$(SYSCONFDIR)'
 	@echo 'make V=1        show full command lines'
 
+# tools/deps.sh installs a set of Debian packages: each target asks for the
+# set it needs (build: make run; test: make test, asan; fuzz), make deps for all
 deps:
-	$(Q)sh tools/deps.sh
+	$(Q)sh tools/deps.sh all
+deps-build deps-test deps-fuzz: deps-%:
+	$(Q)sh tools/deps.sh $*
 
 # ---- compile ---------------------------------------------------------------
 $(OBJ)/%.o: %.c
@@ -230,13 +236,13 @@ $(BUILD)/libooo-sampler.so: bench/sampler.c
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $< -lpthread
 
 # a stand-in driver for the tests on machines without a GPU (tests/fakecuda; not installed)
-$(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h include/ooo/jit.h
+$(FAKECUDA): tests/fakecuda/fakecuda.c daemon/exec/cuda.h daemon/exec/cuda_api.h include/ooo/jit.h
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 
 # a stand-in NVRTC for the tests of CUDA C modules (tests/fakecuda/fakenvrtc.c; not installed)
-$(FAKENVRTC): tests/fakecuda/fakenvrtc.c
+$(FAKENVRTC): tests/fakecuda/fakenvrtc.c daemon/exec/nvrtc_api.h
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libnvrtc.so.13 -o $@ $<
@@ -285,7 +291,7 @@ $(TEST_BINS):
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lcmocka -lpthread
 
 RUN_ARGS ?=
-run: deps
+run: deps-build
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/oood $(BUILD)/oooctl
 	exec $(BUILD)/oood -f $(RUN_ARGS)
 
@@ -311,6 +317,7 @@ $(GPU_JIT_CHECK):
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -ldl -lm
 
 # cuda_calls finds libcuda.so.1 next to itself in stubs/ (the toolkit names its stub libcuda.so)
+$(OBJ)/tests/telemetry/cuda_calls.o: ALL_CFLAGS += -isystem $(CUDA_HOME)/include
 $(BUILD)/tests/telemetry/cuda_calls: $(OBJ)/tests/telemetry/cuda_calls.o
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)/stubs
@@ -325,14 +332,16 @@ $(BUILD)/tests/tools/prom_lint: $(OBJ)/tests/tools/prom_lint.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^
 
-test: deps
+# tests/unit/test_cuda_abi.sh compares daemon/exec/cuda_api.h with the
+# toolkit's headers under CUDA_HOME, and skips where there are none
+test: deps-test
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)sh tests/run.sh $(BUILD)
+	$(Q)CUDA_HOME='$(CUDA_HOME)' CC='$(CC)' sh tests/run.sh $(BUILD)
 
 test-run: all
-	$(Q)sh tests/run.sh $(BUILD)
+	$(Q)CUDA_HOME='$(CUDA_HOME)' CC='$(CC)' sh tests/run.sh $(BUILD)
 
-asan: deps
+asan: deps-test
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 CFLAGS='-O1 -g' test-run
 
 # ---- fuzz ------------------------------------------------------------------
@@ -351,7 +360,7 @@ $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $^ $(STATIC_LIBS)
 
-fuzz: deps $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+fuzz: deps-fuzz $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 	$(Q)set -e; for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(BUILD)/fuzz/corpus-$$t; \
 		echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \

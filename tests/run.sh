@@ -48,7 +48,7 @@ for t in "$build"/tests/test_*; do
 done
 # shell tests: exit 0 passes, 77 skips, anything else fails; a script that
 # ends with its own "N passed, N failed" line counts those checks instead
-for t in tests/integration/test_*.sh tests/jit/test_*.sh; do
+for t in tests/unit/test_*.sh tests/integration/test_*.sh tests/jit/test_*.sh; do
 	[ -f "$t" ] || continue
 	echo "== $(basename "$t")"
 	timeout -k 5 300 sh "$t" "$build" >"$tmp" 2>&1

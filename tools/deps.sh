@@ -1,8 +1,24 @@
 #!/bin/sh
-# deps.sh: install the Debian packages ooo needs to build and test, if missing.
+# deps.sh [SET]: install the Debian packages of SET, if missing.
+#   build  what building oood, oooctl and the libraries needs (make run);
+#          clang, llvm and bpftool make the eBPF skeletons oood embeds
+#   test   build, and cmocka for the test programs (make test, make asan)
+#   fuzz   build, and clang's libFuzzer and sanitizer runtimes (make fuzz)
+#   all    every set, and pkg-config for programs that use ooo.pc (the default: make deps)
+# No set needs the CUDA toolkit: its declarations are in daemon/exec.
 # Runs apt-get as root (or through sudo). Exits non-zero if it cannot.
 set -eu
-PKGS="make gcc pkg-config liburing-dev libcmocka-dev libinih-dev nettle-dev clang libclang-rt-14-dev llvm libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev"
+BUILD_PKGS="make gcc liburing-dev libinih-dev nettle-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev"
+case ${1:-all} in
+build) PKGS=$BUILD_PKGS ;;
+test) PKGS="$BUILD_PKGS libcmocka-dev" ;;
+fuzz) PKGS="$BUILD_PKGS libclang-rt-14-dev" ;;
+all) PKGS="$BUILD_PKGS libcmocka-dev libclang-rt-14-dev pkg-config" ;;
+*)
+	echo "usage: deps.sh [build|test|fuzz|all]" >&2
+	exit 2
+	;;
+esac
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-typedef CUresult (*version_fn)(int *);
+typedef __typeof__(&cuGetProcAddress_v2) get_proc_fn;
+typedef __typeof__(&cuDriverGetVersion) version_fn;
 
 static bool resolve(get_proc_fn get_proc, const char *name, int version, void **out)
 {
@@ -48,7 +48,7 @@ int cuda_load(struct cuda_api *api, const char *path, char *why, size_t cap)
 		snprintf(why, cap, "no NVIDIA driver: cannot load %s: %s", path, e ? e : "unknown error");
 		return -ENOENT;
 	}
-	/* cuGetProcAddress_v2 is CUDA 12.0's; our headers are newer than that */
+	/* cuGetProcAddress_v2 is CUDA 12.0's, the one version of it cuda_api.h declares */
 	get_proc = (get_proc_fn)dlsym(api->lib, "cuGetProcAddress_v2");
 	get_version = (version_fn)dlsym(api->lib, "cuDriverGetVersion");
 	if (!get_proc || !get_version) {

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include <cuda.h>
+#include "cuda_api.h"
 
 /*
  * The driver ABI the table is typed for: every entry point is resolved as of
@@ -19,7 +19,7 @@
  */
 #define CUDA_ABI_VERSION 12000
 
-/* Every driver function the executor calls. Add new ones here. */
+/* Every driver function the executor calls. Add new ones here, with their prototypes in cuda_api.h. */
 #define CUDA_FUNCS(X)                                                                                      \
 	X(cuInit)                                                                                          \
 	X(cuDriverGetVersion)                                                                              \

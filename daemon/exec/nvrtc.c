@@ -73,7 +73,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nvrtc.h>
+#include "nvrtc_api.h"
 
 #define NVRTC_REPLY_MAGIC 0x6e767263u /* "nvrc" */
 #define NVRTC_SRC_MAX (1ull << 30)    /* the most source the helper reads (the executor sends at most 256 MiB) */

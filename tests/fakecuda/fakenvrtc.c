@@ -31,7 +31,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <nvrtc.h>
+#include "../../daemon/exec/nvrtc_api.h"
 
 struct _nvrtcProgram {
 	char *src;

@@ -226,7 +226,10 @@ PATH=$cuda/bin:$PATH
 CUDA_HOME=$cuda
 export PATH CUDA_HOME
 ptxas=$cuda/bin/ptxas
-[ -x "$ptxas" ] || ptxas=ptxas
+[ -x "$ptxas" ] || ptxas=$(command -v ptxas) || {
+	echo "test_corpus: SKIP: nvcc ($nvcc) but no ptxas"
+	exit 77
+}
 
 jobs=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 case $jobs in '' | *[!0-9]*) jobs=2 ;; esac
