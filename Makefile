@@ -116,7 +116,8 @@ $(BUILD)/gen/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl.o $(OBJ)/tools/ooo-run.o: $(BUILD)/gen/version.h
+$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl/main.o $(OBJ)/tools/oooctl/actions.o \
+	$(OBJ)/tools/ooo-run.o: $(BUILD)/gen/version.h
 .PHONY: FORCE
 FORCE:
 
@@ -194,7 +195,10 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
-$(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
+# oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
+OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
+                 leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o
+$(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
 
@@ -269,9 +273,7 @@ $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_nvrtc: $(OBJ)/tests/unit/test_nvrtc.o $(OBJ)/daemon/exec/nvrtc.o | $(FAKENVRTC)
 $(BUILD)/tests/test_fence: $(OBJ)/tests/unit/test_fence.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
-# includes tools/oooctl.c (its sched arithmetic is static there), so it links what oooctl links
-$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
-$(OBJ)/tests/unit/test_oooctl_sched.o: $(BUILD)/gen/version.h
+$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/json.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
 $(BUILD)/tests/test_sampler: $(OBJ)/tests/unit/test_sampler.o | $(BUILD)/libooo-sampler.so
