@@ -64,7 +64,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/client/wire.o $(OBJ)/client/
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -187,17 +187,18 @@ $(BUILD)/libjit.a: $(JIT_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/ooo-jit: $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/json.o $(BUILD)/libjit.a
+$(BUILD)/ooo-jit: $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/json.o $(OBJ)/tools/common/args.o $(BUILD)/libjit.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
 
-$(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(BUILD)/libooo.a
+$(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
-                 leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o
+                 leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o \
+                 $(OBJ)/tools/common/args.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
@@ -209,7 +210,7 @@ BENCH_NVCC    ?= $(CUDA_HOME)/bin/nvcc
 BENCH_KERNELS := spin mlp sgemm
 BENCH_PTX     := $(BENCH_KERNELS:%=$(BUILD)/gen/bench_%.ptx)
 BENCH_PTX_C   := $(BENCH_KERNELS:%=$(BUILD)/gen/bench_%_ptx.c)
-BENCH_OBJS    := $(addprefix $(OBJ)/tools/,ooo-bench.o json.o) \
+BENCH_OBJS    := $(addprefix $(OBJ)/tools/,ooo-bench.o json.o common/args.o) \
                  $(addprefix $(OBJ)/tools/bench/,cli.o driver.o env.o gpu.o hist.o report.o tenant.o util.o workloads.o) \
                  $(OBJ)/daemon/exec/cuda.o $(BENCH_KERNELS:%=$(OBJ)/gen/bench_%_ptx.o)
 
@@ -274,6 +275,7 @@ $(BUILD)/tests/test_nvrtc: $(OBJ)/tests/unit/test_nvrtc.o $(OBJ)/daemon/exec/nvr
 $(BUILD)/tests/test_fence: $(OBJ)/tests/unit/test_fence.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
 $(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/json.o
+$(BUILD)/tests/test_args: $(OBJ)/tests/unit/test_args.o $(OBJ)/tools/common/args.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
 $(BUILD)/tests/test_sampler: $(OBJ)/tests/unit/test_sampler.o | $(BUILD)/libooo-sampler.so

@@ -41,8 +41,9 @@
 
 #include <ooo/ooo.h>
 
-#include "json.h"
 #include "bench/bench.h"
+#include "common/args.h"
+#include "json.h"
 #include <ooo/proto.h>
 
 #define RC_OK 0
@@ -741,19 +742,6 @@ static void ping_usage(FILE *f)
 		PING_BYTES, MAX_SESSIONS);
 }
 
-static bool parse_seconds(const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static int parse_counts(const char *arg, struct ping_opts *o)
 {
 	char *copy = strdup(arg), *save = NULL, *tok;
@@ -763,12 +751,9 @@ static int parse_counts(const char *arg, struct ping_opts *o)
 		return usage_error("out of memory");
 	o->ncounts = 0;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		unsigned long v;
-		char *end;
+		uint64_t v;
 
-		errno = 0;
-		v = strtoul(tok, &end, 10);
-		if (errno || end == tok || *end || *tok == '-' || v < 1 || v > MAX_SESSIONS) {
+		if (args_u64(tok, 10, 1, MAX_SESSIONS, &v) < 0) {
 			rc = usage_error("--sessions wants counts from 1 to %d, not '%s'", MAX_SESSIONS, tok);
 			break;
 		}
@@ -876,11 +861,11 @@ static int do_ping(int argc, char **argv)
 				return rc;
 			break;
 		case 's':
-			if (!parse_seconds(optarg, 0.001, 86400, &o.seconds))
+			if (args_double(optarg, 0.001, 86400, &o.seconds) < 0)
 				return usage_error("--seconds wants a time from 0.001 to 86400, not '%s'", optarg);
 			break;
 		case 'w':
-			if (!parse_seconds(optarg, 0, 3600, &o.warmup))
+			if (args_double(optarg, 0, 3600, &o.warmup) < 0)
 				return usage_error("--warmup wants a time from 0 to 3600, not '%s'", optarg);
 			break;
 		case 'm':

@@ -27,6 +27,7 @@
 
 #include "../daemon/jit/cache.h"
 #include "../daemon/jit/jit.h"
+#include "common/args.h"
 #include "json.h"
 
 #define RC_OK 0
@@ -761,11 +762,13 @@ static int cmd_bench(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'i') {
-			iters = atoi(optarg);
-			if (iters < 1 || iters > 100000) {
-				fprintf(stderr, "ooo-jit bench: --iters wants 1..100000\n");
+			uint64_t v;
+
+			if (args_u64(optarg, 10, 1, 100000, &v) < 0) {
+				fprintf(stderr, "ooo-jit bench: --iters wants 1..100000, not '%s'\n", optarg);
 				return RC_USAGE;
 			}
+			iters = (int)v;
 		} else if (c == 'c') {
 			cache_dir = optarg;
 		} else if (c == 'h') {

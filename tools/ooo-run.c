@@ -15,6 +15,7 @@
 
 #include <ooo/ooo.h>
 
+#include "common/args.h"
 #include "version.h" /* build/gen: OOO_GIT_REV */
 
 #define EX_USAGE_ 64
@@ -41,47 +42,6 @@ static void usage(FILE *f)
 		"The lease ends when COMMAND exits. Exit status: COMMAND's; 64 for a usage error;\n"
 		"69 when oood refuses the lease or cannot be reached; 126/127 when COMMAND cannot be run.\n"
 		"Leases are listed by `oooctl leases` and ended early by `oooctl evict PID`.\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	int shift = 0;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	switch (*end) {
-	case '\0': break;
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-static int parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	return errno || *end || *out > max ? -EINVAL : 0;
 }
 
 /* Set each "KEY=VALUE" line of env: only the variables a lease gives, and those it must give. */
@@ -128,7 +88,7 @@ int main(int argc, char **argv)
 	char label[64];
 	bool verbose = false;
 	ooo_session *s;
-	unsigned long v;
+	uint64_t v;
 	int c, r;
 
 	/* '+': options end at the first non-option, so COMMAND's own options are its own */
@@ -142,14 +102,14 @@ int main(int argc, char **argv)
 			lo.class_name = optarg;
 			break;
 		case O_SM:
-			if (parse_uint(optarg, 100, &v) < 0 || !v) {
+			if (args_u64(optarg, 10, 1, 100, &v) < 0) {
 				fprintf(stderr, "ooo-run: --sm must be a percentage 1..100, got '%s'\n", optarg);
 				return EX_USAGE_;
 			}
 			lo.sm_pct = (unsigned)v;
 			break;
 		case O_MEM:
-			if (parse_size(optarg, &lo.mem_bytes) < 0 || lo.mem_bytes < (1u << 20)) {
+			if (args_size(optarg, 1u << 20, UINT64_MAX, &lo.mem_bytes) < 0) {
 				fprintf(stderr, "ooo-run: --mem must be a size of at least 1M such as 2G or 512M, got '%s'\n",
 					optarg);
 				return EX_USAGE_;
@@ -166,7 +126,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case O_DEVICE:
-			if (parse_uint(optarg, 1023, &v) < 0) {
+			if (args_u64(optarg, 10, 0, 1023, &v) < 0) {
 				fprintf(stderr, "ooo-run: --device must be a GPU index, got '%s'\n", optarg);
 				return EX_USAGE_;
 			}

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/args.h"
 #include "../json.h"
 #include "oooctl.h"
 #include "sched_calc.h"
@@ -72,21 +73,21 @@ int do_reload(int argc, char **argv)
 
 int do_ping(int argc, char **argv)
 {
-	unsigned long count = 10;
+	uint64_t count = 10;
 	int64_t min = INT64_MAX, max = 0, sum = 0;
 	ooo_session *s;
 	int c, rc;
 
 	optind = 0;
 	while ((c = cmd_getopt(argc, argv, "c:")) != -1) {
-		if (c == 'c' && !parse_uint(optarg, 1, 1000000, &count))
+		if (c == 'c' && args_u64(optarg, 10, 1, 1000000, &count) < 0)
 			return usage_error("-c wants a count from 1 to 1000000, not '%s'", optarg);
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (!(s = admin_open(&rc)))
 		return rc;
-	for (unsigned long i = 0; i < count; i++) {
+	for (uint64_t i = 0; i < count; i++) {
 		int64_t t0 = mono_ns(), dt;
 		int r;
 
@@ -113,7 +114,7 @@ int do_ping(int argc, char **argv)
 		j_obj_end();
 		return RC_OK;
 	}
-	printf("%s: %lu round trip%s, min/avg/max = %.1f/%.1f/%.1f us\n", admin_path, count, count == 1 ? "" : "s",
+	printf("%s: %" PRIu64 " round trip%s, min/avg/max = %.1f/%.1f/%.1f us\n", admin_path, count, count == 1 ? "" : "s",
 	       (double)min / 1e3, (double)sum / (double)count / 1e3, (double)max / 1e3);
 	return RC_OK;
 }
@@ -174,7 +175,7 @@ int do_pardon(int argc, char **argv)
 {
 	struct ooo_msg_pardon req = { 0 };
 	struct ooo_msg_pardon_reply rep;
-	unsigned long v;
+	uint64_t v;
 	ooo_session *s;
 	int rc, r, c;
 
@@ -183,7 +184,7 @@ int do_pardon(int argc, char **argv)
 		return RC_USAGE; /* no options of its own */
 	if (argc - optind != 1)
 		return usage_error(optind < argc ? "one tenant, not more" : "which tenant? oooctl pardon UID|USER");
-	if (parse_uint(argv[optind], 0, 0xfffffffeu, &v)) {
+	if (args_u64(argv[optind], 10, 0, 0xfffffffeu, &v) == 0) {
 		req.uid = (uint32_t)v;
 	} else {
 		struct passwd *pw = getpwnam(argv[optind]);
@@ -316,7 +317,7 @@ int do_partition(int argc, char **argv)
 	struct ooo_msg_partition_set req;
 	struct ooo_msg_partition_set_reply rep;
 	struct ooo_part_gpu_rec *g = NULL;
-	unsigned long v, wait_ms = 10000;
+	uint64_t v, wait_ms = 10000;
 	const char *verb;
 	size_t n = 0;
 	ooo_session *s;
@@ -325,7 +326,7 @@ int do_partition(int argc, char **argv)
 	optind = 0;
 	while ((c = cmd_getopt(argc, argv, "w:")) != -1) {
 		if (c == 'w') {
-			if (!parse_uint(optarg, 0, 600000, &v))
+			if (args_u64(optarg, 10, 0, 600000, &v) < 0)
 				return usage_error("--wait wants milliseconds from 0 to 600000, not '%s'", optarg);
 			wait_ms = v;
 		} else {
@@ -337,7 +338,7 @@ int do_partition(int argc, char **argv)
 	if (!strcmp(verb, "set")) {
 		if (argc - optind != 3)
 			return usage_error("oooctl partition set CLASS SMS");
-		if (!parse_uint(argv[optind + 2], 0, 65536, &v))
+		if (args_u64(argv[optind + 2], 10, 0, 65536, &v) < 0)
 			return usage_error("SMS wants a number of SMs (0: no partition), not '%s'", argv[optind + 2]);
 		req.sms = (uint32_t)v;
 	} else if (!strcmp(verb, "reset")) {
@@ -415,7 +416,7 @@ int do_partition(int argc, char **argv)
 		part_print(g, n);
 		for (size_t i = 0; i < n && rep.generation; i++)
 			if (!part_settled(&g[i], rep.generation))
-				err_msg("gpu%" PRIu32 " %s: no answer to plan %" PRIu64 " within %lu ms", g[i].device,
+				err_msg("gpu%" PRIu32 " %s: no answer to plan %" PRIu64 " within %" PRIu64 " ms", g[i].device,
 					DOMAIN_NAME(g[i].domain),
 					rep.generation, wait_ms);
 	}

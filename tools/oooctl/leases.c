@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/args.h"
 #include "../json.h"
 #include "oooctl.h"
 
@@ -190,14 +191,14 @@ int do_evict(int argc, char **argv)
 {
 	struct ooo_msg_evict req = { 0 };
 	struct ooo_msg_evict_reply rep;
-	unsigned long v;
+	uint64_t v;
 	ooo_session *s;
 	int rc, r, c;
 
 	optind = 0;
 	while ((c = cmd_getopt(argc, argv, "g:")) != -1) {
 		if (c == 'g') {
-			if (!parse_uint(optarg, 1, 600000, &v))
+			if (args_u64(optarg, 10, 1, 600000, &v) < 0)
 				return usage_error("--grace wants milliseconds from 1 to 600000, not '%s'", optarg);
 			req.grace_ms = (uint32_t)v;
 		} else {
@@ -206,7 +207,7 @@ int do_evict(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return usage_error(optind < argc ? "one PID, not more" : "which process? oooctl evict PID");
-	if (!parse_uint(argv[optind], 1, 0x7fffffff, &v))
+	if (args_u64(argv[optind], 10, 1, 0x7fffffff, &v) < 0)
 		return usage_error("'%s' is not a PID", argv[optind]);
 	req.pid = (uint32_t)v;
 	if (!(s = admin_open(&rc)))

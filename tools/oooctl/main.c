@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/args.h"
 #include "oooctl.h"
 #include "version.h"
 #ifndef OOO_GIT_REV
@@ -306,7 +307,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },      { NULL, 0, NULL, 0 },
 	};
 	const char *rundir = NULL;
-	unsigned long v;
+	uint64_t v;
 	int c, rc;
 
 	opterr = 0;
@@ -319,7 +320,7 @@ int main(int argc, char **argv)
 			opt_json = true;
 			break;
 		case 't':
-			if (!parse_uint(optarg, 1, 3600000, &v))
+			if (args_u64(optarg, 10, 1, 3600000, &v) < 0)
 				return usage_error("--timeout wants milliseconds from 1 to 3600000, not '%s'", optarg);
 			opt_timeout_ms = (int)v;
 			break;

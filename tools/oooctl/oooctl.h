@@ -126,9 +126,6 @@ const char *user_name(uint32_t uid);
 /* user_name(uid), or the number written into buf when it has none. */
 const char *user_label(uint32_t uid, char *buf, size_t cap);
 
-/* A decimal number from min to max (no sign, no blanks) into *out; false if s is not one. */
-bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
-
 /* "KEY  VALUE" with the key padded to a column; the value sanitized. */
 __attribute__((format(printf, 2, 3))) void kv(const char *key, const char *fmt, ...);
 

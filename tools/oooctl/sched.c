@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/args.h"
 #include "../json.h"
 #include "oooctl.h"
 #include "sched_calc.h"
@@ -388,7 +389,7 @@ int do_sched(int argc, char **argv)
 	struct ooo_sched_rec *r1 = NULL, *r2 = NULL;
 	struct ooo_device_rec *dev = NULL;
 	size_t n1 = 0, n2 = 0, ndev = 0, shown = 0;
-	unsigned long interval = 1000, v;
+	uint64_t interval = 1000, v;
 	bool interval_used = true;
 	long want = -1;
 	int c, rc;
@@ -396,11 +397,11 @@ int do_sched(int argc, char **argv)
 	optind = 0;
 	while ((c = cmd_getopt(argc, argv, "d:i:")) != -1) {
 		if (c == 'd') {
-			if (!parse_uint(optarg, 0, UINT32_MAX - 1, &v))
+			if (args_u64(optarg, 10, 0, UINT32_MAX - 1, &v) < 0)
 				return usage_error("--device wants a GPU index, not '%s'", optarg);
 			want = (long)v;
 		} else if (c == 'i') {
-			if (!parse_uint(optarg, 0, 3600000, &interval))
+			if (args_u64(optarg, 10, 0, 3600000, &interval) < 0)
 				return usage_error("--interval wants milliseconds from 0 to 3600000, not '%s'", optarg);
 		}
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/args.h"
 #include "../json.h"
 #include "oooctl.h"
 #include "sched_calc.h"
@@ -297,7 +298,7 @@ static void print_top(const struct ooo_proc_rec *a, size_t na, const struct ooo_
 
 int do_top(int argc, char **argv)
 {
-	unsigned long interval = 1000, count = 0;
+	uint64_t interval = 1000, count = 0;
 	struct ooo_proc_rec *a = NULL, *b = NULL;
 	size_t na = 0, nb = 0;
 	bool tty = isatty(STDOUT_FILENO);
@@ -305,9 +306,9 @@ int do_top(int argc, char **argv)
 
 	optind = 0;
 	while ((c = cmd_getopt(argc, argv, "c:i:")) != -1) {
-		if (c == 'c' && !parse_uint(optarg, 1, 1000000, &count))
+		if (c == 'c' && args_u64(optarg, 10, 1, 1000000, &count) < 0)
 			return usage_error("--count wants 1 to 1000000 refreshes, not '%s'", optarg);
-		if (c == 'i' && !parse_uint(optarg, 100, 3600000, &interval))
+		if (c == 'i' && args_u64(optarg, 10, 100, 3600000, &interval) < 0)
 			return usage_error("--interval wants milliseconds from 100 to 3600000, not '%s'", optarg);
 	}
 	if (optind < argc)
@@ -316,7 +317,7 @@ int do_top(int argc, char **argv)
 		count = 1; /* not a terminal: one refresh unless asked for more */
 	if ((rc = procs_snapshot(&a, &na)))
 		return rc;
-	for (unsigned long k = 0; !count || k < count; k++) {
+	for (uint64_t k = 0; !count || k < count; k++) {
 		int64_t t0 = mono_ns(), t1;
 
 		sleep_ns((uint64_t)interval * 1000000ull);
@@ -376,7 +377,7 @@ int do_hist(int argc, char **argv)
 	static const char *const titles[] = { "time in sync calls", "launch inter-arrival time", "run-queue delay" };
 	struct ooo_proc_rec *v = NULL;
 	uint64_t h[3][OOO_TM_BUCKETS];
-	unsigned long id;
+	uint64_t id;
 	bool by_uid = false;
 	int metric = -1, c, rc;
 	size_t n = 0, matched = 0;
@@ -397,9 +398,9 @@ int do_hist(int argc, char **argv)
 	who = argv[optind];
 	if (!strncmp(who, "uid:", 4)) {
 		by_uid = true;
-		if (!parse_uint(who + 4, 0, UINT32_MAX - 1, &id))
+		if (args_u64(who + 4, 10, 0, UINT32_MAX - 1, &id) < 0)
 			return usage_error("bad uid in '%s'", who);
-	} else if (!parse_uint(who, 1, 0x7fffffff, &id)) {
+	} else if (args_u64(who, 10, 1, 0x7fffffff, &id) < 0) {
 		return usage_error("'%s' is not a PID or uid:N", who);
 	}
 	if ((rc = procs_snapshot(&v, &n)))
@@ -417,7 +418,7 @@ int do_hist(int argc, char **argv)
 	}
 	free(v);
 	if (!matched) {
-		err_msg("no telemetry for %s %lu (oooctl top lists what oood sees)", by_uid ? "uid" : "pid", id);
+		err_msg("no telemetry for %s %" PRIu64 " (oooctl top lists what oood sees)", by_uid ? "uid" : "pid", id);
 		return RC_FAIL;
 	}
 	if (opt_json) {
@@ -446,7 +447,7 @@ int do_hist(int argc, char **argv)
 		j_obj_end();
 		return RC_OK;
 	}
-	printf("%s %lu (%zu process%s)\n", by_uid ? "uid" : "pid", id, matched, matched == 1 ? "" : "es");
+	printf("%s %" PRIu64 " (%zu process%s)\n", by_uid ? "uid" : "pid", id, matched, matched == 1 ? "" : "es");
 	for (int m = 0; m < 3; m++) {
 		if (metric >= 0 && m != metric)
 			continue;
@@ -460,7 +461,7 @@ int do_trace(int argc, char **argv)
 {
 	struct ooo_msg_trace req = { 0 };
 	struct ooo_msg_trace_reply rep;
-	unsigned long pid;
+	uint64_t pid;
 	ooo_session *s;
 	int rc, r;
 
@@ -475,7 +476,7 @@ int do_trace(int argc, char **argv)
 		req.op = OOO_TRACE_REMOVE;
 	else
 		return usage_error("'%s': add or remove", argv[optind]);
-	if (!parse_uint(argv[optind + 1], 1, 0x7fffffff, &pid))
+	if (args_u64(argv[optind + 1], 10, 1, 0x7fffffff, &pid) < 0)
 		return usage_error("'%s' is not a PID", argv[optind + 1]);
 	req.pid = (uint32_t)pid;
 	if (!(s = admin_open(&rc)))

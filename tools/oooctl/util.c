@@ -306,18 +306,3 @@ const char *const res_names[OOO_RES_COUNT] = {
 	[OOO_RES_SESSIONS] = "sessions", [OOO_RES_QUEUES] = "queues",   [OOO_RES_BUFFERS] = "buffers",
 	[OOO_RES_MEM_BYTES] = "mem_bytes", [OOO_RES_MODULES] = "modules", [OOO_RES_INFLIGHT] = "inflight",
 };
-
-bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	unsigned long v;
-	char *end;
-
-	if (!s || !*s || *s == '-' || *s == '+')
-		return false;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
