@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../../daemon/policy.h"
 #include "../json.h"
@@ -24,10 +25,12 @@ static const char *log_level_name(int l)
 	}
 }
 
+/* A valid policy as JSON; file NULL: the embedded default. */
 static void json_policy(const char *file, const struct policy *p)
 {
 	j_obj(NULL);
 	j_str("file", file);
+	j_bool("embedded_default", !file);
 	j_bool("ok", true);
 	j_obj("daemon");
 	if (p->has_admin_group) {
@@ -70,6 +73,21 @@ static void json_policy(const char *file, const struct policy *p)
 	j_obj_end();
 }
 
+/*
+ * The file oood loads when it is given no -c: DEFAULT_CONF if it exists
+ * (or cannot be looked at: then loading it reports why), else NULL for the
+ * embedded default. The same rule as daemon/main.c's load_policy().
+ */
+static const char *default_source(void)
+{
+	struct stat st;
+
+	return stat(DEFAULT_CONF, &st) == 0 || errno != ENOENT ? DEFAULT_CONF : NULL;
+}
+
+/* How oood -n names a policy source: the file, or the embedded default. */
+#define SOURCE_LABEL(file) ((file) ? (file) : "(embedded defaults)")
+
 static int config_check(int argc, char **argv)
 {
 	struct policy_error perr = { 0 };
@@ -82,8 +100,9 @@ static int config_check(int argc, char **argv)
 		return RC_USAGE;
 	if (argc - optind > 1)
 		return usage_error("config check takes one FILE");
-	file = optind < argc ? argv[optind] : DEFAULT_CONF;
-	r = policy_load_file(file, &p, &perr);
+	/* no FILE: what oood would load, as `oood -n` checks it */
+	file = optind < argc ? argv[optind] : default_source();
+	r = file ? policy_load_file(file, &p, &perr) : policy_load_default(&p);
 	if (r < 0) {
 		perr.msg[sizeof(perr.msg) - 1] = 0;
 		if (!perr.msg[0])
@@ -102,29 +121,43 @@ static int config_check(int argc, char **argv)
 		/* compiler-style, so editors can jump to the line */
 		fflush(stdout);
 		if (perr.line > 0)
-			fprintf(stderr, "%s:%d: %s\n", file, perr.line, perr.msg);
+			fprintf(stderr, "%s:%d: %s\n", SOURCE_LABEL(file), perr.line, perr.msg);
 		else /* errors not tied to a line already name the file */
 			fprintf(stderr, "%s\n", perr.msg);
 		return RC_FAIL;
 	}
 	if (p->warning[0]) /* valid, but worth saying (an obsolete key): stderr, so that --json stays JSON */
-		fprintf(stderr, "%s: warning: %s\n", file, p->warning);
+		fprintf(stderr, "%s: warning: %s\n", SOURCE_LABEL(file), p->warning);
 	if (opt_json)
 		json_policy(file, p);
 	else
-		printf("%s: OK (%zu class%s)\n", file, p->nclasses, p->nclasses == 1 ? "" : "es");
+		printf("%s: OK (%zu class%s)\n", SOURCE_LABEL(file), p->nclasses, p->nclasses == 1 ? "" : "es");
 	policy_free(p);
 	return RC_OK;
 }
 
+/* The embedded default: its text, or with --json the policy it gives, as config check --json shows one. */
 static int config_default(int argc, char **argv)
 {
+	struct policy *p = NULL;
+	int r;
+
 	optind = 0;
 	if (cmd_getopt(argc, argv, "") != -1)
 		return RC_USAGE;
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	fputs(policy_default_text, stdout);
+	if (!opt_json) {
+		fputs(policy_default_text, stdout);
+		return RC_OK;
+	}
+	r = policy_load_default(&p);
+	if (r < 0) { /* the build embeds a file that does not load: nothing to show */
+		err_msg("the embedded default does not load: %s", ooo_strerror(r));
+		return RC_FAIL;
+	}
+	json_policy(NULL, p);
+	policy_free(p);
 	return RC_OK;
 }
 

@@ -145,7 +145,8 @@ static const struct cmd cmds[] = {
 	  "[-i|--interval MS] [-c|--count N]",
 	  "  -i, --interval MS  refresh every MS milliseconds (default 1000, at least 100)\n"
 	  "  -c, --count N      N refreshes, then exit (default: until interrupted on a\n"
-	  "                     terminal, 1 otherwise); --json prints one object per refresh\n"
+	  "                     terminal, 1 otherwise)\n"
+	  "  --json             JSON Lines: one compact object per refresh, on its own line\n"
 	  "\n"
 	  "Percentiles are the upper bounds of log2 buckets of microseconds, over the\n"
 	  "refresh interval. TRACK says why oood watches the pid: s session, x executor,\n"
@@ -211,10 +212,14 @@ static const struct cmd cmds[] = {
 	  "oood keeps its current policy if the new file does not parse; the\n"
 	  "reason (FILE:LINE: MESSAGE) is printed and the exit status is 1.\n" },
 	{ "config", do_config, "Check a configuration file, or print the built-in default", "check [FILE] | default",
-	  "  config check [FILE]  parse FILE (default " DEFAULT_CONF ") as oood\n"
-	  "                       would, without contacting it; prints 'FILE: OK (N classes)'\n"
-	  "                       or 'FILE:LINE: MESSAGE' on stderr and exits 1\n"
-	  "  config default       print the configuration built into oood\n" },
+	  "  config check [FILE]  parse FILE as oood would, without contacting it; prints\n"
+	  "                       'FILE: OK (N classes)', or 'FILE:LINE: MESSAGE' on stderr\n"
+	  "                       and exits 1. Without FILE: what oood loads when it is\n"
+	  "                       given no -c, as 'oood -n' checks it: " DEFAULT_CONF "\n"
+	  "                       if it exists, else the embedded default, named\n"
+	  "                       '(embedded defaults)'\n"
+	  "  config default       print the configuration built into oood; with --json,\n"
+	  "                       the policy it gives, as 'config check --json' shows one\n" },
 	{ "ping", do_ping, "Measure round trips to oood over the admin socket", "[-c COUNT]",
 	  "  -c, --count COUNT  round trips to make (default 10)\n" },
 	{ "version", do_version, "Show oooctl's version and, if it is reachable, oood's", "", NULL },
@@ -338,10 +343,8 @@ int main(int argc, char **argv)
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return RC_USAGE;
-	}
+	if (optind >= argc)
+		return usage_error("no command given");
 	cur_cmd = find_cmd(argv[optind]);
 	if (!cur_cmd)
 		return usage_error("unknown command '%s'", argv[optind]);

@@ -287,7 +287,6 @@ static void print_top(const struct ooo_proc_rec *a, size_t na, const struct ooo_
 	if (opt_json) {
 		j_arr_end();
 		j_obj_end();
-		putchar('\n');
 	} else if (!nb) {
 		printf("no processes tracked or seen (see oooctl telemetry)\n");
 	} else {
@@ -315,6 +314,8 @@ int do_top(int argc, char **argv)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (!count && !tty)
 		count = 1; /* not a terminal: one refresh unless asked for more */
+	/* JSON Lines: one compact object per refresh, flushed as it is printed */
+	j_set_compact(true);
 	if ((rc = procs_snapshot(&a, &na)))
 		return rc;
 	for (uint64_t k = 0; !count || k < count; k++) {
