@@ -117,7 +117,7 @@ $(BUILD)/gen/version.h: FORCE
 	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 $(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl/main.o $(OBJ)/tools/oooctl/actions.o \
-	$(OBJ)/tools/ooo-run.o: $(BUILD)/gen/version.h
+	$(OBJ)/tools/ooo-run.o $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/ooo-bench.o: $(BUILD)/gen/version.h
 .PHONY: FORCE
 FORCE:
 

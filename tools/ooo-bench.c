@@ -44,6 +44,10 @@
 #include "bench/bench.h"
 #include "common/args.h"
 #include "json.h"
+#include "version.h" /* build/gen: OOO_GIT_REV */
+#ifndef OOO_GIT_REV
+#define OOO_GIT_REV "unknown"
+#endif
 #include <ooo/proto.h>
 
 #define RC_OK 0
@@ -994,6 +998,7 @@ static void usage(FILE *f)
 	fputs("\nThe GPU workloads (spin, mlp, gemm, custom, mix) share their options and may be\n"
 	      "combined in one run: 'ooo-bench spin,mlp,gemm --tenants 1,8,32 --json F'.\n"
 	      "'ooo-bench WORKLOAD --help' describes a workload's options and output.\n"
+	      "Options: -h, --help (this text), --version (print the version).\n"
 	      "Exit status: 0 success, 1 a run failed (e.g. oood not reachable), 2 usage error.\n",
 	      f);
 }
@@ -1007,16 +1012,14 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "--tenant"))
 		return bench_tenant_main(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
-	if (argc < 2) {
-		usage(stderr);
-		return RC_USAGE;
-	}
+	if (argc < 2)
+		return usage_error("no workload given");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return RC_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("ooo-bench %s\n", OOO_VERSION_STRING);
+		printf("ooo-bench %s (git %s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
 		return RC_OK;
 	}
 	if (!strcmp(argv[1], "help")) {

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ooo-run [OPTIONS] -- COMMAND [ARG...]\n"
+		"Usage: ooo-run [OPTIONS] -- COMMAND [ARG...]\n"
 		"Run COMMAND (an unmodified CUDA program) under an MPS lease from oood.\n"
 		"\n"
 		"  --class NAME        tenant class to lease in (default: the one the policy gives you);\n"
@@ -42,6 +43,19 @@ static void usage(FILE *f)
 		"The lease ends when COMMAND exits. Exit status: COMMAND's; 64 for a usage error;\n"
 		"69 when oood refuses the lease or cannot be reached; 126/127 when COMMAND cannot be run.\n"
 		"Leases are listed by `oooctl leases` and ended early by `oooctl evict PID`.\n");
+}
+
+/* "ooo-run: MESSAGE" and "Try 'ooo-run --help'." on stderr; returns EX_USAGE_ (64: the command's own codes stay its own). */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ooo-run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'ooo-run --help'.\n", stderr);
+	return EX_USAGE_;
 }
 
 /* Set each "KEY=VALUE" line of env: only the variables a lease gives, and those it must give. */
@@ -92,44 +106,34 @@ int main(int argc, char **argv)
 	int c, r;
 
 	/* '+': options end at the first non-option, so COMMAND's own options are its own */
-	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+	opterr = 0; /* usage_error() says what was wrong */
+	while ((c = getopt_long(argc, argv, "+:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case O_CLASS:
-			if (!optarg[0] || strlen(optarg) >= 64) {
-				fprintf(stderr, "ooo-run: --class must be 1..63 characters\n");
-				return EX_USAGE_;
-			}
+			if (!optarg[0] || strlen(optarg) >= 64)
+				return usage_error("--class must be 1..63 characters");
 			lo.class_name = optarg;
 			break;
 		case O_SM:
-			if (args_u64(optarg, 10, 1, 100, &v) < 0) {
-				fprintf(stderr, "ooo-run: --sm must be a percentage 1..100, got '%s'\n", optarg);
-				return EX_USAGE_;
-			}
+			if (args_u64(optarg, 10, 1, 100, &v) < 0)
+				return usage_error("--sm must be a percentage 1..100, got '%s'", optarg);
 			lo.sm_pct = (unsigned)v;
 			break;
 		case O_MEM:
-			if (args_size(optarg, 1u << 20, UINT64_MAX, &lo.mem_bytes) < 0) {
-				fprintf(stderr, "ooo-run: --mem must be a size of at least 1M such as 2G or 512M, got '%s'\n",
-					optarg);
-				return EX_USAGE_;
-			}
+			if (args_size(optarg, 1u << 20, UINT64_MAX, &lo.mem_bytes) < 0)
+				return usage_error("--mem must be a size of at least 1M such as 2G or 512M, got '%s'", optarg);
 			break;
 		case O_PRIO:
 			if (!strcmp(optarg, "normal"))
 				lo.priority = 1;
 			else if (!strcmp(optarg, "below"))
 				lo.priority = 2;
-			else {
-				fprintf(stderr, "ooo-run: --priority must be normal or below, got '%s'\n", optarg);
-				return EX_USAGE_;
-			}
+			else
+				return usage_error("--priority must be normal or below, got '%s'", optarg);
 			break;
 		case O_DEVICE:
-			if (args_u64(optarg, 10, 0, 1023, &v) < 0) {
-				fprintf(stderr, "ooo-run: --device must be a GPU index, got '%s'\n", optarg);
-				return EX_USAGE_;
-			}
+			if (args_u64(optarg, 10, 0, 1023, &v) < 0)
+				return usage_error("--device must be a GPU index, got '%s'", optarg);
 			lo.device = (uint32_t)v;
 			break;
 		case O_SOCKET:
@@ -142,18 +146,18 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case O_VERSION:
-			printf("ooo-run %s (%s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
+			printf("ooo-run %s (git %s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
 			return 0;
+		case ':':
+			return usage_error("option '%s' needs an argument", argv[optind - 1]);
 		default:
-			usage(stderr);
-			return EX_USAGE_;
+			if (optopt)
+				return usage_error("unknown option '-%c'", optopt);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "ooo-run: no command given\n");
-		usage(stderr);
-		return EX_USAGE_;
-	}
+	if (optind >= argc)
+		return usage_error("no command given");
 	snprintf(label, sizeof(label), "%s", argv[optind]);
 	lo.label = label;
 	s = ooo_open_opts(&oo);
