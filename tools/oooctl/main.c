@@ -4,7 +4,7 @@
  * checker for oood.conf.
  *
  * Every command prints either aligned human-readable text or, with --json,
- * one JSON document on stdout. Errors go to stderr; the exit code says what
+ * one JSON document on stdout (top: one per line). Errors go to stderr; the exit code says what
  * kind of failure it was so scripts need not parse messages (see usage()).
  */
 #include <errno.h>
