@@ -65,7 +65,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ri
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_sampler
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -122,7 +122,8 @@ $(BUILD)/gen/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl.o $(OBJ)/tools/ooo-run.o: $(BUILD)/gen/version.h
+$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl/main.o $(OBJ)/tools/oooctl/actions.o \
+	$(OBJ)/tools/ooo-run.o $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/ooo-bench.o: $(BUILD)/gen/version.h
 .PHONY: FORCE
 FORCE:
 
@@ -192,15 +193,19 @@ $(BUILD)/libjit.a: $(JIT_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/ooo-jit: $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/json.o $(BUILD)/libjit.a
+$(BUILD)/ooo-jit: $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/json.o $(OBJ)/tools/common/args.o $(BUILD)/libjit.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
 
-$(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(BUILD)/libooo.a
+$(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
-$(BUILD)/oooctl: $(OBJ)/tools/oooctl.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
+# oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
+OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
+                 leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o \
+                 $(OBJ)/tools/common/args.o
+$(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
 
@@ -211,7 +216,7 @@ BENCH_NVCC    ?= $(CUDA_HOME)/bin/nvcc
 BENCH_KERNELS := spin mlp sgemm
 BENCH_PTX     := $(BENCH_KERNELS:%=$(BUILD)/gen/bench_%.ptx)
 BENCH_PTX_C   := $(BENCH_KERNELS:%=$(BUILD)/gen/bench_%_ptx.c)
-BENCH_OBJS    := $(addprefix $(OBJ)/tools/,ooo-bench.o json.o) \
+BENCH_OBJS    := $(addprefix $(OBJ)/tools/,ooo-bench.o json.o common/args.o) \
                  $(addprefix $(OBJ)/tools/bench/,cli.o driver.o env.o gpu.o hist.o report.o tenant.o util.o workloads.o) \
                  $(OBJ)/daemon/exec/cuda.o $(BENCH_KERNELS:%=$(OBJ)/gen/bench_%_ptx.o)
 
@@ -276,9 +281,8 @@ $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_nvrtc: $(OBJ)/tests/unit/test_nvrtc.o $(OBJ)/daemon/exec/nvrtc.o | $(FAKENVRTC)
 $(BUILD)/tests/test_fence: $(OBJ)/tests/unit/test_fence.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
-# includes tools/oooctl.c (its sched arithmetic is static there), so it links what oooctl links
-$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/json.o $(POLICY_OBJS) $(BUILD)/libooo.a
-$(OBJ)/tests/unit/test_oooctl_sched.o: $(BUILD)/gen/version.h
+$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/json.o
+$(BUILD)/tests/test_args: $(OBJ)/tests/unit/test_args.o $(OBJ)/tools/common/args.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
 $(BUILD)/tests/test_sampler: $(OBJ)/tests/unit/test_sampler.o | $(BUILD)/libooo-sampler.so

@@ -37,11 +37,13 @@ size_t utf8_len(const unsigned char *p)
 
 /*
  * A streaming writer: enough state to place commas and indentation. Output
- * is indented for people; every value is valid JSON for machines.
+ * is indented for people, or compact (one line per document); every value
+ * is valid JSON for machines.
  */
 static struct {
 	int depth;
 	bool need_comma;
+	bool compact;
 	FILE *out; /* NULL: stdout */
 } J;
 
@@ -52,6 +54,11 @@ void j_set_output(FILE *f)
 	J.out = f;
 	J.depth = 0;
 	J.need_comma = false;
+}
+
+void j_set_compact(bool compact)
+{
+	J.compact = compact;
 }
 
 /* Strings from the daemon are arbitrary bytes; JSON must be valid UTF-8. */
@@ -85,13 +92,13 @@ void j_key(const char *key)
 {
 	if (J.need_comma)
 		fputc(',', OUT);
-	if (J.depth) {
+	if (J.depth && !J.compact) {
 		fputc('\n', OUT);
 		fprintf(OUT, "%*s", 2 * J.depth, "");
 	}
 	if (key) {
 		j_putstr(key);
-		fputs(": ", OUT);
+		fputs(J.compact ? ":" : ": ", OUT);
 	}
 	J.need_comma = true;
 }
@@ -107,7 +114,7 @@ void j_open(const char *key, char c)
 void j_close(char c)
 {
 	J.depth--;
-	if (J.need_comma) { /* not empty */
+	if (J.need_comma && !J.compact) { /* not empty */
 		fputc('\n', OUT);
 		fprintf(OUT, "%*s", 2 * J.depth, "");
 	}

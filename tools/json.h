@@ -17,6 +17,11 @@ size_t utf8_len(const unsigned char *p);
 
 /* Write to f from now on (NULL: stdout, the default), starting a new document. */
 void j_set_output(FILE *f);
+/*
+ * Compact output from now on: no blanks between tokens, so that each
+ * top-level value is one line (JSON Lines). Off by default: indented.
+ */
+void j_set_compact(bool compact);
 
 void j_putstr(const char *s);
 void j_key(const char *key);     /* key NULL: an array element */

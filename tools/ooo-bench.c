@@ -41,8 +41,13 @@
 
 #include <ooo/ooo.h>
 
-#include "json.h"
 #include "bench/bench.h"
+#include "common/args.h"
+#include "json.h"
+#include "version.h" /* build/gen: OOO_GIT_REV */
+#ifndef OOO_GIT_REV
+#define OOO_GIT_REV "unknown"
+#endif
 #include <ooo/proto.h>
 
 #define RC_OK 0
@@ -741,19 +746,6 @@ static void ping_usage(FILE *f)
 		PING_BYTES, MAX_SESSIONS);
 }
 
-static bool parse_seconds(const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static int parse_counts(const char *arg, struct ping_opts *o)
 {
 	char *copy = strdup(arg), *save = NULL, *tok;
@@ -763,12 +755,9 @@ static int parse_counts(const char *arg, struct ping_opts *o)
 		return usage_error("out of memory");
 	o->ncounts = 0;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		unsigned long v;
-		char *end;
+		uint64_t v;
 
-		errno = 0;
-		v = strtoul(tok, &end, 10);
-		if (errno || end == tok || *end || *tok == '-' || v < 1 || v > MAX_SESSIONS) {
+		if (args_u64(tok, 10, 1, MAX_SESSIONS, &v) < 0) {
 			rc = usage_error("--sessions wants counts from 1 to %d, not '%s'", MAX_SESSIONS, tok);
 			break;
 		}
@@ -876,11 +865,11 @@ static int do_ping(int argc, char **argv)
 				return rc;
 			break;
 		case 's':
-			if (!parse_seconds(optarg, 0.001, 86400, &o.seconds))
+			if (args_double(optarg, 0.001, 86400, &o.seconds) < 0)
 				return usage_error("--seconds wants a time from 0.001 to 86400, not '%s'", optarg);
 			break;
 		case 'w':
-			if (!parse_seconds(optarg, 0, 3600, &o.warmup))
+			if (args_double(optarg, 0, 3600, &o.warmup) < 0)
 				return usage_error("--warmup wants a time from 0 to 3600, not '%s'", optarg);
 			break;
 		case 'm':
@@ -1009,6 +998,7 @@ static void usage(FILE *f)
 	fputs("\nThe GPU workloads (spin, mlp, gemm, custom, mix) share their options and may be\n"
 	      "combined in one run: 'ooo-bench spin,mlp,gemm --tenants 1,8,32 --json F'.\n"
 	      "'ooo-bench WORKLOAD --help' describes a workload's options and output.\n"
+	      "Options: -h, --help (this text), --version (print the version).\n"
 	      "Exit status: 0 success, 1 a run failed (e.g. oood not reachable), 2 usage error.\n",
 	      f);
 }
@@ -1022,16 +1012,14 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "--tenant"))
 		return bench_tenant_main(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
-	if (argc < 2) {
-		usage(stderr);
-		return RC_USAGE;
-	}
+	if (argc < 2)
+		return usage_error("no workload given");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return RC_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("ooo-bench %s\n", OOO_VERSION_STRING);
+		printf("ooo-bench %s (git %s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
 		return RC_OK;
 	}
 	if (!strcmp(argv[1], "help")) {

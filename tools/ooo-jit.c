@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@
 
 #include "../daemon/jit/cache.h"
 #include "../daemon/jit/jit.h"
+#include "common/args.h"
+#include "version.h" /* build/gen: OOO_GIT_REV */
 #include "json.h"
 
 #define RC_OK 0
@@ -38,7 +41,7 @@
 extern char **environ;
 
 static const char usage_text[] =
-	"usage: ooo-jit COMMAND [OPTIONS] ARGS\n"
+	"Usage: ooo-jit COMMAND [OPTIONS] ARGS\n"
 	"\n"
 	"  inspect [--json] FILE.ptx...\n"
 	"      list each kernel: parameters, shared memory, launch bounds, and whether it\n"
@@ -68,10 +71,31 @@ static const char usage_text[] =
 	"  bench [--iters N] [--cache DIR] MEMBER...\n"
 	"      time parsing, fusing (per member) and a cache hit, memory and disk\n"
 	"\n"
-	"exit status: 0 done, 1 not fusible or ptxas refused the output, 2 usage,\n"
-	"I/O or parse error\n";
+	"Options: -h, --help (this text), --version (print the version).\n"
+	"\n"
+	"Exit status: 0 done; 1 not fusible, not fenceable, or ptxas refused the\n"
+	"output; 2 usage error, or a file that cannot be read or parsed.\n";
 
 static void usage(FILE *f) { fputs(usage_text, f); }
+
+/* "ooo-jit: MESSAGE" and "Try 'ooo-jit --help'." on stderr; returns RC_USAGE. */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ooo-jit: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'ooo-jit --help'.\n", stderr);
+	return RC_USAGE;
+}
+
+/* The usage error of getopt_long's '?' (opterr is 0: it printed nothing). */
+static int bad_option(char **argv)
+{
+	return usage_error("bad option '%s' (unknown, or without its argument)", argv[optind - 1]);
+}
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -246,11 +270,10 @@ static int cmd_inspect(int argc, char **argv)
 			usage(stdout);
 			return RC_OK;
 		} else
-			return RC_USAGE;
+			return bad_option(argv);
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "ooo-jit inspect: no PTX file given\n");
-		return RC_USAGE;
+		return usage_error("inspect: no PTX file given");
 	}
 	if (json)
 		j_arr(NULL);
@@ -472,12 +495,11 @@ static int cmd_fuse(int argc, char **argv)
 		case 'j': json = true; break;
 		case 'o': outp = optarg; break;
 		case 'h': usage(stdout); return RC_OK;
-		default: return RC_USAGE;
+		default: return bad_option(argv);
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "ooo-jit fuse: no member given\n");
-		return RC_USAGE;
+		return usage_error("fuse: no member given");
 	}
 	if ((rc = collect(argc - optind, argv + optind, mbs, &nmb, bodies, &nb)) != RC_OK)
 		return rc;
@@ -623,8 +645,7 @@ static int cmd_print(int argc, char **argv)
 			usage(stdout);
 			return RC_OK;
 		}
-		fprintf(stderr, "ooo-jit print: want exactly one PTX file\n");
-		return RC_USAGE;
+		return usage_error("print: want exactly one PTX file");
 	}
 	if (!(m = load(argv[1])))
 		return RC_USAGE;
@@ -647,8 +668,7 @@ static int cmd_fence(int argc, char **argv)
 	int rc;
 
 	if (argc != 3) {
-		fprintf(stderr, "ooo-jit fence: want FILE.ptx KERNEL\n");
-		return RC_USAGE;
+		return usage_error("fence: want FILE.ptx KERNEL");
 	}
 	if (!(m = load(argv[1])))
 		return RC_USAGE;
@@ -677,8 +697,7 @@ static int cmd_fence_all(int argc, char **argv)
 	int rc;
 
 	if (argc != 2) {
-		fprintf(stderr, "ooo-jit fence-all: want FILE.ptx\n");
-		return RC_USAGE;
+		return usage_error("fence-all: want FILE.ptx");
 	}
 	if (!(m = load(argv[1])))
 		return RC_USAGE;
@@ -706,8 +725,7 @@ static int cmd_fence_check(int argc, char **argv)
 	int rc;
 
 	if (argc != 2) {
-		fprintf(stderr, "ooo-jit fence-check: want one PTX file\n");
-		return RC_USAGE;
+		return usage_error("fence-check: want one PTX file");
 	}
 	if (!(text = slurp(argv[1], &len))) {
 		fprintf(stderr, "ooo-jit: %s: %s\n", argv[1], strerror(errno));
@@ -761,23 +779,22 @@ static int cmd_bench(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'i') {
-			iters = atoi(optarg);
-			if (iters < 1 || iters > 100000) {
-				fprintf(stderr, "ooo-jit bench: --iters wants 1..100000\n");
-				return RC_USAGE;
-			}
+			uint64_t v;
+
+			if (args_u64(optarg, 10, 1, 100000, &v) < 0)
+				return usage_error("bench: --iters wants 1..100000, not '%s'", optarg);
+			iters = (int)v;
 		} else if (c == 'c') {
 			cache_dir = optarg;
 		} else if (c == 'h') {
 			usage(stdout);
 			return RC_OK;
 		} else {
-			return RC_USAGE;
+			return bad_option(argv);
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "ooo-jit bench: no member given\n");
-		return RC_USAGE;
+		return usage_error("bench: no member given");
 	}
 	if ((rc = collect(argc - optind, argv + optind, mbs, &nmb, bodies, &nb)) != RC_OK)
 		return rc;
@@ -903,16 +920,15 @@ int main(int argc, char **argv)
 {
 	int rc;
 
-	if (argc < 2) {
-		usage(stderr);
-		return RC_USAGE;
-	}
+	opterr = 0; /* the commands report bad options themselves (bad_option) */
+	if (argc < 2)
+		return usage_error("no command given");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return RC_OK;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("ooo-jit %s\n", OOO_VERSION_STRING);
+		printf("ooo-jit %s (git %s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
 		return RC_OK;
 	}
 	if (!strcmp(argv[1], "inspect"))
@@ -929,11 +945,10 @@ int main(int argc, char **argv)
 		rc = cmd_fence_check(argc - 1, argv + 1);
 	else if (!strcmp(argv[1], "bench"))
 		rc = cmd_bench(argc - 1, argv + 1);
-	else {
-		fprintf(stderr, "ooo-jit: unknown command '%s'\n", argv[1]);
-		usage(stderr);
-		rc = RC_USAGE;
-	}
+	else if (argv[1][0] == '-')
+		rc = usage_error("unknown option '%s'", argv[1]);
+	else
+		rc = usage_error("unknown command '%s'", argv[1]);
 	unload_all();
 	return rc;
 }

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include <ooo/ooo.h>
 
+#include "common/args.h"
 #include "version.h" /* build/gen: OOO_GIT_REV */
 
 #define EX_USAGE_ 64
@@ -23,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ooo-run [OPTIONS] -- COMMAND [ARG...]\n"
+		"Usage: ooo-run [OPTIONS] -- COMMAND [ARG...]\n"
 		"Run COMMAND (an unmodified CUDA program) under an MPS lease from oood.\n"
 		"\n"
 		"  --class NAME        tenant class to lease in (default: the one the policy gives you);\n"
@@ -43,45 +45,17 @@ static void usage(FILE *f)
 		"Leases are listed by `oooctl leases` and ended early by `oooctl evict PID`.\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
+/* "ooo-run: MESSAGE" and "Try 'ooo-run --help'." on stderr; returns EX_USAGE_ (64: the command's own codes stay its own). */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
-	char *end;
-	unsigned long long v;
-	int shift = 0;
+	va_list ap;
 
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	switch (*end) {
-	case '\0': break;
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-static int parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	return errno || *end || *out > max ? -EINVAL : 0;
+	fputs("ooo-run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'ooo-run --help'.\n", stderr);
+	return EX_USAGE_;
 }
 
 /* Set each "KEY=VALUE" line of env: only the variables a lease gives, and those it must give. */
@@ -128,48 +102,38 @@ int main(int argc, char **argv)
 	char label[64];
 	bool verbose = false;
 	ooo_session *s;
-	unsigned long v;
+	uint64_t v;
 	int c, r;
 
 	/* '+': options end at the first non-option, so COMMAND's own options are its own */
-	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+	opterr = 0; /* usage_error() says what was wrong */
+	while ((c = getopt_long(argc, argv, "+:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case O_CLASS:
-			if (!optarg[0] || strlen(optarg) >= 64) {
-				fprintf(stderr, "ooo-run: --class must be 1..63 characters\n");
-				return EX_USAGE_;
-			}
+			if (!optarg[0] || strlen(optarg) >= 64)
+				return usage_error("--class must be 1..63 characters");
 			lo.class_name = optarg;
 			break;
 		case O_SM:
-			if (parse_uint(optarg, 100, &v) < 0 || !v) {
-				fprintf(stderr, "ooo-run: --sm must be a percentage 1..100, got '%s'\n", optarg);
-				return EX_USAGE_;
-			}
+			if (args_u64(optarg, 10, 1, 100, &v) < 0)
+				return usage_error("--sm must be a percentage 1..100, got '%s'", optarg);
 			lo.sm_pct = (unsigned)v;
 			break;
 		case O_MEM:
-			if (parse_size(optarg, &lo.mem_bytes) < 0 || lo.mem_bytes < (1u << 20)) {
-				fprintf(stderr, "ooo-run: --mem must be a size of at least 1M such as 2G or 512M, got '%s'\n",
-					optarg);
-				return EX_USAGE_;
-			}
+			if (args_size(optarg, 1u << 20, UINT64_MAX, &lo.mem_bytes) < 0)
+				return usage_error("--mem must be a size of at least 1M such as 2G or 512M, got '%s'", optarg);
 			break;
 		case O_PRIO:
 			if (!strcmp(optarg, "normal"))
 				lo.priority = 1;
 			else if (!strcmp(optarg, "below"))
 				lo.priority = 2;
-			else {
-				fprintf(stderr, "ooo-run: --priority must be normal or below, got '%s'\n", optarg);
-				return EX_USAGE_;
-			}
+			else
+				return usage_error("--priority must be normal or below, got '%s'", optarg);
 			break;
 		case O_DEVICE:
-			if (parse_uint(optarg, 1023, &v) < 0) {
-				fprintf(stderr, "ooo-run: --device must be a GPU index, got '%s'\n", optarg);
-				return EX_USAGE_;
-			}
+			if (args_u64(optarg, 10, 0, 1023, &v) < 0)
+				return usage_error("--device must be a GPU index, got '%s'", optarg);
 			lo.device = (uint32_t)v;
 			break;
 		case O_SOCKET:
@@ -182,18 +146,18 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case O_VERSION:
-			printf("ooo-run %s (%s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
+			printf("ooo-run %s (git %s)\n", OOO_VERSION_STRING, OOO_GIT_REV);
 			return 0;
+		case ':':
+			return usage_error("option '%s' needs an argument", argv[optind - 1]);
 		default:
-			usage(stderr);
-			return EX_USAGE_;
+			if (optopt)
+				return usage_error("unknown option '-%c'", optopt);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "ooo-run: no command given\n");
-		usage(stderr);
-		return EX_USAGE_;
-	}
+	if (optind >= argc)
+		return usage_error("no command given");
 	snprintf(label, sizeof(label), "%s", argv[optind]);
 	lo.label = label;
 	s = ooo_open_opts(&oo);

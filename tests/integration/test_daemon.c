@@ -1566,6 +1566,82 @@ static void test_second_instance_and_check(void **state)
 	assert_non_null(strstr(out, "--rundir"));
 }
 
+/*
+ * line is one compact JSON value: brackets balance outside strings and close
+ * only at its end. (The pretty-printed form spreads an object over lines.)
+ */
+static void assert_json_line(const char *line)
+{
+	int depth = 0;
+	bool in_str = false;
+
+	assert_true(line[0] == '{');
+	for (const char *p = line; *p; p++) {
+		if (in_str) {
+			if (*p == '\\')
+				p++;
+			else if (*p == '"')
+				in_str = false;
+			continue;
+		}
+		if (*p == '"')
+			in_str = true;
+		else if (*p == '{' || *p == '[')
+			depth++;
+		else if (*p == '}' || *p == ']')
+			depth--;
+		if (depth == 0 && p[1])
+			fail_msg("JSON value ends before its line does: %s", line);
+		if (depth < 0 || *p == ' ')
+			fail_msg("not a compact JSON line: %s", line);
+	}
+	assert_int_equal(depth, 0);
+}
+
+/* The other tools: one style of --version and of usage errors (ooo-run keeps 64: its status is COMMAND's). */
+static void test_tool_conventions(void **state)
+{
+	static const struct {
+		const char *name, *args;
+		int rc;
+		const char *msg;
+	} bad[] = {
+		{ "ooo-run", "--bogus", 64, "ooo-run: unknown option '--bogus'\nTry 'ooo-run --help'.\n" },
+		{ "ooo-run", "", 64, "ooo-run: no command given\nTry 'ooo-run --help'.\n" },
+		{ "ooo-run", "--sm 0 -- true", 64, "ooo-run: --sm must be a percentage 1..100, got '0'\nTry 'ooo-run --help'.\n" },
+		{ "ooo-bench", "", 2, "ooo-bench: no workload given\nTry 'ooo-bench --help'.\n" },
+		{ "ooo-bench", "--bogus", 2, "ooo-bench: unknown option '--bogus'\nTry 'ooo-bench --help'.\n" },
+		{ "ooo-bench", "ping --seconds 1x", 2,
+		  "ooo-bench: --seconds wants a time from 0.001 to 86400, not '1x'\nTry 'ooo-bench ping --help'.\n" },
+		{ "ooo-jit", "", 2, "ooo-jit: no command given\nTry 'ooo-jit --help'.\n" },
+		{ "ooo-jit", "--bogus", 2, "ooo-jit: unknown option '--bogus'\nTry 'ooo-jit --help'.\n" },
+		{ "ooo-jit", "inspect --bogus", 2,
+		  "ooo-jit: bad option '--bogus' (unknown, or without its argument)\nTry 'ooo-jit --help'.\n" },
+		{ "ooo-jit", "bench --iters 5x x.ptx:k", 2, "ooo-jit: bench: --iters wants 1..100000, not '5x'\nTry 'ooo-jit --help'.\n" },
+	};
+	static const char *const tools[] = { "oooctl", "ooo-run", "ooo-bench", "ooo-jit" };
+	char bin[256], out[4096], want[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bin_path(bin, sizeof(bin), bad[i].name);
+		if (run_cmd(out, sizeof(out), "%s %s 2>&1", bin, bad[i].args) != bad[i].rc)
+			fail_msg("%s %s: not exit %d: %s", bad[i].name, bad[i].args, bad[i].rc, out);
+		assert_string_equal(out, bad[i].msg);
+	}
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		bin_path(bin, sizeof(bin), tools[i]);
+		assert_int_equal(run_cmd(out, sizeof(out), "%s --version", bin), 0);
+		snprintf(want, sizeof(want), "%s %s (git ", tools[i], OOO_VERSION_STRING);
+		if (strncmp(out, want, strlen(want)) || !strstr(out, ")\n"))
+			fail_msg("%s --version: '%s', not '%s REV)'", tools[i], out, want);
+		/* every --help documents the exit status */
+		assert_int_equal(run_cmd(out, sizeof(out), "%s --help", bin), 0);
+		if (!strstr(out, "xit status"))
+			fail_msg("%s --help says nothing of its exit status", tools[i]);
+	}
+}
+
 static void test_oooctl(void **state)
 {
 	char ctl[256], out[65536];
@@ -1600,6 +1676,55 @@ static void test_oooctl(void **state)
 		assert_non_null(strstr(out, ": OK ("));
 		unlink(old);
 	}
+	{
+		/* no FILE: what oood loads without -c, checked and named as oood -n does */
+		char oood[256], want[4096];
+		int rc;
+
+		bin_path(oood, sizeof(oood), "oood");
+		rc = run_cmd(want, sizeof(want), "%s -n 2>&1", oood);
+		assert_int_equal(run_cmd(out, sizeof(out), "%s config check 2>&1", ctl), rc);
+		assert_string_equal(out, want);
+		assert_true(!strncmp(out, "/etc/ooo/oood.conf", 18) || !strncmp(out, "(embedded defaults): OK (", 25));
+		/* --json config default: the embedded policy as JSON, not its INI text */
+		assert_int_equal(run_cmd(out, sizeof(out), "%s --json config default", ctl), 0);
+		assert_true(out[0] == '{');
+		assert_non_null(strstr(out, "\"embedded_default\": true"));
+		assert_non_null(strstr(out, "\"classes\": ["));
+		assert_null(strstr(out, "[daemon]"));
+		assert_int_equal(run_cmd(out, sizeof(out), "%s config default", ctl), 0);
+		assert_non_null(strstr(out, "[daemon]"));
+	}
+	{
+		/* --json top: JSON Lines, one compact object per refresh */
+		char *line, *save = NULL;
+		int lines = 0;
+
+		assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s --json top -c 3 -i 100", ctl, shared.dir), 0);
+		for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			assert_json_line(line);
+			assert_non_null(strstr(line, "\"procs\":["));
+			lines++;
+		}
+		assert_int_equal(lines, 3);
+		/* where python3 is, each line parses as JSON on its own */
+		if (run_cmd(NULL, 0, "command -v python3 >/dev/null 2>&1") == 0)
+			assert_int_equal(run_cmd(out, sizeof(out),
+						 "%s --rundir %s --json top -c 2 -i 100 | python3 -c 'import json, sys\n"
+						 "n = sum(1 for l in sys.stdin if json.loads(l) is not None)\n"
+						 "sys.exit(0 if n == 2 else 1)' 2>&1",
+						 ctl, shared.dir),
+					 0);
+	}
+	/* usage errors: exit 2, what was wrong, and where to look */
+	assert_int_equal(run_cmd(out, sizeof(out), "%s 2>&1", ctl), 2);
+	assert_string_equal(out, "oooctl: no command given\nTry 'oooctl --help'.\n");
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s status --bogus 2>&1", ctl, shared.dir), 2);
+	assert_string_equal(out, "oooctl: unknown option '--bogus'\nTry 'oooctl status --help'.\n");
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --timeout 5x status 2>&1", ctl), 2);
+	assert_non_null(strstr(out, "oooctl: --timeout wants milliseconds"));
+	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s top -i 99 2>&1", ctl, shared.dir), 2);
+	assert_non_null(strstr(out, "Try 'oooctl top --help'."));
 	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir /tmp/ooo-test-nothing-here status 2>&1", ctl), 3);
 	assert_non_null(strstr(out, "not running"));
 	assert_int_equal(run_cmd(out, sizeof(out), "%s --rundir %s nosuchcommand 2>&1", ctl, shared.dir), 2);
@@ -1821,6 +1946,7 @@ int main(void)
 		cmocka_unit_test(test_hello_timeout),
 		cmocka_unit_test(test_second_instance_and_check),
 		cmocka_unit_test(test_oooctl),
+		cmocka_unit_test(test_tool_conventions),
 	};
 	const struct CMUnitTest own_tests[] = {
 		cmocka_unit_test(test_unauthorized_uid),

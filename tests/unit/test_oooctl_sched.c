@@ -1,26 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the arithmetic of `oooctl sched` (rates, shares, the delta
- * of two snapshots, restarted executors) with synthetic counters. The pure
- * functions are static in tools/oooctl.c: this file includes it, with its
- * main renamed.
+ * of two snapshots, restarted executors) with synthetic counters: the pure
+ * functions of tools/oooctl/sched_calc.c.
  */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-int oooctl_main(int argc, char **argv);
-#define main oooctl_main
-#include "../../tools/oooctl.c"
-#undef main
-
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
+
+#include "../../tools/json.h"
+#include "../../tools/oooctl/sched_calc.h"
 
 #define MS 1000000ull
 #define S 1000000000ull

@@ -228,8 +228,6 @@ int bench_find_exe(const char *name, const char *extra, char *out, size_t cap);
 int bench_capture(char *const argv[], const char *ld_dir, char *out, size_t cap, int timeout_ms);
 /* Remove a directory tree we made (files and subdirectories, no symlinks followed). */
 void bench_rmtree(const char *dir);
-bool bench_parse_double(const char *s, double min, double max, double *out);
-bool bench_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* SplitMix64: the bench's random numbers, reproducible from --seed. */
 uint64_t bench_rand(uint64_t *state);
 double bench_rand_unit(uint64_t *state); /* (0, 1] */

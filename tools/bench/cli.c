@@ -12,6 +12,7 @@
 
 #include <ooo/ooo.h>
 
+#include "../common/args.h"
 #include "bench.h"
 #include "version.h"
 
@@ -262,7 +263,7 @@ static int parse_tenants(const char *arg, struct bench_opts *o)
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 
-		if (!bench_parse_u64(tok, 1, BENCH_MAX_TENANTS, &v))
+		if (args_u64(tok, 10, 1, BENCH_MAX_TENANTS, &v) < 0)
 			return bench_usage_error("--tenants wants counts from 1 to %d, not '%s'", BENCH_MAX_TENANTS,
 						 tok);
 		for (unsigned i = 0; i < o->ntenants; i++)
@@ -290,7 +291,7 @@ static int parse_dims(const char *opt, const char *arg, uint32_t out[3], bool ex
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 
-		if (got == 3 || !bench_parse_u64(tok, 1, max, &v))
+		if (got == 3 || args_u64(tok, 10, 1, max, &v) < 0)
 			got = 4;
 		else
 			out[got++] = (uint32_t)v;
@@ -299,29 +300,6 @@ static int parse_dims(const char *opt, const char *arg, uint32_t out[3], bool ex
 		return bench_usage_error("%s wants %s numbers from 1 to %llu separated by commas, not '%s'", opt,
 					 exact ? "3" : "1 to 3", (unsigned long long)max, arg);
 	return 0;
-}
-
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char num[64];
-	size_t len = strlen(s);
-	uint64_t mul = 1, v;
-
-	if (!len || len >= sizeof(num))
-		return false;
-	snprintf(num, sizeof(num), "%s", s);
-	switch (num[len - 1]) {
-	case 'K': case 'k': mul = 1ull << 10; break;
-	case 'M': case 'm': mul = 1ull << 20; break;
-	case 'G': case 'g': mul = 1ull << 30; break;
-	default: break;
-	}
-	if (mul != 1)
-		num[len - 1] = 0;
-	if (!bench_parse_u64(num, 1, (1ull << 40) / mul, &v))
-		return false;
-	*out = v * mul;
-	return true;
 }
 
 int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t cap)
@@ -378,7 +356,7 @@ int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t 
 		errno = 0;
 		switch (a->kind) {
 		case PA_BUF:
-			if (!parse_size(v, &a->u))
+			if (args_size(v, 1, 1ull << 40, &a->u) < 0)
 				goto bad;
 			break;
 		case PA_I32:
@@ -395,7 +373,7 @@ int bench_parse_params(const char *spec, struct wl_params *p, char *why, size_t 
 		case PA_U64: {
 			uint64_t x;
 
-			if (!bench_parse_u64(v, 0, a->kind == PA_U32 ? 0xffffffffull : UINT64_MAX, &x))
+			if (args_u64(v, 0, 0, a->kind == PA_U32 ? 0xffffffffull : UINT64_MAX, &x) < 0)
 				goto bad;
 			a->u = x;
 			break;
@@ -435,7 +413,7 @@ static int parse_key_value(const char *opt, const char *arg, uint64_t lo, uint64
 {
 	uint64_t v;
 
-	if (!bench_parse_u64(arg, lo, hi, &v))
+	if (args_u64(arg, 10, lo, hi, &v) < 0)
 		return bench_usage_error("%s wants %llu..%llu, not '%s'", opt, (unsigned long long)lo,
 					 (unsigned long long)hi, arg);
 	*out = (unsigned)v + 1;
@@ -557,60 +535,60 @@ int bench_gpu_main(int argc, char **argv)
 			rc = parse_tenants(optarg, o);
 			break;
 		case O_DURATION:
-			if (!bench_parse_double(optarg, 0.1, 86400, &o->duration))
+			if (args_double(optarg, 0.1, 86400, &o->duration) < 0)
 				rc = bench_usage_error("--duration wants seconds from 0.1 to 86400, not '%s'", optarg);
 			break;
 		case O_WARMUP:
-			if (!bench_parse_double(optarg, 0, 3600, &o->warmup))
+			if (args_double(optarg, 0, 3600, &o->warmup) < 0)
 				rc = bench_usage_error("--warmup wants seconds from 0 to 3600, not '%s'", optarg);
 			break;
 		case O_DRAIN:
-			if (!bench_parse_double(optarg, 0, 3600, &o->drain))
+			if (args_double(optarg, 0, 3600, &o->drain) < 0)
 				rc = bench_usage_error("--drain wants seconds from 0 to 3600, not '%s'", optarg);
 			break;
 		case O_RATE:
-			if (!bench_parse_double(optarg, 0.001, 1e7, &o->rate))
+			if (args_double(optarg, 0.001, 1e7, &o->rate) < 0)
 				rc = bench_usage_error("--rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
 			break;
 		case O_BE_RATE:
-			if (!bench_parse_double(optarg, 0.001, 1e7, &o->be_rate))
+			if (args_double(optarg, 0.001, 1e7, &o->be_rate) < 0)
 				rc = bench_usage_error("--be-rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
 			break;
 		case O_SLO:
-			if (!bench_parse_u64(optarg, 1, 60000000, &o->slo_us))
+			if (args_u64(optarg, 10, 1, 60000000, &o->slo_us) < 0)
 				rc = bench_usage_error("--slo-us wants microseconds from 1 to 60000000, not '%s'", optarg);
 			break;
 		case O_SEED:
-			if (!bench_parse_u64(optarg, 0, UINT64_MAX, &o->seed))
+			if (args_u64(optarg, 10, 0, UINT64_MAX, &o->seed) < 0)
 				rc = bench_usage_error("--seed wants a number, not '%s'", optarg);
 			break;
 		case O_KERNELS:
-			if (!bench_parse_u64(optarg, 1, 100000, &v))
+			if (args_u64(optarg, 10, 1, 100000, &v) < 0)
 				rc = bench_usage_error("--kernels wants 1 to 100000 launches, not '%s'", optarg);
 			o->p.kernels = (uint32_t)v;
 			break;
 		case O_BLOCKS:
-			if (!bench_parse_u64(optarg, 1, 1u << 20, &v))
+			if (args_u64(optarg, 10, 1, 1u << 20, &v) < 0)
 				rc = bench_usage_error("--blocks wants 1 to %u blocks, not '%s'", 1u << 20, optarg);
 			o->p.blocks = (uint32_t)v;
 			break;
 		case O_ITERS:
-			if (!bench_parse_u64(optarg, 0, 1u << 30, &v))
+			if (args_u64(optarg, 10, 0, 1u << 30, &v) < 0)
 				rc = bench_usage_error("--iters wants 0 to %u iterations, not '%s'", 1u << 30, optarg);
 			o->p.iters = (uint32_t)v;
 			break;
 		case O_CHECK:
-			if (!bench_parse_u64(optarg, 0, 1u << 30, &v))
+			if (args_u64(optarg, 10, 0, 1u << 30, &v) < 0)
 				rc = bench_usage_error("--check-every wants 0 (never) to %u, not '%s'", 1u << 30, optarg);
 			o->p.check_every = (uint32_t)v;
 			break;
 		case O_LAYERS:
-			if (!bench_parse_u64(optarg, 1, 8, &v))
+			if (args_u64(optarg, 10, 1, 8, &v) < 0)
 				rc = bench_usage_error("--layers wants 1 to 8 layers, not '%s'", optarg);
 			o->p.mlp_layers = (uint32_t)v;
 			break;
 		case O_DIM:
-			if (!bench_parse_u64(optarg, 4, 16384, &v) || v % 4)
+			if (args_u64(optarg, 10, 4, 16384, &v) < 0 || v % 4)
 				rc = bench_usage_error("--dim wants a multiple of 4 from 4 to 16384, not '%s'", optarg);
 			o->p.mlp_dim = (uint32_t)v;
 			break;
@@ -640,7 +618,7 @@ int bench_gpu_main(int argc, char **argv)
 			rc = parse_dims("--block", optarg, o->p.block, false, 1024);
 			break;
 		case O_SHMEM:
-			if (!bench_parse_u64(optarg, 0, 1u << 20, &v))
+			if (args_u64(optarg, 10, 0, 1u << 20, &v) < 0)
 				rc = bench_usage_error("--shmem wants bytes from 0 to %u, not '%s'", 1u << 20, optarg);
 			o->p.shmem = (uint32_t)v;
 			break;
@@ -714,7 +692,7 @@ int bench_gpu_main(int argc, char **argv)
 			break;
 		case O_LEASE_SM:
 		case O_LEASE_CRIT:
-			if (!bench_parse_u64(optarg, 1, 100, &v))
+			if (args_u64(optarg, 10, 1, 100, &v) < 0)
 				rc = bench_usage_error("%s wants a percentage 1..100, not '%s'",
 						       c == O_LEASE_SM ? "--lease-sm" : "--lease-critical-sm", optarg);
 			else if (c == O_LEASE_SM)
@@ -723,7 +701,7 @@ int bench_gpu_main(int argc, char **argv)
 				o->lease_critical_sm = (unsigned)v;
 			break;
 		case O_DOMAINS:
-			if (!bench_parse_u64(optarg, 1, BENCH_DOMAINS_MAX, &v))
+			if (args_u64(optarg, 10, 1, BENCH_DOMAINS_MAX, &v) < 0)
 				rc = bench_usage_error("--domains wants 1..%u, not '%s'", BENCH_DOMAINS_MAX, optarg);
 			else
 				o->domains = (unsigned)v;
@@ -732,7 +710,7 @@ int bench_gpu_main(int argc, char **argv)
 			o->fence = true;
 			break;
 		case O_CRIT_SHARE:
-			if (!bench_parse_u64(optarg, 1, 99, &v))
+			if (args_u64(optarg, 10, 1, 99, &v) < 0)
 				rc = bench_usage_error("--critical-share wants a percentage 1..99, not '%s'", optarg);
 			else
 				o->critical_share = (unsigned)v;
