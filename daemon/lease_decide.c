@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lease.h"
-#include "mps.h"
+#include "lease_decide.h"
+#include "mps_text.h"
 
 /* ---- pure ----------------------------------------------------------------------------------- */
 

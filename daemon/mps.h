@@ -25,10 +25,11 @@
 
 #include <ooo/proto.h>
 
+#include "mps_text.h"
+
 #define MPS_CMD_TIMEOUT_MS 3000u    /* one control command, spawn to exit */
 #define MPS_READY_TIMEOUT_MS 10000u /* the control daemon must answer by then */
 #define MPS_REPLY_MAX 4096u         /* reply bytes read; more is an error */
-#define MPS_MAX_PIDS 256u           /* pids in one list reply */
 #define MPS_LOG_MAX (64ull << 20)   /* control.log is truncated beyond this */
 #define MPS_BACKOFF_MIN_MS 1000u
 #define MPS_BACKOFF_MAX_MS 30000u
@@ -64,50 +65,6 @@ struct mps {
 	uint32_t (*clients)(const struct server *srv);
 	void (*terminate_clients)(struct server *srv);
 };
-
-/* ---- pure: command formatting and reply parsing --------------------------------------- */
-
-/* printf into why (when why and cap), control characters and non-ASCII made spaces. */
-void mps_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* A byte count as MPS writes limits: "2G", "1536M"; rounded up to MiB. */
-void mps_format_size(uint64_t bytes, char *out, size_t cap);
-/* Parse what MPS prints for a limit ("2G", "512M", "0"). Returns 0 or -EPROTO. */
-int mps_parse_size(const char *s, uint64_t *bytes);
-
-/*
- * A reply that must be a list of pids, one per line (get_server_list,
- * get_client_list). Returns 0 with *n pids stored (at most cap), -ESRCH for
- * "Server N not found", -E2BIG for more than cap, or -EPROTO for anything
- * else; why says what.
- */
-int mps_parse_pids(const char *reply, pid_t *pids, size_t cap, size_t *n, char *why, size_t wcap);
-/* set_/get_..._active_thread_percentage: the echoed value must be `want` (MPS ignores what it rejects). */
-int mps_parse_pct(const char *reply, uint32_t want, char *why, size_t wcap);
-/* terminate_client: "0" is done; "1" after a reason is -ESRCH. */
-int mps_parse_terminate(const char *reply, char *why, size_t wcap);
-/* Commands that print nothing when they worked (pinned memory limits, client priority, quit). */
-int mps_parse_empty(const char *reply, char *why, size_t wcap);
-
-/*
- * Check an operator's command line (oooctl mps run) against the supported
- * grammar and write it normalised into out. Returns the command's kind
- * (enum mps_cmd) or -EINVAL with why filled.
- */
-enum mps_cmd {
-	MPS_GET_SERVER_LIST = 1,
-	MPS_GET_CLIENT_LIST,
-	MPS_SET_DEFAULT_PCT,
-	MPS_SET_PCT,
-	MPS_SET_DEFAULT_MEM,
-	MPS_SET_MEM,
-	MPS_SET_DEFAULT_PRIORITY,
-	MPS_TERMINATE_CLIENT,
-	MPS_QUIT,
-};
-int mps_check_command(const char *line, char *out, size_t cap, char *why, size_t wcap);
-/* Check a reply to a command of that kind. Returns 0, or a negative errno with why filled. */
-int mps_check_reply(int kind, const char *cmd, const char *reply, char *why, size_t wcap);
 
 /* ---- the control daemon ------------------------------------------------------------------ */
 

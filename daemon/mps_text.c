@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mps.h"
+#include "mps_text.h"
 
 /* ---- pure ----------------------------------------------------------------------------- */
 

@@ -32,7 +32,7 @@ int do_reload(int argc, char **argv)
 		return rc;
 	if (!(s = admin_open(&rc)))
 		return rc;
-	r = call(s, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
+	r = admin_call(s, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
 	ooo_close(s);
 	if (r >= 0 && (size_t)r != sizeof(rr)) {
 		snprintf(reason, sizeof(reason), "reload reply of %d bytes, expected %zu", r, sizeof(rr));
@@ -195,7 +195,7 @@ int do_pardon(int argc, char **argv)
 	}
 	if (!(s = admin_open(&rc)))
 		return rc;
-	r = call(s, OOO_MSG_PARDON, &req, sizeof(req), &rep, sizeof(rep));
+	r = admin_call(s, OOO_MSG_PARDON, &req, sizeof(req), &rep, sizeof(rep));
 	ooo_close(s);
 	if (r >= 0 && (size_t)r != sizeof(rep)) {
 		snprintf(reason, sizeof(reason), "pardon reply of %d bytes, expected %zu", r, sizeof(rep));
@@ -360,7 +360,7 @@ int do_partition(int argc, char **argv)
 		return rc;
 	rep.generation = 0;
 	if (strcmp(verb, "list")) {
-		r = call(s, OOO_MSG_PARTITION_SET, &req, sizeof(req), &rep, sizeof(rep));
+		r = admin_call(s, OOO_MSG_PARTITION_SET, &req, sizeof(req), &rep, sizeof(rep));
 		if (r >= 0 && (size_t)r != sizeof(rep)) {
 			snprintf(reason, sizeof(reason), "partition set reply of %d bytes, expected %zu", r, sizeof(rep));
 			r = -OOO_EPROTO;

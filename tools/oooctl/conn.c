@@ -111,7 +111,7 @@ ooo_session *admin_open(int *rc)
 	return s;
 }
 
-int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
+int admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap)
 {
 	int r;
 
@@ -124,7 +124,7 @@ int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *r
 
 int get_status(ooo_session *s, struct ooo_msg_status *st)
 {
-	int r = call(s, OOO_MSG_STATUS, NULL, 0, st, sizeof(*st));
+	int r = admin_call(s, OOO_MSG_STATUS, NULL, 0, st, sizeof(*st));
 
 	if (r >= 0 && (size_t)r != sizeof(*st)) {
 		snprintf(reason, sizeof(reason), "status reply of %d bytes, expected %zu", r, sizeof(*st));
@@ -149,7 +149,7 @@ int fetch_list(ooo_session *s, uint16_t type, size_t rec_size, void **out, size_
 	for (;;) {
 		struct ooo_msg_list l;
 
-		r = call(s, type, &req, sizeof(req), buf, OOO_MSG_MAX);
+		r = admin_call(s, type, &req, sizeof(req), buf, OOO_MSG_MAX);
 		if (r < 0)
 			goto fail;
 		if ((size_t)r < sizeof(l)) {

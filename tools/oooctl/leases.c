@@ -28,7 +28,7 @@ static const char *mps_state_name(uint32_t s)
 
 static int get_mps(ooo_session *s, struct ooo_msg_mps *m)
 {
-	int r = call(s, OOO_MSG_MPS, NULL, 0, m, sizeof(*m));
+	int r = admin_call(s, OOO_MSG_MPS, NULL, 0, m, sizeof(*m));
 
 	if (r >= 0 && (size_t)r != sizeof(*m)) {
 		snprintf(reason, sizeof(reason), "mps reply of %d bytes, expected %zu", r, sizeof(*m));
@@ -212,7 +212,7 @@ int do_evict(int argc, char **argv)
 	req.pid = (uint32_t)v;
 	if (!(s = admin_open(&rc)))
 		return rc;
-	r = call(s, OOO_MSG_EVICT, &req, sizeof(req), &rep, sizeof(rep));
+	r = admin_call(s, OOO_MSG_EVICT, &req, sizeof(req), &rep, sizeof(rep));
 	ooo_close(s);
 	if (r >= 0 && (size_t)r != sizeof(rep)) {
 		snprintf(reason, sizeof(reason), "evict reply of %d bytes, expected %zu", r, sizeof(rep));
@@ -263,7 +263,7 @@ int do_mps(int argc, char **argv)
 			free(rep);
 			return rc;
 		}
-		r = call(s, OOO_MSG_MPS_RUN, &req, sizeof(req), rep, sizeof(*rep));
+		r = admin_call(s, OOO_MSG_MPS_RUN, &req, sizeof(req), rep, sizeof(*rep));
 		ooo_close(s);
 		if (r >= 0 && (size_t)r != sizeof(*rep)) {
 			snprintf(reason, sizeof(reason), "mps run reply of %d bytes, expected %zu", r, sizeof(*rep));

@@ -167,7 +167,7 @@ ooo_session *admin_open_quiet(int *err);
 /* Open the admin session, or report why not (NULL, *rc the exit code). Close with ooo_close(). */
 ooo_session *admin_open(int *rc);
 /* ooo_admin_call that fills `reason` on failure: the reply's length, or negative errno / -OOO_E*. */
-int call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap);
+int admin_call(ooo_session *s, uint16_t type, const void *req, size_t req_len, void *reply, size_t cap);
 /* OOO_MSG_STATUS into *st: 0, or a negative error (a reply of another size is -OOO_EPROTO). */
 int get_status(ooo_session *s, struct ooo_msg_status *st);
 /*

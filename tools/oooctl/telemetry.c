@@ -34,7 +34,7 @@ static const char *tm_launch_mode(uint32_t m)
 
 int get_telemetry(ooo_session *s, struct ooo_msg_telemetry *t)
 {
-	int r = call(s, OOO_MSG_TELEMETRY, NULL, 0, t, sizeof(*t));
+	int r = admin_call(s, OOO_MSG_TELEMETRY, NULL, 0, t, sizeof(*t));
 
 	if (r >= 0 && (size_t)r != sizeof(*t)) {
 		snprintf(reason, sizeof(reason), "telemetry reply of %d bytes, expected %zu", r, sizeof(*t));
@@ -482,7 +482,7 @@ int do_trace(int argc, char **argv)
 	req.pid = (uint32_t)pid;
 	if (!(s = admin_open(&rc)))
 		return rc;
-	r = call(s, OOO_MSG_TRACE, &req, sizeof(req), &rep, sizeof(rep));
+	r = admin_call(s, OOO_MSG_TRACE, &req, sizeof(req), &rep, sizeof(rep));
 	ooo_close(s);
 	if (r >= 0 && (size_t)r != sizeof(rep)) {
 		snprintf(reason, sizeof(reason), "trace reply of %d bytes, expected %zu", r, sizeof(rep));
