@@ -11,7 +11,8 @@
 #ifndef OOO_BPF_TELEMETRY_H
 #define OOO_BPF_TELEMETRY_H
 
-#define OOO_TM_HIST 32
+#include "../proto/hist.h" /* OOO_TM_HIST, ooo_tm_bucket */
+
 #define OOO_TM_COMM 16
 
 /* The synchronising calls timed by a uretprobe. */
@@ -73,31 +74,5 @@ struct ooo_tm_drops {
 	__u64 ring_full;   /* a slow-sync event did not fit in the ring buffer */
 	__u64 inflight_lost; /* a return without its entry (evicted, or attached mid-call) */
 };
-
-/*
- * The bucket of a duration in ns: the bit length of its microseconds, capped
- * at the last bucket. Shared by the probes and the executor's counters; in
- * BPF a loop of constant bound (which the verifier accepts), elsewhere one
- * count-leading-zeros (the executor takes several per launch).
- */
-static inline __u32 ooo_tm_bucket(__u64 ns)
-{
-	__u64 us = ns / 1000;
-#if defined(__bpf__)
-	__u32 b = 0;
-
-	for (int i = 0; i < OOO_TM_HIST - 1; i++) {
-		if (us) {
-			b++;
-			us >>= 1;
-		}
-	}
-	return b;
-#else
-	__u32 b = us ? 64u - (__u32)__builtin_clzll(us) : 0u;
-
-	return b < OOO_TM_HIST - 1 ? b : OOO_TM_HIST - 1;
-#endif
-}
 
 #endif

@@ -24,7 +24,7 @@
 #include <linux/types.h>
 
 #include "../../proto/wire.h" /* wire_strerror */
-#include "../../bpf/telemetry.h" /* ooo_tm_bucket: the histograms of the probes and of oooctl */
+#include "../../proto/hist.h"
 
 #include "../jit/jit.h"
 #include "../sched/fairq.h"

@@ -3,7 +3,7 @@
 
 #include <linux/types.h>
 
-#include "../../bpf/telemetry.h" /* ooo_tm_bucket: the histograms of the probes and of oooctl */
+#include "../../proto/hist.h"
 
 #include <errno.h>
 #include <fcntl.h>

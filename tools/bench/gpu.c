@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tenant.h"
+#include "backend.h"
 
 __attribute__((format(printf, 2, 3))) static int fail(struct gpu *g, const char *fmt, ...)
 {

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tenant.h"
+#include "workloads.h"
 
 #define PROGRESS_NS (BENCH_NS / 5)
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tenant.h"
+#include "workloads.h"
 
 extern const char bench_ptx_spin[];
 extern const char bench_ptx_mlp[];

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The tenant side of ooo-bench's GPU workloads: one backend (gpu.c) that
- * either drives the process's own CUDA context (direct and mps modes,
- * libcuda loaded at run time through daemon/exec/cuda.c) or goes through
- * libooo to oood (ooo mode, no CUDA in the tenant), and the workloads
- * (workloads.c) written once against it.
+ * The GPU backend of ooo-bench's tenants (gpu.c): it either drives the
+ * process's own CUDA context (direct and mps modes, libcuda loaded at run
+ * time through daemon/exec/cuda.c) or goes through libooo to oood (ooo
+ * mode, no CUDA in the tenant). The workloads (workloads.h) are written
+ * once against it.
  */
-#ifndef OOO_BENCH_TENANT_H
-#define OOO_BENCH_TENANT_H
+#ifndef OOO_BENCH_BACKEND_H
+#define OOO_BENCH_BACKEND_H
 
 #include <ooo/ooo.h>
 
@@ -86,41 +86,5 @@ int gpu_dtoh(struct gpu *g, void *dst, uint64_t src, size_t len);       /* waits
 int gpu_memset32(struct gpu *g, uint64_t dst, uint32_t value, size_t count); /* in queue order */
 int gpu_sync(struct gpu *g);
 void gpu_close(struct gpu *g);
-
-/* ---- workloads ---------------------------------------------------------------- */
-
-#define MLP_INPUTS 4 /* inputs cycled through, each with its CPU reference */
-
-struct tstate {
-	const struct tenant_cfg *c;
-	struct gpu g;
-	struct gpu_kernel k;
-	uint64_t pb[8][GPU_PARAM_MAX / 8]; /* parameter blocks, 8-byte aligned */
-	uint32_t grid[3], block[3], shmem, launches;
-	/* mlp */
-	uint32_t layers, dim;
-	uint64_t in_d, out_d;
-	float *h_in, *h_out; /* MLP_INPUTS inputs; one output */
-	float *ref;          /* MLP_INPUTS reference outputs */
-	/* gemm */
-	uint64_t c_d;
-	float *h_c, *ref_c, *tol_c;
-	char why[BENCH_ERR_MAX];
-};
-
-int wl_setup(struct tstate *t);
-/* One request, waited for. 0 or a negative error (why in t->g.why). */
-int wl_request(struct tstate *t, uint64_t seq);
-bool wl_has_check(const struct tstate *t);
-/* Is request seq's output checked? One in every check_every, chosen so that the checked ones cover every input. */
-bool wl_checked(const struct tstate *t, uint64_t seq);
-/*
- * Before a checked request, outside its timing: poison its output (NaN) and
- * wait for that, so that a request that does not write it fails the check.
- */
-int wl_prepare_check(struct tstate *t);
-/* Check request seq's output: 0 right, 1 wrong (why in t->why), negative: the check failed to run. */
-int wl_check(struct tstate *t, uint64_t seq);
-void wl_teardown(struct tstate *t);
 
 #endif
