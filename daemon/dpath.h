@@ -41,7 +41,7 @@ struct sdpath {
 	uint32_t gpu;
 	int memfd;
 	/*
-	 * The doorbell socket pair (client/ring.h): bell[0] is the tenant's end
+	 * The doorbell socket pair (proto/ring.h): bell[0] is the tenant's end
 	 * (a copy goes in the attach reply), bell[1] the executor's and oood's.
 	 * oood keeps both for the session's life, so the executor's end never
 	 * sees a close, only a tenant's shutdown.

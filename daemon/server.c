@@ -1257,8 +1257,9 @@ int server_reload(struct server *srv, char *msg, size_t cap)
 	if (srv->log_level_override < 0)
 		log_set_level(np->log_level);
 	sync_admin_socket(srv);
-	snprintf(msg, cap, "policy generation %llu from %s: %zu classes, %u sessions revoked",
-		 (unsigned long long)srv->policy_generation, np->source, np->nclasses, revoked);
+	snprintf(msg, cap, "policy generation %llu from %s: %zu class%s, %u session%s revoked",
+		 (unsigned long long)srv->policy_generation, np->source, np->nclasses, np->nclasses == 1 ? "" : "es",
+		 revoked, revoked == 1 ? "" : "s");
 	log_info("reloaded: %s", msg);
 	notify_send("READY=1");
 	return 0;
@@ -1352,8 +1353,8 @@ int server_run(struct server *srv)
 	arm_accept(srv, 1);
 	arm_signal(srv);
 	arm_tick(srv);
-	log_info("oood %s ready: %s, %s (policy: %s, %zu classes)", OOO_VERSION_STRING, srv->sock_path[0],
-		 srv->sock_path[1], srv->policy->source, srv->policy->nclasses);
+	log_info("oood %s ready: %s, %s (policy: %s, %zu class%s)", OOO_VERSION_STRING, srv->sock_path[0],
+		 srv->sock_path[1], srv->policy->source, srv->policy->nclasses, srv->policy->nclasses == 1 ? "" : "es");
 	notify_send("READY=1");
 
 	for (;;) {

@@ -109,7 +109,7 @@ struct dp_session {
 	uint64_t id;
 	struct dp_session *next;
 	int memfd;
-	int bell;       /* the doorbell's executor end (client/ring.h); -1 once the tenant shut its end */
+	int bell;       /* the doorbell's executor end (proto/ring.h); -1 once the tenant shut its end */
 	void *base;
 	uint64_t size;
 	bool registered;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the executor protocol's message check
- * (exec_msg_check, daemon/exec/exec_proto.c), what oood runs on every
+ * (exec_msg_check, proto/exec_proto.c), what oood runs on every
  * message from an executor (an unprivileged process that handles tenants'
  * input) and the executor on every message from oood. The input is one
  * message.

@@ -1226,7 +1226,7 @@ static void test_sighup_reload(void **state)
 		assert_non_null(a);
 		n = ooo_admin_call(a, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
 		assert_int_equal(n, sizeof(rr));
-		assert_non_null(strstr(rr.msg, "1 sessions revoked"));
+		assert_non_null(strstr(rr.msg, "1 session revoked"));
 		ooo_close(a);
 		assert_int_equal(write(ra.go[1], "x", 1), 1);
 		assert_int_equal(waitpid(child, &wst, 0), child);
@@ -1278,7 +1278,7 @@ static void test_revoked_peer_that_never_reads(void **state)
 	for (int i = 0; i < 6; i++) {
 		n = ooo_admin_call(a, OOO_MSG_RELOAD, NULL, 0, &rr, sizeof(rr));
 		assert_int_equal(n, sizeof(rr));
-		assert_non_null(strstr(rr.msg, i == 0 ? "1 sessions revoked" : "0 sessions revoked"));
+		assert_non_null(strstr(rr.msg, i == 0 ? "1 session revoked" : "0 sessions revoked"));
 	}
 	ooo_close(a);
 	/* closed within the finish timeout (5 s) even though it never read */
