@@ -59,7 +59,7 @@ DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/regist
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
-CLIENT_SRCS := client/libooo.c proto/wire.c proto/ring.c proto/fdpass.c client/staging.c
+CLIENT_SRCS := client/libooo.c client/datapath.c client/queues.c client/buffers.c client/modules.c proto/wire.c proto/ring.c proto/fdpass.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ring.o $(OBJ)/proto/fdpass.o $(OBJ)/gen/default_conf.o \
                $(OBJ)/gen/copy_ptx.o
