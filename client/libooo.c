@@ -312,22 +312,47 @@ int lo_transact(struct ooo_session *s, uint16_t type, const void *req, size_t re
 	}
 }
 
-static int resolve_path(char *out, size_t cap, const char *path, const char *name)
+/* Where a session's socket path came from, for the reason when it cannot be reached. */
+enum path_from { PATH_CALLER, PATH_ENV_SOCKET, PATH_ENV_RUNDIR, PATH_DEFAULT };
+
+/*
+ * The path of socket `name` (OOO_SOCKET_NAME or OOO_ADMIN_SOCKET_NAME) into
+ * out (capacity cap): the caller's path if not NULL, else $OOO_SOCKET (the
+ * tenant socket only), else $OOO_RUNDIR/name, else OOO_DEFAULT_RUNDIR/name.
+ * *from says which. Returns 0, or -ENAMETOOLONG if it does not fit.
+ */
+static int resolve_path(char *out, size_t cap, const char *path, const char *name, enum path_from *from)
 {
 	const char *env, *dir;
 	int n;
 
 	if (path) {
+		*from = PATH_CALLER;
 		n = snprintf(out, cap, "%s", path);
 	} else if (!strcmp(name, OOO_SOCKET_NAME) && (env = getenv("OOO_SOCKET")) && *env) {
+		*from = PATH_ENV_SOCKET;
 		n = snprintf(out, cap, "%s", env);
 	} else {
 		dir = getenv("OOO_RUNDIR");
+		*from = dir && *dir ? PATH_ENV_RUNDIR : PATH_DEFAULT;
 		if (!dir || !*dir)
 			dir = OOO_DEFAULT_RUNDIR;
 		n = snprintf(out, cap, "%s/%s", dir, name);
 	}
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* What the reason adds to say where a path from `from` for socket `name` came from, and how to change it. */
+static const char *path_hint(enum path_from from, const char *name)
+{
+	switch (from) {
+	case PATH_CALLER: return "the path was given by the caller";
+	case PATH_ENV_SOCKET: return "the path is $OOO_SOCKET";
+	case PATH_ENV_RUNDIR: return "the directory is $OOO_RUNDIR";
+	default:
+		return !strcmp(name, OOO_SOCKET_NAME) ? "OOO_SOCKET or OOO_RUNDIR overrides the path"
+						     : "OOO_RUNDIR overrides the directory";
+	}
 }
 
 static struct ooo_session *session_connect(const char *path, const char *sockname, const char *label,
@@ -336,14 +361,16 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ooo_msg_hello hello = { 0 };
 	struct ooo_session *s;
+	enum path_from from;
 	struct timeval tv;
 	const void *rp;
 	size_t rlen;
 	int r;
 
-	r = resolve_path(sa.sun_path, sizeof(sa.sun_path), path, sockname);
+	r = resolve_path(sa.sun_path, sizeof(sa.sun_path), path, sockname, &from);
 	if (r < 0) {
-		errno = -lo_fail(r, "the socket path is longer than %zu bytes", sizeof(sa.sun_path) - 1);
+		errno = -lo_fail(r, "the socket path is longer than %zu bytes (%s)", sizeof(sa.sun_path) - 1,
+				 path_hint(from, sockname));
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
@@ -367,8 +394,13 @@ static struct ooo_session *session_connect(const char *path, const char *socknam
 	(void)setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(s->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		r = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
-		lo_fail(r, "cannot connect to %s: %s", sa.sun_path,
-		     r == -ETIMEDOUT ? "its backlog stayed full" : strerror(-r));
+		if (r == -ETIMEDOUT)
+			lo_fail(r, "cannot connect to %s: its backlog stayed full", sa.sun_path);
+		else if (r == -ENOENT || r == -ECONNREFUSED || r == -ENOTDIR)
+			lo_fail(r, "cannot connect to %s: %s (is oood running? %s)", sa.sun_path, strerror(-r),
+				path_hint(from, sockname));
+		else
+			lo_fail(r, "cannot connect to %s: %s (%s)", sa.sun_path, strerror(-r), path_hint(from, sockname));
 		goto err;
 	}
 	wire_strcpy(hello.name, sizeof(hello.name), label ? label : program_invocation_short_name);
