@@ -57,9 +57,10 @@ DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/regist
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/hangs.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/admit.c daemon/parts.c daemon/partplan.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
-JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
+PTX_SRCS    := daemon/jit/ptx.c daemon/jit/ptx_util.c daemon/jit/ptx_analyse.c daemon/jit/ptx_print.c
+JIT_SRCS    := $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
-CLIENT_SRCS := client/libooo.c proto/wire.c proto/ring.c proto/fdpass.c client/staging.c
+CLIENT_SRCS := client/libooo.c client/datapath.c client/queues.c client/buffers.c client/modules.c proto/wire.c proto/ring.c proto/fdpass.c client/staging.c
 POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ring.o $(OBJ)/proto/fdpass.o $(OBJ)/gen/default_conf.o \
                $(OBJ)/gen/copy_ptx.o
@@ -355,7 +356,7 @@ FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitiz
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c proto/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
 $(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
-$(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/fence.c
+$(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/fence.c
 $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/ldcache.c
 $(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps_text.c
 $(BUILD)/fuzz/fuzz_exec: tests/fuzz/fuzz_exec.c proto/exec_proto.c

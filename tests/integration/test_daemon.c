@@ -377,6 +377,52 @@ static void test_env_socket_and_errors(void **state)
 	wait_sessions(&shared, 0);
 }
 
+/*
+ * No daemon at the socket: ooo_open and ooo_admin_open fail with the
+ * connect error, and the reason names the socket, why it could not be
+ * reached, and where its path came from (issue 39).
+ */
+static void test_no_daemon_names_socket(void **state)
+{
+	const char *nosock = "/tmp/ooo-test-does-not-exist/oood.sock";
+	ooo_session *s;
+
+	(void)state;
+	s = ooo_open(nosock);
+	assert_null(s);
+	assert_int_equal(errno, ENOENT);
+	if (!strstr(ooo_last_error(), nosock) || !strstr(ooo_last_error(), strerror(ENOENT)) ||
+	    !strstr(ooo_last_error(), "is oood running?") || !strstr(ooo_last_error(), "given by the caller"))
+		fail_msg("ooo_open: reason '%s'", ooo_last_error());
+
+	setenv("OOO_SOCKET", nosock, 1);
+	s = ooo_open_opts(NULL);
+	unsetenv("OOO_SOCKET");
+	assert_null(s);
+	assert_int_equal(errno, ENOENT);
+	if (!strstr(ooo_last_error(), nosock) || !strstr(ooo_last_error(), "$OOO_SOCKET"))
+		fail_msg("ooo_open_opts with OOO_SOCKET: reason '%s'", ooo_last_error());
+
+	setenv("OOO_RUNDIR", "/tmp/ooo-test-does-not-exist", 1);
+	s = ooo_admin_open(NULL, 1000);
+	unsetenv("OOO_RUNDIR");
+	assert_null(s);
+	assert_int_equal(errno, ENOENT);
+	if (!strstr(ooo_last_error(), "/tmp/ooo-test-does-not-exist/" OOO_ADMIN_SOCKET_NAME) ||
+	    !strstr(ooo_last_error(), "$OOO_RUNDIR"))
+		fail_msg("ooo_admin_open with OOO_RUNDIR: reason '%s'", ooo_last_error());
+
+	/* a path that cannot be a socket's says so, and where it came from */
+	setenv("OOO_RUNDIR", "/tmp/ooo-test-does-not-exist/" "0123456789012345678901234567890123456789"
+			     "0123456789012345678901234567890123456789012345678901234567890123456789", 1);
+	s = ooo_open(NULL);
+	unsetenv("OOO_RUNDIR");
+	assert_null(s);
+	assert_int_equal(errno, ENAMETOOLONG);
+	if (!strstr(ooo_last_error(), "longer than") || !strstr(ooo_last_error(), "$OOO_RUNDIR"))
+		fail_msg("ooo_open with a long OOO_RUNDIR: reason '%s'", ooo_last_error());
+}
+
 #define NTHREADS 100
 
 struct worker {
@@ -1937,6 +1983,7 @@ int main(void)
 	const struct CMUnitTest shared_tests[] = {
 		cmocka_unit_test(test_ping_and_status),
 		cmocka_unit_test(test_env_socket_and_errors),
+		cmocka_unit_test(test_no_daemon_names_socket),
 		cmocka_unit_test(test_hundred_concurrent_sessions),
 		cmocka_unit_test(test_one_session_many_threads),
 		cmocka_unit_test(test_disconnect_mid_message),
