@@ -445,60 +445,47 @@ enum {
 	O_LEASE_CRIT, O_CRIT_SHARE, O_CRIT_CLASS, O_DOMAINS, O_FENCE,
 };
 
-int bench_gpu_main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "mode", required_argument, NULL, O_MODE },	     { "modes", required_argument, NULL, O_MODE },
-		{ "tenants", required_argument, NULL, O_TENANTS },   { "duration", required_argument, NULL, O_DURATION },
-		{ "seconds", required_argument, NULL, O_DURATION },  { "warmup", required_argument, NULL, O_WARMUP },
-		{ "drain", required_argument, NULL, O_DRAIN },	     { "rate", required_argument, NULL, O_RATE },
-		{ "be-rate", required_argument, NULL, O_BE_RATE },   { "slo-us", required_argument, NULL, O_SLO },
-		{ "seed", required_argument, NULL, O_SEED },	     { "kernels", required_argument, NULL, O_KERNELS },
-		{ "blocks", required_argument, NULL, O_BLOCKS },     { "iters", required_argument, NULL, O_ITERS },
-		{ "check-every", required_argument, NULL, O_CHECK }, { "layers", required_argument, NULL, O_LAYERS },
-		{ "dim", required_argument, NULL, O_DIM },	     { "gemm", required_argument, NULL, O_GEMM },
-		{ "ptx", required_argument, NULL, O_PTX },	     { "kernel", required_argument, NULL, O_KERNEL },
-		{ "grid", required_argument, NULL, O_GRID },	     { "block", required_argument, NULL, O_BLOCK },
-		{ "shmem", required_argument, NULL, O_SHMEM },	     { "params", required_argument, NULL, O_PARAMS },
-		{ "critical", required_argument, NULL, O_CRITICAL }, { "best-effort", required_argument, NULL, O_BE },
-		{ "json", required_argument, NULL, O_JSON },	     { "csv", required_argument, NULL, O_CSV },
-		{ "plot", required_argument, NULL, O_PLOT },	     { "libcuda", required_argument, NULL, O_LIBCUDA },
-		{ "socket", required_argument, NULL, O_SOCKET },     { "rundir", required_argument, NULL, O_RUNDIR },
-		{ "oood", required_argument, NULL, O_OOOD },	     { "mps-control", required_argument, NULL, O_MPS },
-		{ "streams", required_argument, NULL, O_STREAMS },
-		{ "threads", required_argument, NULL, O_THREADS },
-		{ "shard-sessions", required_argument, NULL, O_SHARD_SESSIONS },
-		{ "wait-spin-us", required_argument, NULL, O_WAIT_SPIN },
-		{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
-		{ "spread-lanes", required_argument, NULL, O_SPREAD_LANES },
-		{ "chain-launches", required_argument, NULL, O_CHAIN_LAUNCHES },
-		{ "urgent-reserve", required_argument, NULL, O_URGENT_RESERVE },
-		{ "burst-wait-us", required_argument, NULL, O_BURST_WAIT },
-		{ "kernel-limit-ms", required_argument, NULL, O_KERNEL_LIMIT },
-		{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
-		{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
-		{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
-		{ "critical-class", no_argument, NULL, O_CRIT_CLASS },
-		{ "domains", required_argument, NULL, O_DOMAINS },
-		{ "fence", no_argument, NULL, O_FENCE },
-		{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct bench_opts *o = calloc(1, sizeof(*o));
-	bool have_ptx = false, have_kernel = false, uses_custom = false, have_mix = false;
-	char why[256];
-	uint64_t v;
-	int c, rc = 0;
+static const struct option gpu_opts[] = {
+	{ "mode", required_argument, NULL, O_MODE },	     { "modes", required_argument, NULL, O_MODE },
+	{ "tenants", required_argument, NULL, O_TENANTS },   { "duration", required_argument, NULL, O_DURATION },
+	{ "seconds", required_argument, NULL, O_DURATION },  { "warmup", required_argument, NULL, O_WARMUP },
+	{ "drain", required_argument, NULL, O_DRAIN },	     { "rate", required_argument, NULL, O_RATE },
+	{ "be-rate", required_argument, NULL, O_BE_RATE },   { "slo-us", required_argument, NULL, O_SLO },
+	{ "seed", required_argument, NULL, O_SEED },	     { "kernels", required_argument, NULL, O_KERNELS },
+	{ "blocks", required_argument, NULL, O_BLOCKS },     { "iters", required_argument, NULL, O_ITERS },
+	{ "check-every", required_argument, NULL, O_CHECK }, { "layers", required_argument, NULL, O_LAYERS },
+	{ "dim", required_argument, NULL, O_DIM },	     { "gemm", required_argument, NULL, O_GEMM },
+	{ "ptx", required_argument, NULL, O_PTX },	     { "kernel", required_argument, NULL, O_KERNEL },
+	{ "grid", required_argument, NULL, O_GRID },	     { "block", required_argument, NULL, O_BLOCK },
+	{ "shmem", required_argument, NULL, O_SHMEM },	     { "params", required_argument, NULL, O_PARAMS },
+	{ "critical", required_argument, NULL, O_CRITICAL }, { "best-effort", required_argument, NULL, O_BE },
+	{ "json", required_argument, NULL, O_JSON },	     { "csv", required_argument, NULL, O_CSV },
+	{ "plot", required_argument, NULL, O_PLOT },	     { "libcuda", required_argument, NULL, O_LIBCUDA },
+	{ "socket", required_argument, NULL, O_SOCKET },     { "rundir", required_argument, NULL, O_RUNDIR },
+	{ "oood", required_argument, NULL, O_OOOD },	     { "mps-control", required_argument, NULL, O_MPS },
+	{ "streams", required_argument, NULL, O_STREAMS },
+	{ "threads", required_argument, NULL, O_THREADS },
+	{ "shard-sessions", required_argument, NULL, O_SHARD_SESSIONS },
+	{ "wait-spin-us", required_argument, NULL, O_WAIT_SPIN },
+	{ "fuse-copies", required_argument, NULL, O_FUSE_COPIES },
+	{ "spread-lanes", required_argument, NULL, O_SPREAD_LANES },
+	{ "chain-launches", required_argument, NULL, O_CHAIN_LAUNCHES },
+	{ "urgent-reserve", required_argument, NULL, O_URGENT_RESERVE },
+	{ "burst-wait-us", required_argument, NULL, O_BURST_WAIT },
+	{ "kernel-limit-ms", required_argument, NULL, O_KERNEL_LIMIT },
+	{ "ooo-run", required_argument, NULL, O_OOO_RUN },  { "lease-sm", required_argument, NULL, O_LEASE_SM },
+	{ "lease-critical-sm", required_argument, NULL, O_LEASE_CRIT },
+	{ "critical-share", required_argument, NULL, O_CRIT_SHARE },
+	{ "critical-class", no_argument, NULL, O_CRIT_CLASS },
+	{ "domains", required_argument, NULL, O_DOMAINS },
+	{ "fence", no_argument, NULL, O_FENCE },
+	{ "quiet", no_argument, NULL, 'q' },		     { "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
-	if (!o) {
-		bench_err("out of memory");
-		return BENCH_RC_FAIL;
-	}
-	bench_cur_workload = argv[0];
-	o->argc = argc;
-	o->argv = argv;
-	if ((rc = parse_wls(argv[0], o)))
-		goto out;
+/* What `ooo-bench WORKLOAD` does with no options. */
+static void gpu_defaults(struct bench_opts *o)
+{
 	for (int m = 0; m < BM_COUNT; m++)
 		if (m != BM_LEASE) /* opt-in: --mode ...,lease */
 			o->modes[o->nmodes++] = (enum bench_mode)m;
@@ -524,201 +511,334 @@ int bench_gpu_main(int argc, char **argv)
 	o->critical_wl = WL_MLP;
 	o->be_wl = WL_SPIN;
 	snprintf(o->libcuda, sizeof(o->libcuda), "libcuda.so.1");
+}
+
+/*
+ * One option of `ooo-bench WORKLOAD` (c from getopt_long over gpu_opts,
+ * with its optarg) into o; --ptx and --kernel also set *have_ptx and
+ * *have_kernel. Returns 0, BENCH_RC_USAGE (the error printed), or -1 for
+ * an option this function does not take (-q, -h, errors of getopt).
+ */
+static int gpu_option(struct bench_opts *o, int c, const char *optarg, bool *have_ptx, bool *have_kernel)
+{
+	char why[256];
+	uint64_t v;
+	int rc = 0;
+
+	switch (c) {
+	case O_MODE:
+		rc = parse_modes(optarg, o);
+		return rc;
+	case O_TENANTS:
+		rc = parse_tenants(optarg, o);
+		return rc;
+	case O_DURATION:
+		if (args_double(optarg, 0.1, 86400, &o->duration) < 0)
+			rc = bench_usage_error("--duration wants seconds from 0.1 to 86400, not '%s'", optarg);
+		return rc;
+	case O_WARMUP:
+		if (args_double(optarg, 0, 3600, &o->warmup) < 0)
+			rc = bench_usage_error("--warmup wants seconds from 0 to 3600, not '%s'", optarg);
+		return rc;
+	case O_DRAIN:
+		if (args_double(optarg, 0, 3600, &o->drain) < 0)
+			rc = bench_usage_error("--drain wants seconds from 0 to 3600, not '%s'", optarg);
+		return rc;
+	case O_RATE:
+		if (args_double(optarg, 0.001, 1e7, &o->rate) < 0)
+			rc = bench_usage_error("--rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
+		return rc;
+	case O_BE_RATE:
+		if (args_double(optarg, 0.001, 1e7, &o->be_rate) < 0)
+			rc = bench_usage_error("--be-rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
+		return rc;
+	case O_SLO:
+		if (args_u64(optarg, 10, 1, 60000000, &o->slo_us) < 0)
+			rc = bench_usage_error("--slo-us wants microseconds from 1 to 60000000, not '%s'", optarg);
+		return rc;
+	case O_SEED:
+		if (args_u64(optarg, 10, 0, UINT64_MAX, &o->seed) < 0)
+			rc = bench_usage_error("--seed wants a number, not '%s'", optarg);
+		return rc;
+	case O_KERNELS:
+		if (args_u64(optarg, 10, 1, 100000, &v) < 0)
+			rc = bench_usage_error("--kernels wants 1 to 100000 launches, not '%s'", optarg);
+		o->p.kernels = (uint32_t)v;
+		return rc;
+	case O_BLOCKS:
+		if (args_u64(optarg, 10, 1, 1u << 20, &v) < 0)
+			rc = bench_usage_error("--blocks wants 1 to %u blocks, not '%s'", 1u << 20, optarg);
+		o->p.blocks = (uint32_t)v;
+		return rc;
+	case O_ITERS:
+		if (args_u64(optarg, 10, 0, 1u << 30, &v) < 0)
+			rc = bench_usage_error("--iters wants 0 to %u iterations, not '%s'", 1u << 30, optarg);
+		o->p.iters = (uint32_t)v;
+		return rc;
+	case O_CHECK:
+		if (args_u64(optarg, 10, 0, 1u << 30, &v) < 0)
+			rc = bench_usage_error("--check-every wants 0 (never) to %u, not '%s'", 1u << 30, optarg);
+		o->p.check_every = (uint32_t)v;
+		return rc;
+	case O_LAYERS:
+		if (args_u64(optarg, 10, 1, 8, &v) < 0)
+			rc = bench_usage_error("--layers wants 1 to 8 layers, not '%s'", optarg);
+		o->p.mlp_layers = (uint32_t)v;
+		return rc;
+	case O_DIM:
+		if (args_u64(optarg, 10, 4, 16384, &v) < 0 || v % 4)
+			rc = bench_usage_error("--dim wants a multiple of 4 from 4 to 16384, not '%s'", optarg);
+		o->p.mlp_dim = (uint32_t)v;
+		return rc;
+	case O_GEMM: {
+		uint32_t d[3];
+
+		if (!(rc = parse_dims("--gemm M,N,K", optarg, d, true, 16384))) {
+			o->p.gemm_m = d[0];
+			o->p.gemm_n = d[1];
+			o->p.gemm_k = d[2];
+		}
+		return rc;
+	}
+	case O_PTX:
+		if (!(rc = copy_path("--ptx", optarg, o->p.ptx, sizeof(o->p.ptx))) && access(optarg, R_OK) < 0)
+			rc = bench_usage_error("--ptx: cannot read %s: %s", optarg, strerror(errno));
+		*have_ptx = true;
+		return rc;
+	case O_KERNEL:
+		rc = copy_path("--kernel", optarg, o->p.kernel, sizeof(o->p.kernel));
+		*have_kernel = true;
+		return rc;
+	case O_GRID:
+		rc = parse_dims("--grid", optarg, o->p.grid, false, 0x7fffffff);
+		return rc;
+	case O_BLOCK:
+		rc = parse_dims("--block", optarg, o->p.block, false, 1024);
+		return rc;
+	case O_SHMEM:
+		if (args_u64(optarg, 10, 0, 1u << 20, &v) < 0)
+			rc = bench_usage_error("--shmem wants bytes from 0 to %u, not '%s'", 1u << 20, optarg);
+		o->p.shmem = (uint32_t)v;
+		return rc;
+	case O_PARAMS:
+		if (bench_parse_params(optarg, &o->p, why, sizeof(why)) < 0)
+			rc = bench_usage_error("%s", why);
+		return rc;
+	case O_CRITICAL:
+		rc = parse_wl_name("--critical", optarg, &o->critical_wl);
+		return rc;
+	case O_BE:
+		rc = parse_wl_name("--best-effort", optarg, &o->be_wl);
+		return rc;
+	case O_JSON:
+		o->json = optarg;
+		return rc;
+	case O_CSV:
+		o->csv = optarg;
+		return rc;
+	case O_PLOT:
+		o->plot = optarg;
+		return rc;
+	case O_LIBCUDA:
+		rc = copy_path("--libcuda", optarg, o->libcuda, sizeof(o->libcuda));
+		return rc;
+	case O_SOCKET:
+		rc = copy_path("--socket", optarg, o->socket, sizeof(o->socket));
+		return rc;
+	case O_RUNDIR:
+		/* leave room for "/admin.sock" */
+		rc = copy_path("--rundir", optarg, o->rundir, BENCH_SOCK_MAX - 12);
+		return rc;
+	case O_OOOD:
+		rc = copy_path("--oood", optarg, o->oood, sizeof(o->oood));
+		return rc;
+	case O_STREAMS:
+		rc = parse_key_value("--streams", optarg, 1, 8, &o->streams);
+		return rc;
+	case O_URGENT_RESERVE:
+		rc = parse_key_value("--urgent-reserve", optarg, 0, 8, &o->urgent_reserve);
+		return rc;
+	case O_BURST_WAIT:
+		rc = parse_key_value("--burst-wait-us", optarg, 0, 50, &o->burst_wait_us);
+		return rc;
+	case O_KERNEL_LIMIT:
+		rc = parse_key_value("--kernel-limit-ms", optarg, 0, 3600000, &o->kernel_limit_ms);
+		return rc;
+	case O_THREADS:
+		rc = parse_key_value("--threads", optarg, 1, 8, &o->threads);
+		return rc;
+	case O_SHARD_SESSIONS:
+		rc = parse_key_value("--shard-sessions", optarg, 0, 4096, &o->shard_sessions);
+		return rc;
+	case O_WAIT_SPIN:
+		rc = parse_key_value("--wait-spin-us", optarg, 0, 100000, &o->wait_spin_us);
+		return rc;
+	case O_FUSE_COPIES:
+		rc = parse_yes_no("--fuse-copies", optarg, &o->fuse_copies);
+		return rc;
+	case O_CHAIN_LAUNCHES:
+		rc = parse_yes_no("--chain-launches", optarg, &o->chain_launches);
+		return rc;
+	case O_SPREAD_LANES:
+		rc = parse_yes_no("--spread-lanes", optarg, &o->spread_lanes);
+		return rc;
+	case O_MPS:
+		rc = copy_path("--mps-control", optarg, o->mps_control, sizeof(o->mps_control));
+		return rc;
+	case O_OOO_RUN:
+		rc = copy_path("--ooo-run", optarg, o->ooo_run, sizeof(o->ooo_run));
+		return rc;
+	case O_LEASE_SM:
+	case O_LEASE_CRIT:
+		if (args_u64(optarg, 10, 1, 100, &v) < 0)
+			rc = bench_usage_error("%s wants a percentage 1..100, not '%s'",
+					       c == O_LEASE_SM ? "--lease-sm" : "--lease-critical-sm", optarg);
+		else if (c == O_LEASE_SM)
+			o->lease_sm = (unsigned)v;
+		else
+			o->lease_critical_sm = (unsigned)v;
+		return rc;
+	case O_DOMAINS:
+		if (args_u64(optarg, 10, 1, BENCH_DOMAINS_MAX, &v) < 0)
+			rc = bench_usage_error("--domains wants 1..%u, not '%s'", BENCH_DOMAINS_MAX, optarg);
+		else
+			o->domains = (unsigned)v;
+		return rc;
+	case O_FENCE:
+		o->fence = true;
+		return rc;
+	case O_CRIT_SHARE:
+		if (args_u64(optarg, 10, 1, 99, &v) < 0)
+			rc = bench_usage_error("--critical-share wants a percentage 1..99, not '%s'", optarg);
+		else
+			o->critical_share = (unsigned)v;
+		o->critical_class = true;
+		return rc;
+	case O_CRIT_CLASS:
+		o->critical_class = true;
+		return rc;
+	default:
+		return -1;
+	}
+}
+
+/* The options' consistency, after parsing: 0, or BENCH_RC_USAGE with the error printed. */
+static int gpu_check(const struct bench_opts *o, bool have_ptx, bool have_kernel)
+{
+	bool uses_custom = false, have_mix = false;
+	int rc = 0;
+
+	for (unsigned i = 0; i < o->nwls; i++) {
+		uses_custom |= o->wls[i] == WL_CUSTOM;
+		have_mix |= o->wls[i] == WL_MIX;
+	}
+	if (have_mix)
+		uses_custom |= o->critical_wl == WL_CUSTOM || o->be_wl == WL_CUSTOM;
+	if (uses_custom && (!have_ptx || !have_kernel)) {
+		rc = bench_usage_error("the custom workload needs --ptx FILE and --kernel NAME");
+		return rc;
+	}
+	if (have_mix && !o->slo_us) {
+		rc = bench_usage_error("mix needs --slo-us: the latency-critical tenant's SLO");
+		return rc;
+	}
+	if (o->be_rate && !have_mix) {
+		rc = bench_usage_error("--be-rate is for mix's best-effort tenants");
+		return rc;
+	}
+	if (o->critical_class && (!have_mix || o->socket[0])) {
+		rc = bench_usage_error("--critical-%s is for mix, with the private oood (not --socket)",
+				       o->critical_share ? "share" : "class");
+		return rc;
+	}
+	if (o->critical_class && geteuid() != 0) {
+		rc = bench_usage_error("--critical-%s needs root: the critical tenant runs with group %u to be "
+				       "its own class",
+				       o->critical_share ? "share" : "class", BENCH_CRITICAL_GID);
+		return rc;
+	}
+	if (o->domains > 1 && (o->socket[0] || geteuid() != 0)) {
+		rc = bench_usage_error("--domains needs root and the private oood (not --socket): the tenants run as uids "
+				       "%u..%u",
+				       BENCH_DOMAIN_UID, BENCH_DOMAIN_UID + o->domains - 1);
+		return rc;
+	}
+	if (o->fence && o->socket[0]) {
+		rc = bench_usage_error("--fence sets the private oood's class: a running oood (--socket) has its own");
+		return rc;
+	}
+	if (o->socket[0] && o->fuse_copies) {
+		rc = bench_usage_error(
+			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
+		return rc;
+	}
+	if (o->socket[0] && o->chain_launches) {
+		rc = bench_usage_error(
+			"--chain-launches sets the private oood's executor: a running oood (--socket) has its own");
+		return rc;
+	}
+	if (o->socket[0] && o->spread_lanes) {
+		rc = bench_usage_error(
+			"--spread-lanes sets the private oood's executor: a running oood (--socket) has its own");
+		return rc;
+	}
+	if (o->socket[0] &&
+	    (o->threads || o->streams || o->shard_sessions || o->wait_spin_us || o->urgent_reserve || o->burst_wait_us ||
+	     o->kernel_limit_ms)) {
+		rc = bench_usage_error("%s sets the private oood's policy: a running oood (--socket) has its own",
+				       o->threads ? "--threads" : o->streams ? "--streams" :
+				       o->shard_sessions ? "--shard-sessions" :
+				       o->urgent_reserve ? "--urgent-reserve" :
+				       o->burst_wait_us ? "--burst-wait-us" :
+				       o->kernel_limit_ms ? "--kernel-limit-ms" : "--wait-spin-us");
+		return rc;
+	}
+	if (o->socket[0] && o->rundir[0]) {
+		rc = bench_usage_error("--socket names a running oood, --rundir the one the bench starts: give one");
+		return rc;
+	}
+	{
+		const char *outs[3] = { o->json, o->csv, o->plot };
+		const char *names[3] = { "--json", "--csv", "--plot" };
+
+		for (int i = 0; i < 3; i++) {
+			if (outs[i] && !outs[i][0]) {
+				rc = bench_usage_error("%s wants a file name", names[i]);
+				return rc;
+			}
+		}
+		if ((o->csv && !strcmp(o->csv, "-")) || (o->plot && !strcmp(o->plot, "-"))) {
+			rc = bench_usage_error("only --json may be '-' (stdout)");
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int bench_gpu_main(int argc, char **argv)
+{
+	struct bench_opts *o = calloc(1, sizeof(*o));
+	bool have_ptx = false, have_kernel = false;
+	int c, rc = 0;
+
+	if (!o) {
+		bench_err("out of memory");
+		return BENCH_RC_FAIL;
+	}
+	bench_cur_workload = argv[0];
+	o->argc = argc;
+	o->argv = argv;
+	if ((rc = parse_wls(argv[0], o)))
+		goto out;
+	gpu_defaults(o);
 	optind = 0;
 	opterr = 0;
-	while (!rc && (c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+	while (!rc && (c = getopt_long(argc, argv, ":qh", gpu_opts, NULL)) != -1) {
+		rc = gpu_option(o, c, optarg, &have_ptx, &have_kernel);
+		if (rc >= 0)
+			continue;
+		rc = 0;
 		switch (c) {
-		case O_MODE:
-			rc = parse_modes(optarg, o);
-			break;
-		case O_TENANTS:
-			rc = parse_tenants(optarg, o);
-			break;
-		case O_DURATION:
-			if (args_double(optarg, 0.1, 86400, &o->duration) < 0)
-				rc = bench_usage_error("--duration wants seconds from 0.1 to 86400, not '%s'", optarg);
-			break;
-		case O_WARMUP:
-			if (args_double(optarg, 0, 3600, &o->warmup) < 0)
-				rc = bench_usage_error("--warmup wants seconds from 0 to 3600, not '%s'", optarg);
-			break;
-		case O_DRAIN:
-			if (args_double(optarg, 0, 3600, &o->drain) < 0)
-				rc = bench_usage_error("--drain wants seconds from 0 to 3600, not '%s'", optarg);
-			break;
-		case O_RATE:
-			if (args_double(optarg, 0.001, 1e7, &o->rate) < 0)
-				rc = bench_usage_error("--rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
-			break;
-		case O_BE_RATE:
-			if (args_double(optarg, 0.001, 1e7, &o->be_rate) < 0)
-				rc = bench_usage_error("--be-rate wants requests/s from 0.001 to 1e7, not '%s'", optarg);
-			break;
-		case O_SLO:
-			if (args_u64(optarg, 10, 1, 60000000, &o->slo_us) < 0)
-				rc = bench_usage_error("--slo-us wants microseconds from 1 to 60000000, not '%s'", optarg);
-			break;
-		case O_SEED:
-			if (args_u64(optarg, 10, 0, UINT64_MAX, &o->seed) < 0)
-				rc = bench_usage_error("--seed wants a number, not '%s'", optarg);
-			break;
-		case O_KERNELS:
-			if (args_u64(optarg, 10, 1, 100000, &v) < 0)
-				rc = bench_usage_error("--kernels wants 1 to 100000 launches, not '%s'", optarg);
-			o->p.kernels = (uint32_t)v;
-			break;
-		case O_BLOCKS:
-			if (args_u64(optarg, 10, 1, 1u << 20, &v) < 0)
-				rc = bench_usage_error("--blocks wants 1 to %u blocks, not '%s'", 1u << 20, optarg);
-			o->p.blocks = (uint32_t)v;
-			break;
-		case O_ITERS:
-			if (args_u64(optarg, 10, 0, 1u << 30, &v) < 0)
-				rc = bench_usage_error("--iters wants 0 to %u iterations, not '%s'", 1u << 30, optarg);
-			o->p.iters = (uint32_t)v;
-			break;
-		case O_CHECK:
-			if (args_u64(optarg, 10, 0, 1u << 30, &v) < 0)
-				rc = bench_usage_error("--check-every wants 0 (never) to %u, not '%s'", 1u << 30, optarg);
-			o->p.check_every = (uint32_t)v;
-			break;
-		case O_LAYERS:
-			if (args_u64(optarg, 10, 1, 8, &v) < 0)
-				rc = bench_usage_error("--layers wants 1 to 8 layers, not '%s'", optarg);
-			o->p.mlp_layers = (uint32_t)v;
-			break;
-		case O_DIM:
-			if (args_u64(optarg, 10, 4, 16384, &v) < 0 || v % 4)
-				rc = bench_usage_error("--dim wants a multiple of 4 from 4 to 16384, not '%s'", optarg);
-			o->p.mlp_dim = (uint32_t)v;
-			break;
-		case O_GEMM: {
-			uint32_t d[3];
-
-			if (!(rc = parse_dims("--gemm M,N,K", optarg, d, true, 16384))) {
-				o->p.gemm_m = d[0];
-				o->p.gemm_n = d[1];
-				o->p.gemm_k = d[2];
-			}
-			break;
-		}
-		case O_PTX:
-			if (!(rc = copy_path("--ptx", optarg, o->p.ptx, sizeof(o->p.ptx))) && access(optarg, R_OK) < 0)
-				rc = bench_usage_error("--ptx: cannot read %s: %s", optarg, strerror(errno));
-			have_ptx = true;
-			break;
-		case O_KERNEL:
-			rc = copy_path("--kernel", optarg, o->p.kernel, sizeof(o->p.kernel));
-			have_kernel = true;
-			break;
-		case O_GRID:
-			rc = parse_dims("--grid", optarg, o->p.grid, false, 0x7fffffff);
-			break;
-		case O_BLOCK:
-			rc = parse_dims("--block", optarg, o->p.block, false, 1024);
-			break;
-		case O_SHMEM:
-			if (args_u64(optarg, 10, 0, 1u << 20, &v) < 0)
-				rc = bench_usage_error("--shmem wants bytes from 0 to %u, not '%s'", 1u << 20, optarg);
-			o->p.shmem = (uint32_t)v;
-			break;
-		case O_PARAMS:
-			if (bench_parse_params(optarg, &o->p, why, sizeof(why)) < 0)
-				rc = bench_usage_error("%s", why);
-			break;
-		case O_CRITICAL:
-			rc = parse_wl_name("--critical", optarg, &o->critical_wl);
-			break;
-		case O_BE:
-			rc = parse_wl_name("--best-effort", optarg, &o->be_wl);
-			break;
-		case O_JSON:
-			o->json = optarg;
-			break;
-		case O_CSV:
-			o->csv = optarg;
-			break;
-		case O_PLOT:
-			o->plot = optarg;
-			break;
-		case O_LIBCUDA:
-			rc = copy_path("--libcuda", optarg, o->libcuda, sizeof(o->libcuda));
-			break;
-		case O_SOCKET:
-			rc = copy_path("--socket", optarg, o->socket, sizeof(o->socket));
-			break;
-		case O_RUNDIR:
-			/* leave room for "/admin.sock" */
-			rc = copy_path("--rundir", optarg, o->rundir, BENCH_SOCK_MAX - 12);
-			break;
-		case O_OOOD:
-			rc = copy_path("--oood", optarg, o->oood, sizeof(o->oood));
-			break;
-		case O_STREAMS:
-			rc = parse_key_value("--streams", optarg, 1, 8, &o->streams);
-			break;
-		case O_URGENT_RESERVE:
-			rc = parse_key_value("--urgent-reserve", optarg, 0, 8, &o->urgent_reserve);
-			break;
-		case O_BURST_WAIT:
-			rc = parse_key_value("--burst-wait-us", optarg, 0, 50, &o->burst_wait_us);
-			break;
-		case O_KERNEL_LIMIT:
-			rc = parse_key_value("--kernel-limit-ms", optarg, 0, 3600000, &o->kernel_limit_ms);
-			break;
-		case O_THREADS:
-			rc = parse_key_value("--threads", optarg, 1, 8, &o->threads);
-			break;
-		case O_SHARD_SESSIONS:
-			rc = parse_key_value("--shard-sessions", optarg, 0, 4096, &o->shard_sessions);
-			break;
-		case O_WAIT_SPIN:
-			rc = parse_key_value("--wait-spin-us", optarg, 0, 100000, &o->wait_spin_us);
-			break;
-		case O_FUSE_COPIES:
-			rc = parse_yes_no("--fuse-copies", optarg, &o->fuse_copies);
-			break;
-		case O_CHAIN_LAUNCHES:
-			rc = parse_yes_no("--chain-launches", optarg, &o->chain_launches);
-			break;
-		case O_SPREAD_LANES:
-			rc = parse_yes_no("--spread-lanes", optarg, &o->spread_lanes);
-			break;
-		case O_MPS:
-			rc = copy_path("--mps-control", optarg, o->mps_control, sizeof(o->mps_control));
-			break;
-		case O_OOO_RUN:
-			rc = copy_path("--ooo-run", optarg, o->ooo_run, sizeof(o->ooo_run));
-			break;
-		case O_LEASE_SM:
-		case O_LEASE_CRIT:
-			if (args_u64(optarg, 10, 1, 100, &v) < 0)
-				rc = bench_usage_error("%s wants a percentage 1..100, not '%s'",
-						       c == O_LEASE_SM ? "--lease-sm" : "--lease-critical-sm", optarg);
-			else if (c == O_LEASE_SM)
-				o->lease_sm = (unsigned)v;
-			else
-				o->lease_critical_sm = (unsigned)v;
-			break;
-		case O_DOMAINS:
-			if (args_u64(optarg, 10, 1, BENCH_DOMAINS_MAX, &v) < 0)
-				rc = bench_usage_error("--domains wants 1..%u, not '%s'", BENCH_DOMAINS_MAX, optarg);
-			else
-				o->domains = (unsigned)v;
-			break;
-		case O_FENCE:
-			o->fence = true;
-			break;
-		case O_CRIT_SHARE:
-			if (args_u64(optarg, 10, 1, 99, &v) < 0)
-				rc = bench_usage_error("--critical-share wants a percentage 1..99, not '%s'", optarg);
-			else
-				o->critical_share = (unsigned)v;
-			o->critical_class = true;
-			break;
-		case O_CRIT_CLASS:
-			o->critical_class = true;
-			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -741,91 +861,9 @@ int bench_gpu_main(int argc, char **argv)
 		rc = bench_usage_error("unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	for (unsigned i = 0; i < o->nwls; i++) {
-		uses_custom |= o->wls[i] == WL_CUSTOM;
-		have_mix |= o->wls[i] == WL_MIX;
-	}
-	if (have_mix)
-		uses_custom |= o->critical_wl == WL_CUSTOM || o->be_wl == WL_CUSTOM;
-	if (uses_custom && (!have_ptx || !have_kernel)) {
-		rc = bench_usage_error("the custom workload needs --ptx FILE and --kernel NAME");
-		goto out;
-	}
-	if (have_mix && !o->slo_us) {
-		rc = bench_usage_error("mix needs --slo-us: the latency-critical tenant's SLO");
-		goto out;
-	}
-	if (o->be_rate && !have_mix) {
-		rc = bench_usage_error("--be-rate is for mix's best-effort tenants");
-		goto out;
-	}
-	if (o->critical_class && (!have_mix || o->socket[0])) {
-		rc = bench_usage_error("--critical-%s is for mix, with the private oood (not --socket)",
-				       o->critical_share ? "share" : "class");
-		goto out;
-	}
-	if (o->critical_class && geteuid() != 0) {
-		rc = bench_usage_error("--critical-%s needs root: the critical tenant runs with group %u to be "
-				       "its own class",
-				       o->critical_share ? "share" : "class", BENCH_CRITICAL_GID);
-		goto out;
-	}
-	if (o->domains > 1 && (o->socket[0] || geteuid() != 0)) {
-		rc = bench_usage_error("--domains needs root and the private oood (not --socket): the tenants run as uids "
-				       "%u..%u",
-				       BENCH_DOMAIN_UID, BENCH_DOMAIN_UID + o->domains - 1);
-		goto out;
-	}
-	if (o->fence && o->socket[0]) {
-		rc = bench_usage_error("--fence sets the private oood's class: a running oood (--socket) has its own");
-		goto out;
-	}
-	if (o->socket[0] && o->fuse_copies) {
-		rc = bench_usage_error(
-			"--fuse-copies sets the private oood's executor: a running oood (--socket) has its own");
-		goto out;
-	}
-	if (o->socket[0] && o->chain_launches) {
-		rc = bench_usage_error(
-			"--chain-launches sets the private oood's executor: a running oood (--socket) has its own");
-		goto out;
-	}
-	if (o->socket[0] && o->spread_lanes) {
-		rc = bench_usage_error(
-			"--spread-lanes sets the private oood's executor: a running oood (--socket) has its own");
-		goto out;
-	}
-	if (o->socket[0] &&
-	    (o->threads || o->streams || o->shard_sessions || o->wait_spin_us || o->urgent_reserve || o->burst_wait_us ||
-	     o->kernel_limit_ms)) {
-		rc = bench_usage_error("%s sets the private oood's policy: a running oood (--socket) has its own",
-				       o->threads ? "--threads" : o->streams ? "--streams" :
-				       o->shard_sessions ? "--shard-sessions" :
-				       o->urgent_reserve ? "--urgent-reserve" :
-				       o->burst_wait_us ? "--burst-wait-us" :
-				       o->kernel_limit_ms ? "--kernel-limit-ms" : "--wait-spin-us");
-		goto out;
-	}
-	if (o->socket[0] && o->rundir[0]) {
-		rc = bench_usage_error("--socket names a running oood, --rundir the one the bench starts: give one");
-		goto out;
-	}
-	{
-		const char *outs[3] = { o->json, o->csv, o->plot };
-		const char *names[3] = { "--json", "--csv", "--plot" };
-
-		for (int i = 0; i < 3; i++) {
-			if (outs[i] && !outs[i][0]) {
-				rc = bench_usage_error("%s wants a file name", names[i]);
-				goto out;
-			}
-		}
-		if ((o->csv && !strcmp(o->csv, "-")) || (o->plot && !strcmp(o->plot, "-"))) {
-			rc = bench_usage_error("only --json may be '-' (stdout)");
-			goto out;
-		}
-	}
-	rc = bench_run(o);
+	rc = gpu_check(o, have_ptx, have_kernel);
+	if (!rc)
+		rc = bench_run(o);
 out:
 	free(o);
 	return rc;
