@@ -243,13 +243,29 @@ int ooo_queue_sync(ooo_queue *q, int timeout_ms);
  */
 int ooo_memcpy_htod(ooo_queue *q, uint64_t dst, const void *src, size_t len);
 
-/* Copy len bytes from device address src to host memory; returns when they are there. */
+/*
+ * Copy len bytes from device address src to host memory dst; returns when
+ * they are there (it waits for everything before it on q). Returns 0, or
+ * the first failure on q since the last sync (as ooo_queue_sync reports
+ * it: this copy's, or an earlier command's), -EINVAL for a NULL dst or a
+ * queue that is not usable, or a session error. dst stays the caller's.
+ */
 int ooo_memcpy_dtoh(ooo_queue *q, void *dst, uint64_t src, size_t len);
 
-/* Copy between device addresses (both in the session's buffers), in queue order. */
+/*
+ * Copy between device addresses (both in the session's buffers), in queue
+ * order. Returns 0 once submitted (errors on the GPU come from
+ * ooo_queue_sync), -EINVAL for a queue that is not usable, or a session
+ * error.
+ */
 int ooo_memcpy_dtod(ooo_queue *q, uint64_t dst, uint64_t src, size_t len);
 
-/* Set count elements of elsize bytes (1, 2 or 4) at dst to value, in queue order. */
+/*
+ * Set count elements of elsize bytes (1, 2 or 4) at dst to value, in queue
+ * order. Returns 0 once submitted (errors on the GPU, a bad elsize among
+ * them, come from ooo_queue_sync), -EINVAL for a queue that is not usable,
+ * or a session error.
+ */
 int ooo_memset(ooo_queue *q, uint64_t dst, uint32_t value, size_t count, unsigned elsize);
 
 /* ---- modules, kernels and launches ------------------------------------------------ */
@@ -276,7 +292,12 @@ typedef struct ooo_kernel ooo_kernel;
  */
 int ooo_module_load(ooo_session *s, int kind, const void *image, size_t len, ooo_module **out);
 
-/* Unload a module (its kernels become invalid) and free the handle. Accepts NULL. */
+/*
+ * Unload a module (its kernels become invalid) and free the handle, which
+ * is gone whatever the result. Accepts NULL (returns 0). Returns 0, or
+ * oood's refusal (-ENOENT for a module it does not know) or a session
+ * error; the handle is freed in every case.
+ */
 int ooo_module_unload(ooo_module *m);
 
 /* Look up a kernel by its (mangled) name. Returns 0 and a handle (ooo_kernel_free), or -ENOENT. */
@@ -348,11 +369,23 @@ typedef struct ooo_event ooo_event;
 
 /* Create an event of the session (at most 1024). Returns 0 or -OOO_ELIMIT, -OOO_ENODEV, ... */
 int ooo_event_create(ooo_session *s, ooo_event **out);
-/* Wait for its records to complete, then free it. Accepts NULL. */
+/*
+ * Wait for its records to complete, then free it (the handle is gone
+ * afterwards). Accepts NULL. Returns 0.
+ */
 int ooo_event_destroy(ooo_event *ev);
-/* Record the event on q: it completes when everything before it on q has. */
+/*
+ * Record the event on q: it completes when everything before it on q has.
+ * Returns 0 once submitted, -EINVAL for a NULL or foreign event or a queue
+ * that is not usable, or a session error. The event stays the caller's.
+ */
 int ooo_event_record(ooo_queue *q, ooo_event *ev);
-/* Make q wait, on the GPU, for the event's last record (no wait if never recorded). */
+/*
+ * Make q wait, on the GPU, for the event's last record (no wait if never
+ * recorded): later commands on q start after it. Returns 0 once submitted,
+ * -EINVAL for a NULL or foreign event or a queue that is not usable, or a
+ * session error.
+ */
 int ooo_queue_wait_event(ooo_queue *q, ooo_event *ev);
 /* 0 if every record of the event completed, -EAGAIN if not yet, or the first failure. */
 int ooo_event_query(ooo_event *ev);
