@@ -382,7 +382,7 @@ $(BUILD)/ooo.pc: client/ooo.pc.in include/ooo/ooo.h
 
 $(BUILD)/oood.service: daemon/oood.service.in
 	$(call msg,GEN,$@)
-	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
+	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' $< > $@
 
 install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
