@@ -136,4 +136,20 @@ wait_msg '^STATUS=stopping: ' || fail "no STATUS=stopping line $(msgs)"
 [ "$(grep -n '^READY=1$' "$nd/msgs" | head -1 | cut -d: -f1)" -lt "$(grep -n '^STOPPING=1$' "$nd/msgs" | cut -d: -f1)" ] ||
 	fail "STOPPING=1 before READY=1 $(msgs)"
 ok "SIGTERM: STOPPING=1, $(grep '^STATUS=stopping' "$nd/msgs" | tail -1), clean exit"
+
+# WATCHDOG_PID naming another process: no watchdog (sd_watchdog_enabled). The first tick sends
+# WATCHDOG=1 before its STATUS= line when the watchdog is on, so that line is the sign to look.
+: >"$nd/msgs"
+mkdir "$nd/run2"
+printf '[mps]\nenabled = no\n[class default]\nmatch_uid = *\n' >"$nd/run2/oood.conf"
+NOTIFY_SOCKET="$nd/notify" WATCHDOG_USEC=200000 WATCHDOG_PID=1 \
+	"$build/oood" -f -c "$nd/run2/oood.conf" --rundir "$nd/run2" 2>"$nd/run2/oood.log" &
+daemon=$!
+rundir=$nd/run2
+wait_msg '^STATUS=' || fail "no STATUS= line from the second oood $(msgs)"
+[ "$(count '^WATCHDOG=1$')" = 0 ] || fail "WATCHDOG=1 sent with WATCHDOG_PID=1 $(msgs)"
+kill -TERM "$daemon"
+wait "$daemon" || fail "the second oood exited with $?"
+daemon=
+ok "WATCHDOG_PID of another process: no WATCHDOG=1 ($(grep '^STATUS=' "$nd/msgs" | head -1))"
 echo "$passed passed, 0 failed"
