@@ -376,14 +376,16 @@ fuzz: deps-fuzz $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 	done
 
 # ---- install ---------------------------------------------------------------
-$(BUILD)/ooo.pc: client/ooo.pc.in include/ooo/ooo.h
+# Generated on every make: they hold the install directories of this make's
+# command line (PREFIX, SBINDIR, BINDIR...), not of the one that built them first.
+$(BUILD)/ooo.pc: client/ooo.pc.in include/ooo/ooo.h FORCE
 	$(call msg,GEN,$@)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
-$(BUILD)/oood.service: daemon/oood.service.in
+$(BUILD)/oood.service: daemon/oood.service.in FORCE
 	$(call msg,GEN,$@)
-	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
+	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' $< > $@
 
 install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \

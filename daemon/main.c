@@ -23,6 +23,7 @@
 #include "lease.h"
 #include "log.h"
 #include "mps.h"
+#include "notify.h"
 #include "parts.h"
 #include "policy.h"
 #include "server.h"
@@ -33,11 +34,12 @@
  * run top-down, fini bottom-up. mps comes before the executors (they are to
  * be its clients) and before leases (which tell it who its clients are);
  * the executors before the modules that listen to them; buffers before data
- * paths (a new executor maps a session's buffers before it attaches it).
+ * paths (a new executor maps a session's buffers before it attaches it);
+ * notify last: its STATUS= line reads what the others set up.
  */
 static const struct module *const modules[] = {
 	&telemetry_module, &mps_module, &gpu_module, &buffers_module, &dpath_module,
-	&lease_module, &parts_module, &admin_module, NULL,
+	&lease_module, &parts_module, &admin_module, &notify_module, NULL,
 };
 
 struct args {

@@ -33,7 +33,6 @@
 #include "log.h"
 #include "notify.h"
 
-#define TICK_NS 250000000ull
 #define SLOT_NONE UINT32_MAX
 #define MAX_SLOTS (65536u + 1024u + SERVER_PENDING_MAX + SERVER_PENDING_ADMIN_MAX)
 #define MAX_RECV_FDS 16
@@ -996,7 +995,7 @@ static void arm_tick(struct server *srv)
 	if (!sqe)
 		return;
 	srv->tick.tv_sec = 0;
-	srv->tick.tv_nsec = (long long)TICK_NS;
+	srv->tick.tv_nsec = (long long)SERVER_TICK_NS;
 	io_uring_prep_timeout(sqe, &srv->tick, 0, 0);
 	io_uring_sqe_set_data64(sqe, ud_make(OP_TICK, 0, 0));
 }

@@ -35,6 +35,7 @@
 #define SERVER_SENDQ_MAX 16      /* queued replies before reading pauses */
 #define SERVER_FINISH_MS 5000ull /* a connection told to close is closed by then */
 #define SERVER_MAX_FDS 3          /* descriptors passed with one reply */
+#define SERVER_TICK_NS 250000000ull /* the period of the modules' tick hook */
 
 struct conn;
 struct server;
@@ -82,7 +83,7 @@ struct module {
 	int (*init)(struct server *srv);
 	/* Sockets and ring are up. 0 or -errno (logged): oood does not start. */
 	int (*start)(struct server *srv);
-	/* Every TICK (250 ms), with server_now_ns(). */
+	/* Every SERVER_TICK_NS (250 ms) after the last tick's hooks ran, with server_now_ns(). */
 	void (*tick)(struct server *srv, uint64_t now_ns);
 	/* The policy was replaced (srv->policy is the new one). */
 	void (*reload)(struct server *srv);
@@ -208,6 +209,7 @@ struct server {
 	struct mps *mps;          /* the MPS control daemon (mps.c) */
 	struct leases *leases;    /* native tenants' MPS leases (lease.c) */
 	struct parts *parts;      /* SM partitions: what oooctl set, the plans' numbering (parts.c) */
+	struct notifier *notifier; /* the service manager's watchdog and status lines (notify.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);

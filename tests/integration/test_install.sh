@@ -25,6 +25,7 @@ for f in usr/sbin/oood usr/bin/oooctl usr/bin/ooo-bench usr/lib/libooo.so.0 usr/
 	[ -e "$stage/$f" ] || fail "missing $f"
 done
 grep -q '^ExecStart=/usr/sbin/oood' "$stage/usr/lib/systemd/system/oood.service" || fail "unit ExecStart"
+grep -q '^ExecReload=/usr/bin/oooctl reload$' "$stage/usr/lib/systemd/system/oood.service" || fail "unit ExecReload"
 # the library exports only ooo_* symbols
 bad=$(nm -D --defined-only "$stage/usr/lib/libooo.so.0" | awk '$2 ~ /^[TDBRW]$/ && $3 !~ /^ooo_/ {print $3}')
 [ -z "$bad" ] || fail "libooo exports non-ooo symbols: $bad"
