@@ -204,7 +204,7 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/lib
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
                  leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o \
-                 $(OBJ)/tools/common/args.o
+                 $(OBJ)/tools/common/args.o $(OBJ)/tools/common/names.o $(OBJ)/tools/common/prom.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
@@ -281,7 +281,8 @@ $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_nvrtc: $(OBJ)/tests/unit/test_nvrtc.o $(OBJ)/daemon/exec/nvrtc.o | $(FAKENVRTC)
 $(BUILD)/tests/test_fence: $(OBJ)/tests/unit/test_fence.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
-$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/json.o
+$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/common/names.o \
+                            $(OBJ)/tools/json.o
 $(BUILD)/tests/test_args: $(OBJ)/tests/unit/test_args.o $(OBJ)/tools/common/args.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
