@@ -55,6 +55,7 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/hangs.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/admit.c daemon/parts.c daemon/partplan.c \
+               daemon/http.c daemon/metrics.c tools/common/prom.c tools/common/names.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 JIT_SRCS    := daemon/jit/ptx.c daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c

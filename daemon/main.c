@@ -22,6 +22,7 @@
 #include "gpu.h"
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "mps.h"
 #include "parts.h"
 #include "policy.h"
@@ -34,10 +35,11 @@
  * be its clients) and before leases (which tell it who its clients are);
  * the executors before the modules that listen to them; buffers before data
  * paths (a new executor maps a session's buffers before it attaches it).
+ * metrics comes last: it serves the others' admin views over HTTP.
  */
 static const struct module *const modules[] = {
 	&telemetry_module, &mps_module, &gpu_module, &buffers_module, &dpath_module,
-	&lease_module, &parts_module, &admin_module, NULL,
+	&lease_module, &parts_module, &admin_module, &metrics_module, NULL,
 };
 
 struct args {
