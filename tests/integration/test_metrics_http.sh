@@ -1,12 +1,12 @@
 #!/bin/sh
 # test_metrics_http.sh BUILD: oood's [metrics] listener on the stand-in driver (tests/fakecuda). A
 # private oood listens on a free loopback port; python3 scrapes it with urllib and parses the text with
-# the Prometheus client's own parser (prometheus_client.parser, Debian's python3-prometheus-client),
-# and the families must be those of `oooctl metrics`. Then the refusals (404, 405 with Allow, 400,
-# 413, 431, 505), HTTP/1.0, the connection limit (16 silent connections, a 17th gets 503), a silent
-# and a half-sent connection closed at the 5 s deadline, a reload that changes listen (a warning, the
-# listener kept), and a second oood that cannot bind the port does not start. Exit 77 without
-# python3's prometheus_client (make deps).
+# the Prometheus client's own parser (prometheus_client.parser, Debian's python3-prometheus-client):
+# its families must be those of `oooctl metrics`, and tests/tools/prom_lint must pass it too. Then
+# the refusals (404, 405 with Allow, 400, 413, 431, 505), HTTP/1.0, the connection limit (16 silent
+# connections, a 17th gets 503), a silent and a half-sent connection closed at the 5 s deadline, a
+# reload that changes listen (a warning, the listener kept), and a second oood that cannot bind the
+# port does not start. Exit 77 without python3's prometheus_client (make deps).
 set -u
 build=${1:-build}
 name=test_metrics_http
@@ -28,12 +28,12 @@ grep -q "metrics: serving http://127.0.0.1:$port/metrics" "$rundir/oood.log" || 
 $ctl metrics >"$rundir/ctl.txt" || fail "oooctl metrics failed"
 
 # the checks, in python: each prints "ok: WHAT" or raises
-"$py" - "$port" "$rundir/ctl.txt" >"$rundir/py.out" 2>&1 <<'EOF'
+"$py" - "$port" "$rundir/ctl.txt" "$rundir/http.txt" >"$rundir/py.out" 2>&1 <<'EOF'
 import socket, sys, time, urllib.error, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from prometheus_client.parser import text_string_to_metric_families
 
-port, ctl_file = int(sys.argv[1]), sys.argv[2]
+port, ctl_file, http_file = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 url = "http://127.0.0.1:%d" % port
 
 
@@ -72,6 +72,7 @@ with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
     check(r.headers["Connection"] == "close", "Connection %r" % r.headers["Connection"])
     body = r.read().decode()
 check(int(r.headers["Content-Length"]) == len(body.encode()), "Content-Length")
+open(http_file, "w").write(body)
 http = families(body)
 ctl = families(open(ctl_file).read())
 check(set(http) == set(ctl), "families differ: only over HTTP %s, only in oooctl %s"
@@ -151,6 +152,9 @@ rc=$?
 sed "s/^/$name: /" "$rundir/py.out"
 [ $rc -eq 0 ] || fail "the HTTP checks failed (exit $rc)"
 passed=$((passed + $(grep -c '^ok: ' "$rundir/py.out")))
+# what the client's parser lets through, the strict linter may not (ordering, duplicates, histogram shape)
+out=$("$build/tests/tools/prom_lint" "$rundir/http.txt" 2>&1) || fail "prom_lint on the scraped text: $out"
+ok "the scraped text passes prom_lint: $out"
 
 # oood answered its own sockets all along
 $ctl status >/dev/null || fail "oooctl status failed after the scrapes"
