@@ -301,4 +301,3 @@ void kv(const char *key, const char *fmt, ...)
 	printf("%-18s %s\n", key, s);
 	free(s);
 }
-
