@@ -55,6 +55,7 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
                daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/hangs.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/admit.c daemon/parts.c daemon/partplan.c \
+               daemon/http.c daemon/metrics.c tools/common/prom.c tools/common/names.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 PTX_SRCS    := daemon/jit/ptx.c daemon/jit/ptx_util.c daemon/jit/ptx_analyse.c daemon/jit/ptx_print.c
@@ -66,7 +67,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ri
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler test_http
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -205,7 +206,7 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/lib
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
                  leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o \
-                 $(OBJ)/tools/common/args.o
+                 $(OBJ)/tools/common/args.o $(OBJ)/tools/common/names.o $(OBJ)/tools/common/prom.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
@@ -282,8 +283,10 @@ $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_nvrtc: $(OBJ)/tests/unit/test_nvrtc.o $(OBJ)/daemon/exec/nvrtc.o | $(FAKENVRTC)
 $(BUILD)/tests/test_fence: $(OBJ)/tests/unit/test_fence.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
-$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/json.o
+$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/common/names.o \
+                            $(OBJ)/tools/json.o
 $(BUILD)/tests/test_args: $(OBJ)/tests/unit/test_args.o $(OBJ)/tools/common/args.o
+$(BUILD)/tests/test_http: $(OBJ)/tests/unit/test_http.o $(OBJ)/daemon/http.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
 $(BUILD)/tests/test_sampler: $(OBJ)/tests/unit/test_sampler.o | $(BUILD)/libooo-sampler.so
@@ -351,7 +354,7 @@ asan: deps-test
 
 # ---- fuzz ------------------------------------------------------------------
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec
+FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c proto/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
@@ -360,6 +363,7 @@ $(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c $(PTX_SRCS) daemon/jit/fuse.c daem
 $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/ldcache.c
 $(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps_text.c
 $(BUILD)/fuzz/fuzz_exec: tests/fuzz/fuzz_exec.c proto/exec_proto.c
+$(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c daemon/http.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	$(call msg,FUZZCC,$@)
 	@mkdir -p $(dir $@)

@@ -22,6 +22,7 @@
 #include "gpu.h"
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "mps.h"
 #include "notify.h"
 #include "parts.h"
@@ -35,11 +36,12 @@
  * be its clients) and before leases (which tell it who its clients are);
  * the executors before the modules that listen to them; buffers before data
  * paths (a new executor maps a session's buffers before it attaches it);
- * notify last: its STATUS= line reads what the others set up.
+ * metrics serves the others' admin views over HTTP; notify last: its
+ * STATUS= line reads what the others set up.
  */
 static const struct module *const modules[] = {
 	&telemetry_module, &mps_module, &gpu_module, &buffers_module, &dpath_module,
-	&lease_module, &parts_module, &admin_module, &notify_module, NULL,
+	&lease_module, &parts_module, &admin_module, &metrics_module, &notify_module, NULL,
 };
 
 struct args {

@@ -24,7 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <ini.h>
+#include <sys/socket.h>
 
 #include "hangs.h"
 #include "policy.h"
@@ -36,7 +38,7 @@
 #define NSS_BUF_MAX (1u << 20)
 
 enum line_kind { L_NONE, L_BLANK, L_CONT, L_SECTION, L_PAIR };
-enum sec_kind { SEC_NONE, SEC_DAEMON, SEC_CLASS, SEC_TELEMETRY, SEC_MPS };
+enum sec_kind { SEC_NONE, SEC_DAEMON, SEC_CLASS, SEC_TELEMETRY, SEC_MPS, SEC_METRICS };
 
 enum key_type {
 	T_U32,      /* number in [lo, hi] */
@@ -55,6 +57,7 @@ enum key_type {
 	T_LPRIO,    /* normal or below */
 	T_DOMAIN,   /* a trust domain name: uid, or letters, digits, '_', '-', '.' */
 	T_UIDRANGE, /* FIRST-LAST: a range of uids, [lo, hi] uids long */
+	T_LISTEN,   /* HOST:PORT, [IPv6]:PORT or PORT (policy_parse_listen) */
 	T_OBSOLETE, /* a key no longer used: accepted, ignored, and said (policy->warning) */
 };
 
@@ -68,6 +71,7 @@ enum key_field {
 	F_MPS_ENABLED, F_MPS_CONTROL, F_MPS_MULTIUSER, F_MPS_EXEC_CLIENT, F_MPS_MAX_CLIENTS, F_MPS_EXEC_RESERVE,
 	F_MPS_EVICT_GRACE, F_MPS_STOP_GRACE, F_MPS_DEVICES, F_MPS_FEEDBACK, F_MPS_FEEDBACK_STEP,
 	F_TM_ENABLED, F_TM_ALL, F_TM_LAUNCH, F_TM_LIBCUDA, F_TM_SLOW, F_TM_MAXPROCS, F_TM_MAXTRACKED, F_TM_RINGBUF,
+	F_METRICS_LISTEN,
 };
 
 struct key_def {
@@ -156,6 +160,10 @@ static const struct key_def telemetry_keys[] = {
 	{ "ringbuf_kb", F_TM_RINGBUF, T_U32, 4, 65536 },
 };
 
+static const struct key_def metrics_keys[] = {
+	{ "listen", F_METRICS_LISTEN, T_LISTEN, 0, 0 },
+};
+
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
 struct parse_ctx {
@@ -180,6 +188,7 @@ struct parse_ctx {
 	int daemon_line;
 	int telemetry_line;
 	int mps_line;
+	int metrics_line;
 	int *class_lines;             /* header line of each class */
 
 	struct policy *p;
@@ -269,6 +278,8 @@ static const char *sec_desc(struct parse_ctx *c, char *buf, size_t size)
 		snprintf(buf, size, "[telemetry]");
 	else if (c->sec == SEC_MPS)
 		snprintf(buf, size, "[mps]");
+	else if (c->sec == SEC_METRICS)
+		snprintf(buf, size, "[metrics]");
 	else
 		snprintf(buf, size, "[class %s]", cur_class(c)->name);
 	return buf;
@@ -580,6 +591,63 @@ static int add_list(struct parse_ctx *c, const struct key_def *k, const char *v)
 	return 1;
 }
 
+/* ---- [metrics] listen ---------------------------------------------------- */
+
+int policy_parse_listen(const char *s, struct policy_metrics *m, char *why, size_t cap)
+{
+	char host[INET6_ADDRSTRLEN];
+	const char *port = s, *h = "127.0.0.1";
+	size_t hlen = strlen(h);
+	uint64_t n = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (s[0] == '[') {
+		const char *e = strchr(s, ']');
+
+		if (!e || e[1] != ':') {
+			snprintf(why, cap, "an IPv6 address goes in brackets before ':PORT', as [::1]:9400");
+			return -EINVAL;
+		}
+		h = s + 1;
+		hlen = (size_t)(e - h);
+		port = e + 2;
+		m->family = AF_INET6;
+	} else if (strchr(s, ':')) {
+		const char *e = strrchr(s, ':');
+
+		if (e != s) {
+			h = s;
+			hlen = (size_t)(e - s);
+		}
+		port = e + 1;
+		m->family = AF_INET;
+	} else {
+		m->family = AF_INET;
+	}
+	if (hlen && hlen < sizeof(host)) {
+		memcpy(host, h, hlen);
+		host[hlen] = '\0';
+	}
+	if (!hlen || hlen >= sizeof(host) || inet_pton(m->family, host, m->addr) != 1) {
+		if (m->family == AF_INET6)
+			snprintf(why, cap, "the host in brackets must be an IPv6 address");
+		else
+			snprintf(why, cap, "the host must be an IPv4 address (IPv6 in brackets, no host names), "
+					   "or none for 127.0.0.1");
+		return -EINVAL;
+	}
+	if (parse_num(port, &n) != NUM_OK || n < 1 || n > 65535) {
+		snprintf(why, cap, "the port must be 1..65535");
+		return -EINVAL;
+	}
+	m->port = (uint16_t)n;
+	if (!inet_ntop(m->family, m->addr, host, sizeof(host)))
+		return -EINVAL; /* cannot happen: the address just parsed */
+	snprintf(m->listen, sizeof(m->listen), m->family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, (unsigned)m->port);
+	m->enabled = true;
+	return 0;
+}
+
 /* ---- keys --------------------------------------------------------------- */
 
 static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
@@ -713,6 +781,13 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 				    "libcuda must be a library name or an absolute path, got '%.*s'",
 				    VAL_MAX, v);
 		copy_str(p->libcuda, sizeof(p->libcuda), v);
+		return 1;
+	}
+	case T_LISTEN: {
+		char why[160];
+
+		if (policy_parse_listen(v, &p->metrics, why, sizeof(why)) < 0)
+			return fail(c, c->lineno, -EINVAL, "%s: %s, got '%.*s'", k->name, why, VAL_MAX, v);
 		return 1;
 	}
 	case T_OBSOLETE:
@@ -894,7 +969,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!name[0])
 		return fail(c, c->lineno, -EINVAL, "missing key name before '='");
 	if (c->sec == SEC_NONE)
-		return fail(c, c->lineno, -EINVAL, "key '%.*s' before any [daemon], [telemetry], [mps] or [class NAME] section",
+		return fail(c, c->lineno, -EINVAL,
+			    "key '%.*s' before any [daemon], [telemetry], [mps], [metrics] or [class NAME] section",
 			    VAL_MAX, name);
 	if (c->sec == SEC_DAEMON) {
 		keys = daemon_keys;
@@ -905,6 +981,9 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (c->sec == SEC_MPS) {
 		keys = mps_keys;
 		nkeys = NKEYS(mps_keys);
+	} else if (c->sec == SEC_METRICS) {
+		keys = metrics_keys;
+		nkeys = NKEYS(metrics_keys);
 	} else {
 		keys = class_keys;
 		nkeys = NKEYS(class_keys);
@@ -1071,6 +1150,14 @@ static int parse_section(struct parse_ctx *c, const char *s)
 			return fail(c, c->lineno, -EINVAL, "duplicate section [mps] (first on line %d)", c->mps_line);
 		c->mps_line = c->lineno;
 		c->sec = SEC_MPS;
+		return 1;
+	}
+	if (n == 7 && !memcmp(name, "metrics", 7)) {
+		if (c->metrics_line)
+			return fail(c, c->lineno, -EINVAL, "duplicate section [metrics] (first on line %d)",
+				    c->metrics_line);
+		c->metrics_line = c->lineno;
+		c->sec = SEC_METRICS;
 		return 1;
 	}
 	if (n >= 5 && !memcmp(name, "class", 5) && (n == 5 || isspace((unsigned char)name[5]))) {

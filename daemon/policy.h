@@ -101,6 +101,21 @@ struct policy_telemetry {
 };
 
 /*
+ * [metrics] listen: oood's Prometheus listener (daemon/metrics.c), off
+ * unless given. "HOST:PORT" with an IPv4 address or "[IPv6]:PORT"; a port
+ * alone (or ":PORT") means 127.0.0.1. No host names: the parser resolves
+ * nothing.
+ */
+#define POLICY_LISTEN_MAX 64 /* "[IPv6]:PORT" as written back, with its NUL */
+struct policy_metrics {
+	bool enabled;        /* listen was given */
+	int family;          /* AF_INET or AF_INET6 */
+	uint8_t addr[16];    /* network byte order; the first 4 bytes for AF_INET */
+	uint16_t port;       /* host byte order, 1..65535 */
+	char listen[POLICY_LISTEN_MAX]; /* the address written back: "127.0.0.1:9400", "[::1]:9400" */
+};
+
+/*
  * executor_uids: by default 60928-61183, between the ranges systemd gives
  * systemd-homed (60001-60513) and DynamicUser (61184-65519), and below
  * 65536, so that it maps into a user namespace's usual 64Ki. One uid per
@@ -146,6 +161,7 @@ struct policy {
 	char libcuda[OOO_PATH_MAX];  /* name or absolute path given to dlopen */
 	struct policy_telemetry telemetry;
 	struct policy_mps mps;
+	struct policy_metrics metrics;
 	/* [class NAME] sections, in file order: first match wins */
 	struct ooo_class *classes;
 	size_t nclasses;
@@ -196,6 +212,12 @@ bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, con
 
 /* The class called `name`, or NULL. */
 const struct ooo_class *policy_find_class(const struct policy *p, const char *name);
+
+/*
+ * Parse a [metrics] listen value into *m (enabled set). Returns 0, or
+ * -EINVAL with why (cap bytes) saying what is wrong.
+ */
+int policy_parse_listen(const char *s, struct policy_metrics *m, char *why, size_t cap);
 
 /* Parse "123", "64K", "16M", "2G", "1T" (powers of 1024). Returns 0 or -EINVAL/-ERANGE. */
 int policy_parse_size(const char *s, uint64_t *out);

@@ -801,6 +801,15 @@ static void route(struct server *srv, struct conn *c, uint16_t type, uint32_t se
 		h->fn(srv, c, seq, payload, len);
 }
 
+ssize_t server_build(struct server *srv, uint16_t type, const void *req, void *buf, size_t cap)
+{
+	const struct handler *h = type < SERVER_TYPES ? srv->handler[type] : NULL;
+
+	if (!h || !h->build)
+		return -EOPNOTSUPP;
+	return h->build(srv, req, buf, cap);
+}
+
 void server_redispatch(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *payload,
 		       size_t len)
 {

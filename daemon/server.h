@@ -210,6 +210,7 @@ struct server {
 	struct leases *leases;    /* native tenants' MPS leases (lease.c) */
 	struct parts *parts;      /* SM partitions: what oooctl set, the plans' numbering (parts.c) */
 	struct notifier *notifier; /* the service manager's watchdog and status lines (notify.c) */
+	struct metrics *metrics;  /* the Prometheus listener and its connections (metrics.c) */
 };
 
 struct conn_ref server_conn_ref(const struct conn *c);
@@ -248,6 +249,16 @@ int server_add_op(struct server *srv, server_op_fn fn);
  */
 void server_redispatch(struct server *srv, struct conn *c, uint32_t seq, uint16_t type, const void *payload,
 		       size_t len);
+/*
+ * Call the admin build handler of type (struct handler.build) as if an
+ * operator had asked on admin.sock, with req its request payload (a
+ * struct ooo_msg_list_req for the paged lists; NULL for types that take
+ * none): the reply's payload into buf (cap bytes; OOO_MSG_MAX minus a
+ * header gives the pages admin.sock gives). Returns its length or -errno;
+ * -EOPNOTSUPP when no module builds type. For modules that serve the admin
+ * views another way (metrics.c); the caller owns buf.
+ */
+ssize_t server_build(struct server *srv, uint16_t type, const void *req, void *buf, size_t cap);
 /* An SQE, submitting what is queued if the ring is full; NULL if still none. */
 struct io_uring_sqe *server_get_sqe(struct server *srv);
 

@@ -2,7 +2,8 @@
 # deps.sh [SET]: install the Debian packages of SET, if missing.
 #   build  what building oood, oooctl and the libraries needs (make run);
 #          clang, llvm and bpftool make the eBPF skeletons oood embeds
-#   test   build, and cmocka for the test programs (make test, make asan)
+#   test   build, cmocka for the test programs, python3 and its Prometheus
+#          client (the real scrape parser of test_metrics_http.sh) (make test, make asan)
 #   fuzz   build, and clang's libFuzzer and sanitizer runtimes (make fuzz)
 #   all    every set, and pkg-config for programs that use ooo.pc (the default: make deps)
 # No set needs the CUDA toolkit: its declarations are in daemon/exec.
@@ -11,9 +12,9 @@ set -eu
 BUILD_PKGS="make gcc liburing-dev libinih-dev nettle-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev"
 case ${1:-all} in
 build) PKGS=$BUILD_PKGS ;;
-test) PKGS="$BUILD_PKGS libcmocka-dev" ;;
+test) PKGS="$BUILD_PKGS libcmocka-dev python3 python3-prometheus-client" ;;
 fuzz) PKGS="$BUILD_PKGS libclang-rt-14-dev" ;;
-all) PKGS="$BUILD_PKGS libcmocka-dev libclang-rt-14-dev pkg-config" ;;
+all) PKGS="$BUILD_PKGS libcmocka-dev python3 python3-prometheus-client libclang-rt-14-dev pkg-config" ;;
 *)
 	echo "usage: deps.sh [build|test|fuzz|all]" >&2
 	exit 2

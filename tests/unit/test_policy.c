@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -651,7 +652,7 @@ static void test_err_sections(void **state)
 	check_err("[daemon ;]\n", 1, "missing ']'");
 	check_err("[daemon] max_sessions = 5\n", 1, "unexpected text after [daemon]");
 	check_err("max_sessions = 5\n[daemon]\n", 1,
-		  "key 'max_sessions' before any [daemon], [telemetry], [mps] or [class NAME] section");
+		  "key 'max_sessions' before any [daemon], [telemetry], [mps], [metrics] or [class NAME] section");
 }
 
 static void test_err_class_no_match(void **state)
@@ -1078,6 +1079,65 @@ static void test_mps_keys(void **state)
 	check_err("[class a]\nmatch_uid = 1\nwait_spin_us = -1\n", 3, "wait_spin_us must be a number");
 }
 
+/* [metrics] listen: off by default; IPv4, [IPv6], a port alone for loopback; bad ports and hosts refused */
+static void test_metrics_listen(void **state)
+{
+	static const uint8_t v6_loop[16] = { [15] = 1 };
+	struct policy_metrics m;
+	struct policy *p = parse_ok("[class a]\nmatch_uid = 1\n");
+	char why[160];
+
+	(void)state;
+	assert_false(p->metrics.enabled);
+	policy_free(p);
+	p = parse_ok("[metrics]\n");
+	assert_false(p->metrics.enabled);
+	policy_free(p);
+	p = parse_ok("[metrics]\nlisten = 127.0.0.1:9400\n");
+	assert_true(p->metrics.enabled);
+	assert_int_equal(p->metrics.family, AF_INET);
+	assert_memory_equal(p->metrics.addr, "\x7f\0\0\x01", 4);
+	assert_int_equal(p->metrics.port, 9400);
+	assert_string_equal(p->metrics.listen, "127.0.0.1:9400");
+	policy_free(p);
+	p = parse_ok("[metrics]\nlisten = [::1]:9400 ; loopback only\n");
+	assert_int_equal(p->metrics.family, AF_INET6);
+	assert_memory_equal(p->metrics.addr, v6_loop, 16);
+	assert_int_equal(p->metrics.port, 9400);
+	assert_string_equal(p->metrics.listen, "[::1]:9400");
+	policy_free(p);
+	/* a port alone, or after an empty host, is loopback; every address must be spelled out */
+	p = parse_ok("[metrics]\nlisten = 9401\n");
+	assert_int_equal(p->metrics.family, AF_INET);
+	assert_string_equal(p->metrics.listen, "127.0.0.1:9401");
+	policy_free(p);
+	assert_int_equal(policy_parse_listen(":65535", &m, why, sizeof(why)), 0);
+	assert_string_equal(m.listen, "127.0.0.1:65535");
+	assert_int_equal(policy_parse_listen("0.0.0.0:1", &m, why, sizeof(why)), 0);
+	assert_string_equal(m.listen, "0.0.0.0:1");
+	assert_int_equal(policy_parse_listen("[::]:80", &m, why, sizeof(why)), 0);
+	assert_string_equal(m.listen, "[::]:80");
+	assert_int_equal(policy_parse_listen("[0:0:0:0:0:ffff:7f00:1]:9400", &m, why, sizeof(why)), 0);
+	assert_string_equal(m.listen, "[::ffff:127.0.0.1]:9400");
+
+	check_err("[metrics]\nlisten = 127.0.0.1:0\n", 2, "listen: the port must be 1..65535, got '127.0.0.1:0'");
+	check_err("[metrics]\nlisten = 127.0.0.1:65536\n", 2, "the port must be 1..65535");
+	check_err("[metrics]\nlisten = 127.0.0.1:\n", 2, "the port must be 1..65535");
+	check_err("[metrics]\nlisten = 127.0.0.1:94x\n", 2, "the port must be 1..65535");
+	check_err("[metrics]\nlisten = 127.0.0.1:+9400\n", 2, "the port must be 1..65535");
+	check_err("[metrics]\nlisten = 0\n", 2, "the port must be 1..65535");
+	check_err("[metrics]\nlisten = localhost:9400\n", 2, "the host must be an IPv4 address");
+	check_err("[metrics]\nlisten = 127.0.0.256:9400\n", 2, "the host must be an IPv4 address");
+	check_err("[metrics]\nlisten = ::1:9400\n", 2, "the host must be an IPv4 address (IPv6 in brackets");
+	check_err("[metrics]\nlisten = [::1]9400\n", 2, "an IPv6 address goes in brackets");
+	check_err("[metrics]\nlisten = [::1\n", 2, "an IPv6 address goes in brackets");
+	check_err("[metrics]\nlisten = [127.0.0.1]:9400\n", 2, "the host in brackets must be an IPv6 address");
+	check_err("[metrics]\nlisten = []:9400\n", 2, "the host in brackets must be an IPv6 address");
+	check_err("[metrics]\nlisten = 10.0.0.1:2\nlisten = 3\n", 3, "duplicate key 'listen' in [metrics]");
+	check_err("[metrics]\nport = 9400\n", 2, "unknown key 'port' in [metrics]");
+	check_err("[metrics]\n[metrics]\n", 2, "duplicate section [metrics] (first on line 1)");
+}
+
 static void test_load_file(void **state)
 {
 	struct policy_error err = { 0 };
@@ -1169,6 +1229,7 @@ int main(void)
 		cmocka_unit_test(test_binary_modules_key),
 		cmocka_unit_test(test_domain_keys), cmocka_unit_test(test_partition_key),
 		cmocka_unit_test(test_mps_keys),
+		cmocka_unit_test(test_metrics_listen),
 		cmocka_unit_test(test_load_file),
 	};
 

@@ -1,327 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* oooctl metrics: every counter and histogram in the Prometheus text format 0.0.4. */
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
+/*
+ * oooctl metrics: every counter and histogram in the Prometheus text format
+ * 0.0.4, formatted by tools/common/prom.c from the admin replies fetched here.
+ */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "../json.h"
+#include "../common/prom.h"
 #include "oooctl.h"
-#include "sched_calc.h"
-
-static void prom_family(const char *name, const char *type, const char *help)
-{
-	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* A family of one sample without labels. */
-static void prom_scalar(const char *name, const char *type, const char *help, uint64_t v)
-{
-	prom_family(name, type, help);
-	printf("%s %" PRIu64 "\n", name, v);
-}
-
-/* A label value with \, " and newline escaped; non-ASCII bytes become '?' so it is always valid UTF-8. */
-static void prom_escape(char *out, size_t cap, const char *s)
-{
-	size_t k = 0;
-
-	for (; *s && k + 3 < cap; s++) {
-		if ((unsigned char)*s >= 0x80 || (unsigned char)*s < 0x20 || *s == 0x7f) {
-			out[k++] = *s == '\n' ? '\\' : '?';
-			if (*s == '\n')
-				out[k++] = 'n';
-		} else if (*s == '\\' || *s == '"') {
-			out[k++] = '\\';
-			out[k++] = *s;
-		} else {
-			out[k++] = *s;
-		}
-	}
-	out[k] = '\0';
-}
-
-static void prom_hist(const char *name, const char *labels, const uint64_t *h, bool have_sum, double sum_s)
-{
-	uint64_t acc = 0;
-
-	for (int b = 0; b < OOO_TM_BUCKETS - 1; b++) {
-		acc += h[b];
-		printf("%s_bucket{%s,le=\"%.6g\"} %" PRIu64 "\n", name, labels, (double)(1ull << b) * 1e-6, acc);
-	}
-	acc += h[OOO_TM_BUCKETS - 1];
-	printf("%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, acc);
-	if (have_sum)
-		printf("%s_sum{%s} %.9f\n", name, labels, sum_s);
-	printf("%s_count{%s} %" PRIu64 "\n", name, labels, acc);
-}
-
-/* The daemon's own figures. */
-static void metrics_daemon(const struct ooo_msg_status *st)
-{
-	prom_family("ooo_up", "gauge", "1 while oood answers");
-	printf("ooo_up 1\n");
-	prom_family("ooo_uptime_seconds", "gauge", "Time since oood started");
-	printf("ooo_uptime_seconds %.3f\n", (double)st->uptime_ns / 1e9);
-	prom_scalar("ooo_policy_generation", "gauge", "Policies loaded so far (1 at start)", st->policy_generation);
-	prom_scalar("ooo_sessions", "gauge", "Open tenant sessions", st->sessions);
-	prom_scalar("ooo_sessions_max", "gauge", "Tenant sessions allowed at once", st->max_sessions);
-	prom_scalar("ooo_tenants", "gauge", "Tenants with at least one session", st->tenants);
-	prom_scalar("ooo_sessions_admitted_total", "counter", "Tenant sessions admitted", st->sessions_total);
-	prom_scalar("ooo_sessions_refused_total", "counter", "Tenant connections refused", st->sessions_refused);
-	prom_family("ooo_messages_total", "counter", "Control messages");
-	printf("ooo_messages_total{direction=\"in\"} %" PRIu64 "\n", st->msgs_in);
-	printf("ooo_messages_total{direction=\"out\"} %" PRIu64 "\n", st->msgs_out);
-	prom_scalar("ooo_protocol_errors_total", "counter", "Malformed messages from peers", st->proto_errors);
-	prom_scalar("ooo_reloads_failed_total", "counter", "Configuration reloads refused", st->reloads_failed);
-	prom_family("ooo_gpus", "gauge", "GPUs by executor state");
-	printf("ooo_gpus{state=\"ready\"} %" PRIu32 "\n", st->gpus_ready);
-	printf("ooo_gpus{state=\"other\"} %" PRIu32 "\n", st->gpus - st->gpus_ready);
-}
-
-/* Each tenant's use and limits. */
-static void metrics_tenants(const struct ooo_tenant_rec *tn, size_t ntn)
-{
-	prom_family("ooo_tenant_used", "gauge", "A tenant's use of a resource");
-	for (size_t i = 0; i < ntn; i++) {
-		char cls[2 * OOO_NAME_MAX];
-
-		prom_escape(cls, sizeof(cls), tn[i].class_name);
-		for (int k = 0; k < OOO_RES_COUNT; k++)
-			printf("ooo_tenant_used{tenant=\"%" PRIu32 "\",class=\"%s\",resource=\"%s\"} %" PRIu64 "\n", tn[i].uid,
-			       cls, res_names[k], tn[i].used[k]);
-	}
-	prom_family("ooo_tenant_limit", "gauge", "A tenant's limit on a resource (0: none)");
-	for (size_t i = 0; i < ntn; i++) {
-		char cls[2 * OOO_NAME_MAX];
-
-		prom_escape(cls, sizeof(cls), tn[i].class_name);
-		for (int k = 0; k < OOO_RES_COUNT; k++)
-			printf("ooo_tenant_limit{tenant=\"%" PRIu32 "\",class=\"%s\",resource=\"%s\"} %" PRIu64 "\n", tn[i].uid,
-			       cls, res_names[k], tn[i].limit[k]);
-	}
-}
-
-/* The executors' scheduler counters (executors without counters have no samples). */
-static void metrics_sched_counters(const struct ooo_sched_rec *sr, size_t nsr)
-{
-	static const struct { const char *name, *help; size_t off; } sc[] = {
-#define SC(f, h) { "ooo_sched_" #f "_total", h, offsetof(struct ooo_sched_counters, f) }
-		SC(bundles, "Dispatches: fused launches plus launches that went alone"),
-		SC(fused_bundles, "Fused launches"),
-		SC(launches, "Tenant launches through the scheduler"),
-		SC(fused_launches, "Tenant launches run inside a fused launch"),
-		SC(direct_launches, "Tenant launches that could not be fused"),
-		SC(retried, "Fused launches that failed to start and ran unfused"),
-		SC(unfused_nopay, "Bundles sent unfused: the fused kernel was predicted slower than its members alone"),
-		SC(stream_waits, "Waits of one of a partition's streams for another stream's bundle"),
-		SC(chained_launches, "Tenant launches run chained behind their queue's previous launch in one fused launch"),
-		SC(burst_holds, "Head launches held for the rest of their tenant's burst (burst_wait_us)"),
-		SC(jit_hits, "Fusion classes found compiled"),
-		SC(jit_misses, "Fusion classes not found compiled"),
-		SC(jit_compiles, "Fused kernels compiled"),
-		SC(jit_failures, "Fusion classes the JIT or the driver refused"),
-		SC(loops, "Passes of the executor's serving loop"),
-		SC(commands, "Commands taken from the tenants' submission rings"),
-		SC(param_bundles, "Fused bundles whose table went as the launch's parameter"),
-#undef SC
-	};
-	static const char *const why[4] = { "full", "slack", "idle", "alone" };
-
-	for (size_t k = 0; k < sizeof(sc) / sizeof(sc[0]); k++) {
-		prom_family(sc[k].name, "counter", sc[k].help);
-		for (size_t i = 0; i < nsr; i++) {
-			uint64_t v;
-
-			if (!sr[i].have)
-				continue;
-			memcpy(&v, (const char *)&sr[i].c + sc[k].off, sizeof(v));
-			printf("%s{gpu=\"%" PRIu32 "\",domain=\"%s\"} %" PRIu64 "\n", sc[k].name, sr[i].device, sr[i].domain, v);
-		}
-	}
-	prom_family("ooo_sched_dispatches_total", "counter", "Dispatch decisions by reason");
-	for (size_t i = 0; i < nsr; i++) {
-		const uint64_t v[4] = { sr[i].c.dispatch_full, sr[i].c.dispatch_slack, sr[i].c.dispatch_idle,
-					sr[i].c.dispatch_alone };
-
-		if (!sr[i].have)
-			continue;
-		for (int k = 0; k < 4; k++)
-			printf("ooo_sched_dispatches_total{gpu=\"%" PRIu32 "\",domain=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-			       sr[i].device, sr[i].domain, why[k], v[k]);
-	}
-	prom_family("ooo_sched_bundles_by_priority_total", "counter",
-		    "Dispatches by the highest priority of their members' queues: below, at or above the default 50");
-	for (size_t i = 0; i < nsr; i++) {
-		if (!sr[i].have)
-			continue;
-		for (unsigned k = 0; k < OOO_PRIO_TIERS; k++)
-			printf("ooo_sched_bundles_by_priority_total{gpu=\"%" PRIu32 "\",domain=\"%s\",tier=\"%s\"} %" PRIu64 "\n",
-			       sr[i].device, sr[i].domain, sched_tier_names[k], sr[i].c.tier_bundles[k]);
-	}
-	prom_family("ooo_sched_bundles_by_stream_total", "counter",
-		    "Dispatches by the stream they went on within their priority tier (0 .. streams - 1)");
-	for (size_t i = 0; i < nsr; i++) {
-		if (!sr[i].have)
-			continue;
-		for (unsigned k = 0; k < OOO_SCHED_STREAMS && k < (sr[i].c.streams ? sr[i].c.streams : 1); k++)
-			printf("ooo_sched_bundles_by_stream_total{gpu=\"%" PRIu32 "\",domain=\"%s\",stream=\"%u\"} %" PRIu64 "\n",
-			       sr[i].device, sr[i].domain, k, sr[i].c.stream_bundles[k]);
-	}
-	prom_family("ooo_sched_executor_cpu_seconds_total", "counter", "CPU time of the executor (all threads)");
-	for (size_t i = 0; i < nsr; i++)
-		if (sr[i].have)
-			printf("ooo_sched_executor_cpu_seconds_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %.6f\n", sr[i].device, sr[i].domain,
-			       (double)sr[i].c.cpu_ns / 1e9);
-	prom_family("ooo_sched_launcher_busy_seconds_total", "counter",
-		    "Time the executor's launcher thread spent issuing bundles to CUDA");
-	for (size_t i = 0; i < nsr; i++)
-		if (sr[i].have)
-			printf("ooo_sched_launcher_busy_seconds_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %.6f\n", sr[i].device, sr[i].domain,
-			       (double)sr[i].c.launch_ns / 1e9);
-}
-
-/* The executors' latency and stage histograms, and the counters that go with them. */
-static void metrics_sched_hists(const struct ooo_sched_rec *sr, size_t nsr)
-{
-	for (int h = 0; h < 2; h++) {
-		static const char *const hn[2] = { "ooo_sched_launch_hold_seconds", "ooo_sched_launch_latency_seconds" };
-		static const char *const hh[2] = {
-			"Launches through the coalescer: submission taken to its bundle dispatched",
-			"Launches through the coalescer: submission taken to completion seen",
-		};
-
-		prom_family(hn[h], "histogram", hh[h]);
-		for (size_t i = 0; i < nsr; i++) {
-			char lab[96];
-
-			snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\"", sr[i].device, sr[i].domain);
-			if (sr[i].have)
-				prom_hist(hn[h], lab, h ? sr[i].c.lat_hist : sr[i].c.hold_hist, false, 0);
-		}
-	}
-	for (int h = 0; h < STAGES; h++) {
-		prom_family(stage_prom[h], "histogram", stage_help[h]);
-		for (size_t i = 0; i < nsr; i++) {
-			char lab[96];
-
-			snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\"", sr[i].device, sr[i].domain);
-			if (sr[i].have)
-				prom_hist(stage_prom[h], lab, stage_hist(&sr[i].c, h), false, 0);
-		}
-	}
-	for (int h = 0; h < OOO_CMD_STAGES; h++) {
-		char name[80], help[192];
-
-		/* ooo_exec_command_X_seconds -> ooo_exec_class_command_X_seconds */
-		snprintf(name, sizeof(name), "ooo_exec_class_%s", stage_prom[h] + strlen("ooo_exec_"));
-		snprintf(help, sizeof(help), "%s; per tenant class (the rows of oooctl sched)", stage_help[h]);
-		prom_family(name, "histogram", help);
-		for (size_t i = 0; i < nsr; i++) {
-			if (!sr[i].have)
-				continue;
-			for (uint32_t k = 0; k < sched_nclasses(&sr[i].c); k++) {
-				const struct ooo_sched_class_stats *cl = &sr[i].c.classes[k];
-				char cls[2 * sizeof(cl->name)], lab[192];
-
-				prom_escape(cls, sizeof(cls), class_label(cl->name));
-				snprintf(lab, sizeof(lab), "gpu=\"%" PRIu32 "\",domain=\"%s\",class=\"%s\"", sr[i].device,
-					 sr[i].domain, cls);
-				prom_hist(name, lab, cl->cmd_stage_hist[h], false, 0);
-			}
-		}
-	}
-	prom_family("ooo_exec_submit_stamps_bad_total", "counter",
-		    "Tenant submit stamps more than 10 s before or 1 s after the executor's clock (not in the submit histogram)");
-	for (size_t i = 0; i < nsr; i++)
-		if (sr[i].have)
-			printf("ooo_exec_submit_stamps_bad_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %" PRIu64 "\n", sr[i].device, sr[i].domain,
-			       sr[i].c.submit_stamp_bad);
-	prom_family("ooo_sched_jit_compile_seconds_total", "counter", "Time the JIT spent compiling");
-	for (size_t i = 0; i < nsr; i++)
-		if (sr[i].have)
-			printf("ooo_sched_jit_compile_seconds_total{gpu=\"%" PRIu32 "\",domain=\"%s\"} %.6f\n", sr[i].device, sr[i].domain,
-			       (double)sr[i].c.jit_compile_ns / 1e9);
-}
-
-/* The state of the eBPF probes (have_tm: t was fetched). */
-static void metrics_telemetry(const struct ooo_msg_telemetry *t, bool have_tm)
-{
-	prom_family("ooo_telemetry_running", "gauge", "1 when the eBPF probes run");
-	printf("ooo_telemetry_running %d\n", have_tm && t->state == OOO_TM_RUNNING);
-	if (have_tm && t->state == OOO_TM_RUNNING) {
-		prom_scalar("ooo_telemetry_tracked_processes", "gauge", "Pids in the probes' filter set", t->tracked);
-		prom_scalar("ooo_telemetry_libraries", "gauge", "libcuda files probed", t->nlibs);
-		prom_scalar("ooo_telemetry_slow_syncs_total", "counter", "Slow-sync events read from the ring buffer", t->events);
-		prom_family("ooo_telemetry_lost_total", "counter", "What the probes could not record, by cause");
-		printf("ooo_telemetry_lost_total{cause=\"ring_full\"} %" PRIu64 "\n", t->ring_full);
-		printf("ooo_telemetry_lost_total{cause=\"maps_full\"} %" PRIu64 "\n", t->procs_full);
-		printf("ooo_telemetry_lost_total{cause=\"no_entry\"} %" PRIu64 "\n", t->inflight_lost);
-	}
-}
-
-/* Per-process figures of the probes. */
-static void metrics_procs(const struct ooo_proc_rec *pr, size_t npr)
-{
-	static const struct { const char *name, *help; size_t off; } pc[] = {
-#define PC(f, n, h) { "ooo_process_cuda_" n "_total", h, offsetof(struct ooo_proc_rec, f) }
-		PC(launches, "launches", "cuLaunchKernel and cuLaunchKernelEx calls"),
-		PC(graph_launches, "graph_launches", "cuGraphLaunch calls"),
-		PC(allocs, "allocs", "cuMemAlloc_v2 calls that succeeded"),
-		PC(alloc_failed, "alloc_failures", "cuMemAlloc_v2 calls that failed"),
-		PC(alloc_bytes, "alloc_bytes", "Bytes of the successful cuMemAlloc_v2 calls"),
-		PC(frees, "frees", "cuMemFree_v2 calls"),
-		PC(copies, "copies", "cuMemcpy calls (all probed forms)"),
-		PC(copy_bytes, "copy_bytes", "Bytes of the probed cuMemcpy calls"),
-		PC(slow_syncs, "slow_syncs", "Sync calls slower than slow_sync_us"),
-#undef PC
-	};
-	char (*lab)[96] = npr ? xrealloc(NULL, npr * sizeof(*lab)) : NULL;
-
-	for (size_t i = 0; i < npr; i++) {
-		char comm[2 * OOO_TM_COMM + 1];
-
-		prom_escape(comm, sizeof(comm), pr[i].comm);
-		snprintf(lab[i], sizeof(lab[i]), "pid=\"%" PRIu32 "\",comm=\"%s\"", pr[i].pid, comm);
-	}
-	for (size_t k = 0; k < sizeof(pc) / sizeof(pc[0]); k++) {
-		prom_family(pc[k].name, "counter", pc[k].help);
-		for (size_t i = 0; i < npr; i++) {
-			uint64_t v;
-
-			if (!(pr[i].have & 1))
-				continue;
-			memcpy(&v, (const char *)&pr[i] + pc[k].off, sizeof(v));
-			printf("%s{%s} %" PRIu64 "\n", pc[k].name, lab[i], v);
-		}
-	}
-	prom_family("ooo_process_cuda_syncs_total", "counter", "Sync calls that returned, by function");
-	for (size_t i = 0; i < npr; i++)
-		for (int f = 0; f < 3 && (pr[i].have & 1); f++)
-			printf("ooo_process_cuda_syncs_total{%s,function=\"%s\"} %" PRIu64 "\n", lab[i], tm_fn_names[f],
-			       pr[i].syncs[f]);
-	prom_family("ooo_process_cuda_sync_seconds", "histogram", "Time in sync calls");
-	for (size_t i = 0; i < npr; i++)
-		if (pr[i].have & 1)
-			prom_hist("ooo_process_cuda_sync_seconds", lab[i], pr[i].sync_hist, true,
-				  (double)pr[i].sync_ns / 1e9);
-	prom_family("ooo_process_cuda_launch_interval_seconds", "histogram", "Time between a process's launches");
-	for (size_t i = 0; i < npr; i++)
-		if (pr[i].have & 1)
-			prom_hist("ooo_process_cuda_launch_interval_seconds", lab[i], pr[i].gap_hist, false, 0);
-	prom_family("ooo_process_runqueue_delay_seconds", "histogram",
-		    "Time from wakeup or preemption to running, for tracked processes");
-	for (size_t i = 0; i < npr; i++)
-		if (pr[i].have & 2)
-			prom_hist("ooo_process_runqueue_delay_seconds", lab[i], pr[i].rq_hist, true,
-				  (double)pr[i].rq_total_ns / 1e9);
-	free(lab);
-}
 
 int do_metrics(int argc, char **argv)
 {
@@ -330,6 +19,7 @@ int do_metrics(int argc, char **argv)
 	struct ooo_tenant_rec *tn = NULL;
 	struct ooo_sched_rec *sr = NULL;
 	struct ooo_proc_rec *pr = NULL;
+	struct prom_buf out = { 0 };
 	size_t ntn = 0, nsr = 0, npr = 0;
 	bool have_tm;
 	ooo_session *s;
@@ -350,23 +40,23 @@ int do_metrics(int argc, char **argv)
 	if (r >= 0 && have_tm && t.state == OOO_TM_RUNNING)
 		r = fetch_list(s, OOO_MSG_PROCS, sizeof(*pr), (void **)&pr, &npr);
 	ooo_close(s);
-	if (r >= 0)
-		procs_unique(pr, &npr);
-	if (r < 0) {
-		free(tn);
-		free(sr);
-		free(pr);
-		return report("metrics", r);
+	if (r >= 0) {
+		struct prom_input in = { .st = &st, .tn = tn, .ntn = ntn, .sr = sr, .nsr = nsr,
+					 .tm = have_tm ? &t : NULL, .pr = pr, .npr = npr };
+
+		prom_procs_unique(pr, &in.npr);
+		prom_buf_init(&out, 0);
+		r = prom_write(&out, &in);
 	}
-	metrics_daemon(&st);
-	metrics_tenants(tn, ntn);
-	metrics_sched_counters(sr, nsr);
-	metrics_sched_hists(sr, nsr);
-	metrics_telemetry(&t, have_tm);
-	metrics_procs(pr, npr);
 	free(tn);
 	free(sr);
 	free(pr);
+	if (r < 0) {
+		prom_buf_free(&out);
+		return report("metrics", r);
+	}
+	fwrite(out.data, 1, out.len, stdout);
+	prom_buf_free(&out);
 	return RC_OK;
 }
 

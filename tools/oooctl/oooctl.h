@@ -21,6 +21,8 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
+#include "../common/names.h" /* res_names, tm_fn_names, the stages */
+
 #ifndef OOO_SYSCONFDIR
 #define OOO_SYSCONFDIR "/etc"
 #endif
@@ -146,8 +148,6 @@ __attribute__((format(printf, 2, 3))) void table_cell(struct table *t, const cha
 /* Print the header and the rows to stdout and free the cells: t may be filled again. */
 void table_print(struct table *t);
 
-/* The names of enum ooo_res, for JSON keys and metric labels. */
-extern const char *const res_names[OOO_RES_COUNT];
 /* JSON: an object KEY with one number per resource. */
 void j_res(const char *key, const uint64_t *v);
 
@@ -208,11 +208,7 @@ int do_metrics(int argc, char **argv);   /* metrics.c */
 
 /* ---- telemetry.c, for metrics.c ---------------------------------------------------- */
 
-/* The sync functions the probes time, by ooo_proc_rec.syncs index. */
-extern const char *const tm_fn_names[3];
 /* OOO_MSG_TELEMETRY into *t: 0, or a negative error (a reply of another size is -OOO_EPROTO). */
 int get_telemetry(ooo_session *s, struct ooo_msg_telemetry *t);
-/* Sort v by pid and keep one record per pid (pages are separate snapshots); *n shrinks. */
-void procs_unique(struct ooo_proc_rec *v, size_t *n);
 
 #endif

@@ -37,33 +37,6 @@ double hist_quantile(const uint64_t *h, double q)
 	return 1000.0 * (double)(1ull << (OOO_TM_BUCKETS - 1));
 }
 
-_Static_assert(OOO_STAGE_SUBMIT == 0 && OOO_STAGE_NOTIFY == 3 && OOO_CMD_STAGES < STAGES, "stage tables");
-const char *const stage_rows[STAGES] = { "command submit", "command queue", "command run", "command notify",
-						"bundle gpu time" };
-const char *const stage_keys[STAGES] = { "command_submit", "command_queue", "command_run", "command_notify",
-						"bundle_gpu" };
-const char *const stage_prom[STAGES] = { "ooo_exec_command_submit_seconds", "ooo_exec_command_queue_seconds",
-						"ooo_exec_command_run_seconds", "ooo_exec_command_notify_seconds",
-						"ooo_exec_bundle_gpu_seconds" };
-const char *const stage_help[STAGES] = {
-	"Every command: the tenant's submit stamp to taken from the submission ring (libooo stamps; the tenant's word)",
-	"Every command: taken to issued to CUDA, alone or in its bundle",
-	"Commands with a completion: issued to completion seen",
-	"Commands with a completion: completion seen to published on the tenant's completion ring",
-	"Bundles timed with events: GPU time from their start to their end event",
-};
-
-const uint64_t *stage_hist(const struct ooo_sched_counters *c, int h)
-{
-	switch (h) {
-	case 0: return c->cmd_submit_hist;
-	case 1: return c->cmd_queue_hist;
-	case 2: return c->cmd_run_hist;
-	case 3: return c->cmd_notify_hist;
-	default: return c->bundle_gpu_hist;
-	}
-}
-
 uint64_t sched_sub(uint64_t later, uint64_t earlier)
 {
 	return later > earlier ? later - earlier : 0;
@@ -87,11 +60,6 @@ double sched_util_pct(double share)
 	if (!isfinite(share))
 		return share;
 	return share > 1.0 ? 100.0 : share * 100.0;
-}
-
-uint32_t sched_nclasses(const struct ooo_sched_counters *c)
-{
-	return c->nclasses < OOO_SCHED_CLASSES ? c->nclasses : OOO_SCHED_CLASSES;
 }
 
 uint32_t sched_nparts(const struct ooo_sched_counters *c)
@@ -308,14 +276,6 @@ const char *sched_note(enum sched_cmp k)
 	case SCHED_STALE: return "the executor reported nothing new during the interval";
 	default: return NULL;
 	}
-}
-
-const char *const sched_reason_names[4] = { "full", "slack", "idle", "alone" };
-const char *const sched_tier_names[OOO_PRIO_TIERS] = { "low", "default", "high" };
-
-const char *class_label(const char *name)
-{
-	return name[0] ? name : "(other classes)";
 }
 
 /* KEY_p50_ns and KEY_p99_ns of histogram h (null when it is empty). */

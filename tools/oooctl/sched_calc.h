@@ -18,6 +18,8 @@
 
 #include <ooo/proto.h>
 
+#include "../common/names.h"
+
 /* Two snapshots of one executor run agree on when it started (snapshot_ns - up_ns) to within this. */
 #define SCHED_START_SLOP_NS (500ull * 1000000ull)
 
@@ -27,26 +29,6 @@ const char *dev_state(uint32_t s);
 /* Upper bound in ns of the bucket holding quantile q (0..1) of a log2-microsecond histogram; NAN when empty. */
 double hist_quantile(const uint64_t *h, double q);
 
-/*
- * The executor's per-command stages (struct ooo_sched_counters), for sched,
- * --json and metrics; the first OOO_CMD_STAGES are also each class's
- * (enum ooo_cmd_stage order). Indexes 0 .. STAGES - 1.
- */
-#define STAGES 5
-extern const char *const stage_rows[STAGES]; /* text rows: "command submit" */
-extern const char *const stage_keys[STAGES]; /* JSON keys: "command_submit" */
-extern const char *const stage_prom[STAGES]; /* metric names: "ooo_exec_command_submit_seconds" */
-extern const char *const stage_help[STAGES]; /* metric help texts */
-/* Stage h's histogram within c. */
-const uint64_t *stage_hist(const struct ooo_sched_counters *c, int h);
-
-/* Dispatch reasons (full, slack, idle, alone) and priority tiers, in the counters' order. */
-extern const char *const sched_reason_names[4];
-extern const char *const sched_tier_names[OOO_PRIO_TIERS];
-
-/* A class row's label: its name, or "(other classes)" for the row without one. */
-const char *class_label(const char *name);
-
 /* later - earlier, or 0 if the counter went back. */
 uint64_t sched_sub(uint64_t later, uint64_t earlier);
 /* n events in ns nanoseconds, per second; NAN when ns is 0. */
@@ -55,8 +37,7 @@ double sched_per_s(uint64_t n, uint64_t ns);
 double sched_share(uint64_t part, uint64_t whole);
 /* A utilisation estimate as displayed: percent, at most 100 (event timings of overlapping bundles add up). */
 double sched_util_pct(double share);
-/* c's class and partition rows in use: nclasses and npartitions capped at the array sizes. */
-uint32_t sched_nclasses(const struct ooo_sched_counters *c);
+/* c's partition rows in use: npartitions capped at the array's size (sched_nclasses: names.h). */
 uint32_t sched_nparts(const struct ooo_sched_counters *c);
 /* Whether b, taken after a, comes from the same executor run (else: the executor restarted in between). */
 bool sched_same_run(const struct ooo_sched_counters *a, const struct ooo_sched_counters *b);

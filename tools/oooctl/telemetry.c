@@ -11,11 +11,10 @@
 #include <unistd.h>
 
 #include "../common/args.h"
+#include "../common/prom.h"
 #include "../json.h"
 #include "oooctl.h"
 #include "sched_calc.h"
-
-const char *const tm_fn_names[3] = { "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize" };
 
 static const char *tm_state_name(uint32_t s)
 {
@@ -166,29 +165,6 @@ static uint64_t tm_sum(const uint64_t *h)
 	return t;
 }
 
-static int cmp_proc(const void *a, const void *b)
-{
-	const struct ooo_proc_rec *x = a, *y = b;
-
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* Sort by pid and keep one record per pid: pages are separate snapshots, so a pid can come twice. */
-void procs_unique(struct ooo_proc_rec *v, size_t *n)
-{
-	size_t u = 0;
-
-	if (!*n)
-		return;
-	qsort(v, *n, sizeof(*v), cmp_proc);
-	for (size_t i = 0; i < *n; i++) {
-		if (u && v[u - 1].pid == v[i].pid)
-			continue;
-		v[u++] = v[i];
-	}
-	*n = u;
-}
-
 static int procs_snapshot(struct ooo_proc_rec **out, size_t *n)
 {
 	ooo_session *s;
@@ -200,7 +176,7 @@ static int procs_snapshot(struct ooo_proc_rec **out, size_t *n)
 	ooo_close(s);
 	if (r < 0)
 		return report("procs", r);
-	procs_unique(*out, n);
+	prom_procs_unique(*out, n);
 	return RC_OK;
 }
 

@@ -301,8 +301,3 @@ void kv(const char *key, const char *fmt, ...)
 	printf("%-18s %s\n", key, s);
 	free(s);
 }
-
-const char *const res_names[OOO_RES_COUNT] = {
-	[OOO_RES_SESSIONS] = "sessions", [OOO_RES_QUEUES] = "queues",   [OOO_RES_BUFFERS] = "buffers",
-	[OOO_RES_MEM_BYTES] = "mem_bytes", [OOO_RES_MODULES] = "modules", [OOO_RES_INFLIGHT] = "inflight",
-};
