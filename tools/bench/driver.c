@@ -806,29 +806,24 @@ static int write_outputs(struct ctx *x)
 	return rc;
 }
 
-int bench_run(const struct bench_opts *o)
+/*
+ * Before any point runs: every mode asked for must be able to run (kernels
+ * built, a device for direct and mps, the MPS control program, ooo-run, an
+ * oood that answers); warnings about what would skew the baselines. Fills
+ * x->rep->meta and x->ooo_run, and the MPS control program's path into
+ * mps_control (cap bytes). Returns BENCH_RC_OK or BENCH_RC_FAIL (said).
+ */
+static int preflight(struct ctx *x, char *mps_control, size_t cap)
 {
-	struct bench_report *rep = calloc(1, sizeof(*rep));
-	struct ctx x = { .o = o, .rep = rep, .tty = isatty(STDERR_FILENO) };
-	char mps_control[PATH_MAX] = "", why[BENCH_ERR_MAX + 256];
-	struct sigaction sa = { .sa_handler = on_signal };
-	int64_t t0 = bench_now_ns();
-	int rc = BENCH_RC_OK;
-
-	if (!rep) {
-		bench_err("out of memory");
-		return BENCH_RC_FAIL;
-	}
-	rep->o = o;
-	x.total = o->nmodes * o->nwls * o->ntenants;
-	signal(SIGPIPE, SIG_IGN);
+	const struct bench_opts *o = x->o;
+	struct bench_report *rep = x->rep;
+	char why[BENCH_ERR_MAX + 256];
 
 	/* Every mode must be able to run before any point does. */
 	if (uses_builtin(o) && !bench_have_kernels()) {
 		bench_err("this ooo-bench was built without nvcc, so it has no GPU kernels: rebuild it with "
 			  "CUDA_HOME pointing at a CUDA toolkit (only 'custom' works without)");
-		rc = BENCH_RC_FAIL;
-		goto out;
+		return BENCH_RC_FAIL;
 	}
 	bench_meta_init(&rep->meta, o);
 	bench_probe_device(o->libcuda, &rep->meta.dev);
@@ -837,20 +832,18 @@ int bench_run(const struct bench_opts *o)
 
 		if (m != BM_OOO && !rep->meta.dev.probed) {
 			bench_err("%s mode: %s", bench_mode_names[m], rep->meta.dev.probe_error);
-			rc = BENCH_RC_FAIL;
-			goto out;
+			return BENCH_RC_FAIL;
 		}
 	}
 	if (has_mode(o, BM_MPS) || has_mode(o, BM_LEASE)) {
 		int r = bench_find_exe(o->mps_control[0] ? o->mps_control : "nvidia-cuda-mps-control",
 				       o->mps_control[0] ? NULL : "/usr/local/nvidia/bin:/usr/bin:/usr/sbin",
-				       mps_control, sizeof(mps_control));
+				       mps_control, cap);
 
 		if (r < 0) {
 			bench_err("%s mode: cannot find %s%s", has_mode(o, BM_MPS) ? "mps" : "lease", o->mps_control[0] ? o->mps_control : "nvidia-cuda-mps-control",
 				  o->mps_control[0] ? "" : " in PATH or /usr/local/nvidia/bin (give --mps-control PATH)");
-			rc = BENCH_RC_FAIL;
-			goto out;
+			return BENCH_RC_FAIL;
 		}
 		snprintf(rep->meta.mps_control, sizeof(rep->meta.mps_control), "%s", mps_control);
 	}
@@ -868,17 +861,15 @@ int bench_run(const struct bench_opts *o)
 		if (!run[0] || access(run, X_OK) < 0) {
 			bench_err("lease mode: cannot find ooo-run%s%s (give --ooo-run PATH)", o->ooo_run[0] ? " at " : "",
 				  o->ooo_run);
-			rc = BENCH_RC_FAIL;
-			goto out;
+			return BENCH_RC_FAIL;
 		}
-		x.ooo_run = run;
+		x->ooo_run = run;
 	}
 	if (has_mode(o, BM_OOO)) {
 		if (o->socket[0]) {
 			if (bench_ooo_check(o->socket, why, sizeof(why)) < 0) {
 				bench_err("ooo mode: %s", why);
-				rc = BENCH_RC_FAIL;
-				goto out;
+				return BENCH_RC_FAIL;
 			}
 			snprintf(rep->meta.oood_socket, sizeof(rep->meta.oood_socket), "%s", o->socket);
 		} else {
@@ -886,15 +877,13 @@ int bench_run(const struct bench_opts *o)
 
 			if (bench_oood_start(&d, o, false, NULL, why, sizeof(why)) < 0) {
 				bench_err("ooo mode: %s", why);
-				rc = BENCH_RC_FAIL;
-				goto out;
+				return BENCH_RC_FAIL;
 			}
 			if (bench_ooo_check(d.sock, why, sizeof(why)) < 0) {
 				bench_err("ooo mode: %s", why);
 				d.keep = true;
 				bench_oood_stop(&d);
-				rc = BENCH_RC_FAIL;
-				goto out;
+				return BENCH_RC_FAIL;
 			}
 			bench_oood_stop(&d);
 		}
@@ -923,84 +912,119 @@ int bench_run(const struct bench_opts *o)
 				  "the tenants compete for the CPUs",
 				  most, rep->meta.cpus);
 	}
+	return BENCH_RC_OK;
+}
+
+/*
+ * Every point of mode m: start what the mode needs (an MPS control daemon,
+ * a private oood), run each workload at each tenant count (rows that cannot
+ * run are written as not run, with why), stop what was started, keeping its
+ * directory when a point had errors.
+ */
+static void run_mode(struct ctx *x, enum bench_mode m, const char *mps_control)
+{
+	const struct bench_opts *o = x->o;
+	struct bench_report *rep = x->rep;
+	char why[BENCH_ERR_MAX + 256];
+	struct bench_mps mps = { .running = false };
+	struct bench_oood d = { .pid = -1 };
+	bool env_ok = true;
+	size_t first_row = rep->nrows;
+
+	why[0] = 0;
+	x->sock = NULL;
+	if (m == BM_MPS) {
+		event(x, "mps mode: starting the MPS control daemon");
+		if (bench_mps_start(&mps, mps_control, o->libcuda, why, sizeof(why)) < 0)
+			env_ok = false;
+	} else if (m == BM_OOO) {
+		if (o->socket[0]) {
+			x->sock = o->socket;
+		} else {
+			event(x, "ooo mode: starting a private oood");
+			if (bench_oood_start(&d, o, false, NULL, why, sizeof(why)) < 0) {
+				env_ok = false;
+			} else {
+				x->sock = d.sock;
+				snprintf(rep->meta.oood_socket, sizeof(rep->meta.oood_socket), "%s", d.sock);
+				rep->meta.oood_private = true;
+			}
+		}
+	} else if (m == BM_LEASE) {
+		event(x, "lease mode: starting a private oood that runs MPS");
+		if (bench_oood_start(&d, o, true, mps_control, why, sizeof(why)) < 0) {
+			env_ok = false;
+		} else {
+			x->sock = d.sock;
+		}
+	}
+	if (!env_ok) {
+		bench_err("%s mode: %s", bench_mode_names[m], why);
+		x->failed = true;
+	}
+	for (unsigned wi = 0; wi < o->nwls && !bench_stop; wi++) {
+		for (unsigned ti = 0; ti < o->ntenants && !bench_stop; ti++) {
+			unsigned t = o->tenants[ti];
+
+			if (!env_ok) {
+				x->idx++;
+				rows_not_run(x, m, o->wls[wi], t, false, why);
+			} else if ((m == BM_MPS || m == BM_LEASE) && t > BENCH_MPS_MAX_CLIENTS) {
+				char msg[128];
+
+				x->idx++;
+				snprintf(msg, sizeof(msg), "MPS takes at most %d clients per GPU: T=%u not run",
+					 BENCH_MPS_MAX_CLIENTS, t);
+				event(x, "[%u/%u] %s %s T=%u: skipped: %s", x->idx, x->total,
+				      bench_wl_names[o->wls[wi]], bench_mode_names[m], t, msg);
+				rows_not_run(x, m, o->wls[wi], t, true, msg);
+			} else {
+				run_point(x, m, o->wls[wi], t);
+			}
+		}
+	}
+	if (m == BM_MPS && mps.dir[0]) {
+		for (size_t i = first_row; i < rep->nrows; i++)
+			if (rep->rows[i].errors && !rep->rows[i].skipped)
+				mps.keep = true;
+		bench_mps_stop(&mps, mps_control, o->libcuda);
+	}
+	if ((m == BM_OOO || m == BM_LEASE) && d.dir[0]) {
+		for (size_t i = first_row; i < rep->nrows; i++)
+			if (rep->rows[i].errors)
+				d.keep = true;
+		bench_oood_stop(&d);
+	}
+}
+
+int bench_run(const struct bench_opts *o)
+{
+	struct bench_report *rep = calloc(1, sizeof(*rep));
+	struct ctx x = { .o = o, .rep = rep, .tty = isatty(STDERR_FILENO) };
+	char mps_control[PATH_MAX] = "";
+	struct sigaction sa = { .sa_handler = on_signal };
+	int64_t t0 = bench_now_ns();
+	int rc = BENCH_RC_OK;
+
+	if (!rep) {
+		bench_err("out of memory");
+		return BENCH_RC_FAIL;
+	}
+	rep->o = o;
+	x.total = o->nmodes * o->nwls * o->ntenants;
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = preflight(&x, mps_control, sizeof(mps_control));
+	if (rc)
+		goto out;
 	bench_smi_clocks(&rep->meta.dev, false, o->libcuda);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
 
-	for (unsigned mi = 0; mi < o->nmodes && !bench_stop; mi++) {
-		enum bench_mode m = o->modes[mi];
-		struct bench_mps mps = { .running = false };
-		struct bench_oood d = { .pid = -1 };
-		bool env_ok = true;
-		size_t first_row = rep->nrows;
-
-		why[0] = 0;
-		x.sock = NULL;
-		if (m == BM_MPS) {
-			event(&x, "mps mode: starting the MPS control daemon");
-			if (bench_mps_start(&mps, mps_control, o->libcuda, why, sizeof(why)) < 0)
-				env_ok = false;
-		} else if (m == BM_OOO) {
-			if (o->socket[0]) {
-				x.sock = o->socket;
-			} else {
-				event(&x, "ooo mode: starting a private oood");
-				if (bench_oood_start(&d, o, false, NULL, why, sizeof(why)) < 0) {
-					env_ok = false;
-				} else {
-					x.sock = d.sock;
-					snprintf(rep->meta.oood_socket, sizeof(rep->meta.oood_socket), "%s", d.sock);
-					rep->meta.oood_private = true;
-				}
-			}
-		} else if (m == BM_LEASE) {
-			event(&x, "lease mode: starting a private oood that runs MPS");
-			if (bench_oood_start(&d, o, true, mps_control, why, sizeof(why)) < 0) {
-				env_ok = false;
-			} else {
-				x.sock = d.sock;
-			}
-		}
-		if (!env_ok) {
-			bench_err("%s mode: %s", bench_mode_names[m], why);
-			x.failed = true;
-		}
-		for (unsigned wi = 0; wi < o->nwls && !bench_stop; wi++) {
-			for (unsigned ti = 0; ti < o->ntenants && !bench_stop; ti++) {
-				unsigned t = o->tenants[ti];
-
-				if (!env_ok) {
-					x.idx++;
-					rows_not_run(&x, m, o->wls[wi], t, false, why);
-				} else if ((m == BM_MPS || m == BM_LEASE) && t > BENCH_MPS_MAX_CLIENTS) {
-					char msg[128];
-
-					x.idx++;
-					snprintf(msg, sizeof(msg), "MPS takes at most %d clients per GPU: T=%u not run",
-						 BENCH_MPS_MAX_CLIENTS, t);
-					event(&x, "[%u/%u] %s %s T=%u: skipped: %s", x.idx, x.total,
-					      bench_wl_names[o->wls[wi]], bench_mode_names[m], t, msg);
-					rows_not_run(&x, m, o->wls[wi], t, true, msg);
-				} else {
-					run_point(&x, m, o->wls[wi], t);
-				}
-			}
-		}
-		if (m == BM_MPS && mps.dir[0]) {
-			for (size_t i = first_row; i < rep->nrows; i++)
-				if (rep->rows[i].errors && !rep->rows[i].skipped)
-					mps.keep = true;
-			bench_mps_stop(&mps, mps_control, o->libcuda);
-		}
-		if ((m == BM_OOO || m == BM_LEASE) && d.dir[0]) {
-			for (size_t i = first_row; i < rep->nrows; i++)
-				if (rep->rows[i].errors)
-					d.keep = true;
-			bench_oood_stop(&d);
-		}
-	}
+	for (unsigned mi = 0; mi < o->nmodes && !bench_stop; mi++)
+		run_mode(&x, o->modes[mi], mps_control);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
