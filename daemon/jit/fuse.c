@@ -630,23 +630,79 @@ static void put_ld(struct jit_buf *b, const char *s, bool pt)
 	}
 }
 
-int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **out, char *err, size_t errlen)
+/*
+ * The .extern declarations of the bodies' external functions, once each,
+ * into b. Returns 0, -ENOMEM, or -EINVAL (err says) when two bodies
+ * declare one function differently.
+ */
+static int print_externs(const struct jit_body *bodies, size_t nbodies, const struct ptx_kernel *const *ks,
+			 struct jit_buf *b, char *err, size_t errlen)
 {
-	const struct ptx_kernel *ks[JIT_MAX_BODIES];
-	struct jit_fused *fz;
-	struct jit_buf b = { 0 };
-	char version[16] = "", target[32] = "", tsuf = 0;
-	int tnum = -1;
-	uint32_t smem = 0, smem_align = 16, dsmem_align = 16;
-	uint32_t reqntid[3] = { 0, 0, 0 }, maxntid[3] = { 0, 0, 0 }, minncta = 0, maxnreg = 0;
-	bool dyn = false, chain = false;
+	struct strmap *seen = strmap_new();
 	int rc = 0;
 
-	*out = NULL;
-	if (err && errlen)
-		err[0] = '\0';
-	if (nbodies == 0 || nbodies > JIT_MAX_BODIES)
-		return failf(err, errlen, -EINVAL, "a fused kernel takes 1 to %u bodies, not %zu", JIT_MAX_BODIES, nbodies);
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < nbodies && !rc; i++) {
+		const struct ptx_module *m = bodies[i].mod;
+		const struct kinfo *ki = kinfo_of(m, ks[i]);
+
+		for (uint32_t j = 0; j < ki->nefuncs; j++) {
+			const struct func *f = &m->funcs[ki->efuncs[j]];
+			int64_t prev;
+
+			if (strmap_get(seen, tok_s(m, f->name), m->toks[f->name].len, &prev)) {
+				const struct ptx_module *pm = bodies[prev >> 32].mod;
+				const struct func *pf = &pm->funcs[(uint32_t)prev];
+				bool same = pf->hdr_n - pf->link_n == f->hdr_n - f->link_n;
+
+				for (uint32_t t = 0; same && t < f->hdr_n - f->link_n; t++) {
+					uint32_t a = pf->hdr_first + pf->link_n + t, c = f->hdr_first + f->link_n + t;
+
+					same = pm->toks[a].len == m->toks[c].len &&
+					       memcmp(tok_s(pm, a), tok_s(m, c), m->toks[c].len) == 0;
+				}
+				if (!same) {
+					rc = failf(err, errlen, -EINVAL, "body %zu (%s) declares %.*s unlike body %lld", i,
+						   ks[i]->name, (int)m->toks[f->name].len, tok_s(m, f->name),
+						   (long long)(prev >> 32));
+					break;
+				}
+				continue;
+			}
+			if (strmap_put(seen, tok_s(m, f->name), m->toks[f->name].len,
+				       ((int64_t)i << 32) | ki->efuncs[j]) < 0) {
+				rc = -ENOMEM;
+				break;
+			}
+			buf_puts(b, ".extern ");
+			print_toks(m, f->hdr_first + f->link_n, f->hdr_n - f->link_n, NULL, NULL, b);
+			buf_puts(b, ";\n");
+		}
+	}
+	strmap_free(seen);
+	return rc;
+}
+
+/* What the fused kernel takes from all its bodies: the newest PTX, one target, the largest demands. */
+struct fuse_head {
+	char version[16], target[32], tsuf;
+	int tnum;
+	uint32_t smem, smem_align, dsmem_align;
+	uint32_t reqntid[3], maxntid[3], minncta, maxnreg;
+	bool dyn;
+};
+
+/*
+ * Check that the bodies can be one kernel (each found and fusible, none
+ * repeated, targets that join, launch bounds that agree) and merge their
+ * heads into *h; ks[i] gets body i's kernel. Returns 0, or -ENOENT or
+ * -EINVAL with err saying which body and why.
+ */
+static int merge_bodies(const struct jit_body *bodies, size_t nbodies, const struct ptx_kernel **ks,
+			struct fuse_head *h, char *err, size_t errlen)
+{
+	*h = (struct fuse_head){ .tnum = -1, .smem_align = 16, .dsmem_align = 16 };
 	for (size_t i = 0; i < nbodies; i++) {
 		const struct ptx_module *m = bodies[i].mod;
 		const struct ptx_kernel *k = m && bodies[i].kernel ? ptx_kernel_find(m, bodies[i].kernel) : NULL;
@@ -665,53 +721,74 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 		num = target_num(m->target, &suf);
 		if (num < 0)
 			return failf(err, errlen, -EINVAL, "body %zu (%s): unsupported .target %s", i, k->name, m->target);
-		if (tnum < 0 || num > tnum) {
-			if (tsuf && num != tnum)
+		if (h->tnum < 0 || num > h->tnum) {
+			if (h->tsuf && num != h->tnum)
 				return failf(err, errlen, -EINVAL, "body %zu (%s): .target %s cannot join %s", i, k->name,
-					     m->target, target);
-			tnum = num;
-			if (!tsuf)
-				tsuf = suf;
-			snprintf(target, sizeof(target), "%s", m->target);
+					     m->target, h->target);
+			h->tnum = num;
+			if (!h->tsuf)
+				h->tsuf = suf;
+			snprintf(h->target, sizeof(h->target), "%s", m->target);
 		}
-		if (suf && suf != tsuf) {
-			if (tsuf || num != tnum)
+		if (suf && suf != h->tsuf) {
+			if (h->tsuf || num != h->tnum)
 				return failf(err, errlen, -EINVAL, "body %zu (%s): .target %s cannot join %s", i, k->name,
-					     m->target, target);
-			tsuf = suf;
-			snprintf(target, sizeof(target), "%s", m->target);
+					     m->target, h->target);
+			h->tsuf = suf;
+			snprintf(h->target, sizeof(h->target), "%s", m->target);
 		}
-		if (!version[0] || version_cmp(m->version, version) > 0)
-			snprintf(version, sizeof(version), "%s", m->version);
-		if (k->static_smem > smem)
-			smem = k->static_smem;
-		if (kinfo_of(m, k)->smem_align > smem_align)
-			smem_align = kinfo_of(m, k)->smem_align;
+		if (!h->version[0] || version_cmp(m->version, h->version) > 0)
+			snprintf(h->version, sizeof(h->version), "%s", m->version);
+		if (k->static_smem > h->smem)
+			h->smem = k->static_smem;
+		if (kinfo_of(m, k)->smem_align > h->smem_align)
+			h->smem_align = kinfo_of(m, k)->smem_align;
 		if (k->dynamic_smem) {
-			dyn = true;
-			if (kinfo_of(m, k)->dsmem_align > dsmem_align)
-				dsmem_align = kinfo_of(m, k)->dsmem_align;
+			h->dyn = true;
+			if (kinfo_of(m, k)->dsmem_align > h->dsmem_align)
+				h->dsmem_align = kinfo_of(m, k)->dsmem_align;
 		}
 		if (k->reqntid[0]) {
-			if (reqntid[0] && memcmp(reqntid, k->reqntid, sizeof(reqntid)) != 0)
+			if (h->reqntid[0] && memcmp(h->reqntid, k->reqntid, sizeof(h->reqntid)) != 0)
 				return failf(err, errlen, -EINVAL, "body %zu (%s): .reqntid %u,%u,%u conflicts with %u,%u,%u", i,
-					     k->name, k->reqntid[0], k->reqntid[1], k->reqntid[2], reqntid[0], reqntid[1],
-					     reqntid[2]);
-			memcpy(reqntid, k->reqntid, sizeof(reqntid));
+					     k->name, k->reqntid[0], k->reqntid[1], k->reqntid[2], h->reqntid[0], h->reqntid[1],
+					     h->reqntid[2]);
+			memcpy(h->reqntid, k->reqntid, sizeof(h->reqntid));
 		}
 		if (k->maxntid[0] &&
-		    (!maxntid[0] || (uint64_t)k->maxntid[0] * k->maxntid[1] * k->maxntid[2] <
-					    (uint64_t)maxntid[0] * maxntid[1] * maxntid[2]))
-			memcpy(maxntid, k->maxntid, sizeof(maxntid));
-		if (k->minnctapersm > minncta)
-			minncta = k->minnctapersm;
-		if (k->maxnreg && (!maxnreg || k->maxnreg < maxnreg))
-			maxnreg = k->maxnreg;
+		    (!h->maxntid[0] || (uint64_t)k->maxntid[0] * k->maxntid[1] * k->maxntid[2] <
+					    (uint64_t)h->maxntid[0] * h->maxntid[1] * h->maxntid[2]))
+			memcpy(h->maxntid, k->maxntid, sizeof(h->maxntid));
+		if (k->minnctapersm > h->minncta)
+			h->minncta = k->minnctapersm;
+		if (k->maxnreg && (!h->maxnreg || k->maxnreg < h->maxnreg))
+			h->maxnreg = k->maxnreg;
 	}
-	if (reqntid[0] && maxntid[0] &&
-	    (uint64_t)reqntid[0] * reqntid[1] * reqntid[2] > (uint64_t)maxntid[0] * maxntid[1] * maxntid[2])
+	if (h->reqntid[0] && h->maxntid[0] &&
+	    (uint64_t)h->reqntid[0] * h->reqntid[1] * h->reqntid[2] >
+		    (uint64_t)h->maxntid[0] * h->maxntid[1] * h->maxntid[2])
 		return failf(err, errlen, -EINVAL, ".reqntid %u,%u,%u of one body exceeds .maxntid %u,%u,%u of another",
-			     reqntid[0], reqntid[1], reqntid[2], maxntid[0], maxntid[1], maxntid[2]);
+			     h->reqntid[0], h->reqntid[1], h->reqntid[2], h->maxntid[0], h->maxntid[1], h->maxntid[2]);
+	return 0;
+}
+
+int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **out, char *err, size_t errlen)
+{
+	const struct ptx_kernel *ks[JIT_MAX_BODIES];
+	struct jit_fused *fz;
+	struct jit_buf b = { 0 };
+	struct fuse_head h;
+	bool chain = false;
+	int rc = 0;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	if (nbodies == 0 || nbodies > JIT_MAX_BODIES)
+		return failf(err, errlen, -EINVAL, "a fused kernel takes 1 to %u bodies, not %zu", JIT_MAX_BODIES, nbodies);
+	rc = merge_bodies(bodies, nbodies, ks, &h, err, errlen);
+	if (rc)
+		return rc;
 	if (!(fz = calloc(1, sizeof(*fz))))
 		return -ENOMEM;
 	jit_fuse_key(bodies, nbodies, NULL, fz->key);
@@ -723,62 +800,16 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	buf_printf(&b, "//\n// ooo fused kernel %s: %zu bod%s\n//\n", fz->entry, nbodies, nbodies == 1 ? "y" : "ies");
 	for (size_t i = 0; i < nbodies; i++)
 		buf_printf(&b, "// body %zu: %s\n", i, ks[i]->name);
-	buf_printf(&b, "\n.version %s\n.target %s\n.address_size 64\n\n", version, target);
+	buf_printf(&b, "\n.version %s\n.target %s\n.address_size 64\n\n", h.version, h.target);
 	/* extern functions, once each */
-	{
-		struct strmap *seen = strmap_new();
-
-		if (!seen) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < nbodies && !rc; i++) {
-			const struct ptx_module *m = bodies[i].mod;
-			const struct kinfo *ki = kinfo_of(m, ks[i]);
-
-			for (uint32_t j = 0; j < ki->nefuncs; j++) {
-				const struct func *f = &m->funcs[ki->efuncs[j]];
-
-				int64_t prev;
-
-				if (strmap_get(seen, tok_s(m, f->name), m->toks[f->name].len, &prev)) {
-					const struct ptx_module *pm = bodies[prev >> 32].mod;
-					const struct func *pf = &pm->funcs[(uint32_t)prev];
-					bool same = pf->hdr_n - pf->link_n == f->hdr_n - f->link_n;
-
-					for (uint32_t t = 0; same && t < f->hdr_n - f->link_n; t++) {
-						uint32_t a = pf->hdr_first + pf->link_n + t, c = f->hdr_first + f->link_n + t;
-
-						same = pm->toks[a].len == m->toks[c].len &&
-						       memcmp(tok_s(pm, a), tok_s(m, c), m->toks[c].len) == 0;
-					}
-					if (!same) {
-						rc = failf(err, errlen, -EINVAL, "body %zu (%s) declares %.*s unlike body %lld", i,
-							   ks[i]->name, (int)m->toks[f->name].len, tok_s(m, f->name),
-							   (long long)(prev >> 32));
-						break;
-					}
-					continue;
-				}
-				if (strmap_put(seen, tok_s(m, f->name), m->toks[f->name].len,
-					       ((int64_t)i << 32) | ki->efuncs[j]) < 0) {
-					rc = -ENOMEM;
-					break;
-				}
-				buf_puts(&b, ".extern ");
-				print_toks(m, f->hdr_first + f->link_n, f->hdr_n - f->link_n, NULL, NULL, &b);
-				buf_puts(&b, ";\n");
-			}
-		}
-		strmap_free(seen);
-		if (rc) {
-			jit_buf_free(&b);
-			free(fz);
-			return rc;
-		}
+	rc = print_externs(bodies, nbodies, ks, &b, err, errlen);
+	if (rc) {
+		jit_buf_free(&b);
+		free(fz);
+		return rc;
 	}
 	/* chains need acquire/release at GPU scope and activemask (sm_70, PTX 6.2), and every thread to end in the body */
-	chain = tnum >= 70 && version_cmp(version, "6.2") >= 0;
+	chain = h.tnum >= 70 && version_cmp(h.version, "6.2") >= 0;
 	for (size_t i = 0; i < nbodies && chain; i++)
 		chain = chainable(bodies[i].mod, kinfo_of(bodies[i].mod, ks[i]));
 	/*
@@ -787,13 +818,13 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	 * matmul on an H100) need its alignment. Bodies with dynamic shared
 	 * memory are not chained.
 	 */
-	if (dyn)
+	if (h.dyn)
 		chain = false;
-	if (smem)
-		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", smem_align, smem);
+	if (h.smem)
+		buf_printf(&b, ".shared .align %" PRIu32 " .b8 ooo_smem[%" PRIu32 "];\n", h.smem_align, h.smem);
 
-	if (dyn)
-		buf_printf(&b, ".extern .shared .align %" PRIu32 " .b8 ooo_dsmem[];\n", dsmem_align);
+	if (h.dyn)
+		buf_printf(&b, ".extern .shared .align %" PRIu32 " .b8 ooo_dsmem[];\n", h.dsmem_align);
 	if (chain)
 		buf_puts(&b, ".shared .align 4 .b32 ooo_ticket;\n");
 	/* per body: data copies, function prototypes, function definitions */
@@ -856,14 +887,14 @@ int jit_fuse(const struct jit_body *bodies, size_t nbodies, struct jit_fused **o
 	else
 		buf_printf(&b, "\n.visible .entry %s(\n\t.param .u64 ooo_desc,\n\t.param .u32 ooo_n,\n\t.param .u32 ooo_uniform\n)\n",
 			   fz->entry);
-	if (reqntid[0])
-		buf_printf(&b, ".reqntid %u, %u, %u\n", reqntid[0], reqntid[1], reqntid[2]);
-	else if (maxntid[0])
-		buf_printf(&b, ".maxntid %u, %u, %u\n", maxntid[0], maxntid[1], maxntid[2]);
-	if (minncta && (reqntid[0] || maxntid[0]))
-		buf_printf(&b, ".minnctapersm %u\n", minncta);
-	if (maxnreg)
-		buf_printf(&b, ".maxnreg %u\n", maxnreg);
+	if (h.reqntid[0])
+		buf_printf(&b, ".reqntid %u, %u, %u\n", h.reqntid[0], h.reqntid[1], h.reqntid[2]);
+	else if (h.maxntid[0])
+		buf_printf(&b, ".maxntid %u, %u, %u\n", h.maxntid[0], h.maxntid[1], h.maxntid[2]);
+	if (h.minncta && (h.reqntid[0] || h.maxntid[0]))
+		buf_printf(&b, ".minnctapersm %u\n", h.minncta);
+	if (h.maxnreg)
+		buf_printf(&b, ".maxnreg %u\n", h.maxnreg);
 	buf_puts(&b, "{\n");
 	buf_puts(&b, prologue_regs);
 	if (chain)
@@ -907,10 +938,10 @@ out:
 	fz->ptx = b.data;
 	fz->ptx_len = b.len;
 	fz->nbodies = (uint32_t)nbodies;
-	fz->static_smem = smem;
-	fz->dynamic_smem = dyn;
+	fz->static_smem = h.smem;
+	fz->dynamic_smem = h.dyn;
 	fz->chain = chain;
-	memcpy(fz->reqntid, reqntid, sizeof(reqntid));
+	memcpy(fz->reqntid, h.reqntid, sizeof(h.reqntid));
 	*out = fz;
 	return 0;
 }
