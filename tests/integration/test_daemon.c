@@ -1588,6 +1588,33 @@ static int run_cmd(char *out, size_t cap, const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* An unprivileged oood that cannot make its run directory says to give --rundir. */
+static void test_unprivileged_rundir_hint(void **state)
+{
+	char oood[256], bin[] = "/tmp/ooo-hint-bin-XXXXXX", dir[] = "/tmp/ooo-hint-run-XXXXXX", exe[320], out[4096];
+	uid_t uid;
+	gid_t gid;
+
+	if (!have_nobody(&uid, &gid) || system("command -v setpriv >/dev/null 2>&1") != 0) {
+		skip();
+		return;
+	}
+	bin_path(oood, sizeof(oood), "oood");
+	/* a copy nobody may run: the checkout may be in a directory only root can read */
+	assert_non_null(mkdtemp(bin));
+	assert_int_equal(chmod(bin, 0755), 0);
+	snprintf(exe, sizeof(exe), "%s/oood", bin);
+	assert_int_equal(run_cmd(NULL, 0, "cp %s %s && chmod 755 %s", oood, exe, exe), 0);
+	/* root's own 0700 directory: nobody cannot make the run directory in it */
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(run_cmd(out, sizeof(out), "setpriv --reuid=%u --regid=%u --clear-groups %s -f --rundir %s/run 2>&1",
+				 (unsigned)uid, (unsigned)gid, exe, dir),
+			 1);
+	assert_non_null(strstr(out, "cannot create run directory"));
+	assert_non_null(strstr(out, "--rundir DIR"));
+	assert_int_equal(run_cmd(NULL, 0, "rm -rf %s %s", bin, dir), 0);
+}
+
 static void test_second_instance_and_check(void **state)
 {
 	char oood[256], out[4096], bad[160];
@@ -1997,6 +2024,7 @@ int main(void)
 	};
 	const struct CMUnitTest own_tests[] = {
 		cmocka_unit_test(test_unauthorized_uid),
+		cmocka_unit_test(test_unprivileged_rundir_hint),
 		cmocka_unit_test(test_session_limit_and_reclaim),
 		cmocka_unit_test(test_pending_one_uid),
 		cmocka_unit_test(test_pending_fair_share),
