@@ -53,16 +53,16 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 
 OBJ := $(BUILD)/obj
 
-DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/registry.c daemon/policy.c daemon/buffers.c daemon/dpath.c \
-               daemon/log.c daemon/notify.c daemon/admin.c daemon/gpu.c daemon/telemetry.c daemon/ldcache.c daemon/place.c daemon/hangs.c daemon/mps.c daemon/mps_text.c daemon/lease.c daemon/lease_decide.c daemon/admit.c daemon/parts.c daemon/partplan.c \
-               daemon/http.c daemon/metrics.c tools/common/prom.c tools/common/names.c \
+DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
+               daemon/log.c daemon/notify.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/executors/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
+               daemon/admin/http.c daemon/admin/metrics.c proto/prom.c proto/names.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 PTX_SRCS    := daemon/jit/ptx.c daemon/jit/ptx_util.c daemon/jit/ptx_analyse.c daemon/jit/ptx_print.c
 JIT_SRCS    := $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/datapath.c client/queues.c client/buffers.c client/modules.c proto/wire.c proto/ring.c proto/fdpass.c client/staging.c
-POLICY_OBJS := $(OBJ)/daemon/policy.o $(OBJ)/gen/default_conf.o
+POLICY_OBJS := $(OBJ)/daemon/policy/policy.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ring.o $(OBJ)/proto/fdpass.o $(OBJ)/gen/default_conf.o \
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
@@ -124,7 +124,7 @@ $(BUILD)/gen/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(OBJ)/daemon/main.o $(OBJ)/daemon/admin.o $(OBJ)/tools/oooctl/main.o $(OBJ)/tools/oooctl/actions.o \
+$(OBJ)/daemon/main.o $(OBJ)/daemon/admin/admin.o $(OBJ)/tools/oooctl/main.o $(OBJ)/tools/oooctl/actions.o \
 	$(OBJ)/tools/ooo-run.o $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/ooo-bench.o: $(BUILD)/gen/version.h
 .PHONY: FORCE
 FORCE:
@@ -148,7 +148,7 @@ $(BUILD)/oood: $(DAEMON_OBJS) $(BUILD)/libjit.a
 
 # ---- BPF -------------------------------------------------------------------
 # bpf/*.bpf.c -> clang -target bpf -> llvm-strip -g -> bpftool gen skeleton
-# -> $(BUILD)/bpf/*.skel.h, included by daemon/telemetry.c (the objects are
+# -> $(BUILD)/bpf/*.skel.h, included by daemon/telemetry/telemetry.c (the objects are
 # embedded in oood). vmlinux.h comes from this kernel's BTF when it has one,
 # else from bpf/vmlinux_min.h (CO-RE relocates either at load time).
 BPF_CLANG  ?= clang
@@ -177,8 +177,8 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(OBJ)/daemon/telemetry.o: $(BPF_SKELS)
-$(OBJ)/daemon/telemetry.o: ALL_CFLAGS += -I$(BUILD)/bpf
+$(OBJ)/daemon/telemetry/telemetry.o: $(BPF_SKELS)
+$(OBJ)/daemon/telemetry/telemetry.o: ALL_CFLAGS += -I$(BUILD)/bpf
 
 $(BUILD)/libooo.a: $(CLIENT_OBJS)
 	$(call msg,AR,$@)
@@ -206,7 +206,7 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/lib
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
                  leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o \
-                 $(OBJ)/tools/common/args.o $(OBJ)/tools/common/names.o $(OBJ)/tools/common/prom.o
+                 $(OBJ)/tools/common/args.o $(OBJ)/proto/names.o $(OBJ)/proto/prom.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
@@ -266,16 +266,16 @@ $(BUILD)/ooo-bench: $(BENCH_OBJS) $(BUILD)/libooo.a
 # ---- tests -----------------------------------------------------------------
 $(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(BUILD)/libooo.a
 $(BUILD)/tests/test_policy: $(OBJ)/tests/unit/test_policy.o $(POLICY_OBJS)
-$(BUILD)/tests/test_partplan: $(OBJ)/tests/unit/test_partplan.o $(OBJ)/daemon/partplan.o $(POLICY_OBJS)
-$(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/registry.o $(POLICY_OBJS) $(OBJ)/proto/wire.o
+$(BUILD)/tests/test_partplan: $(OBJ)/tests/unit/test_partplan.o $(OBJ)/daemon/parts/partplan.o $(POLICY_OBJS)
+$(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/policy/registry.o $(POLICY_OBJS) $(OBJ)/proto/wire.o
 $(BUILD)/tests/test_ring: $(OBJ)/tests/unit/test_ring.o $(OBJ)/proto/ring.o
 $(BUILD)/tests/test_fdpass: $(OBJ)/tests/unit/test_fdpass.o $(OBJ)/proto/fdpass.o
-$(BUILD)/tests/test_ldcache: $(OBJ)/tests/unit/test_ldcache.o $(OBJ)/daemon/ldcache.o
-$(BUILD)/tests/test_place: $(OBJ)/tests/unit/test_place.o $(OBJ)/daemon/place.o
-$(BUILD)/tests/test_admit: $(OBJ)/tests/unit/test_admit.o $(OBJ)/daemon/admit.o
-$(BUILD)/tests/test_hangs: $(OBJ)/tests/unit/test_hangs.o $(OBJ)/daemon/hangs.o
+$(BUILD)/tests/test_ldcache: $(OBJ)/tests/unit/test_ldcache.o $(OBJ)/daemon/telemetry/ldcache.o
+$(BUILD)/tests/test_place: $(OBJ)/tests/unit/test_place.o $(OBJ)/daemon/executors/place.o
+$(BUILD)/tests/test_admit: $(OBJ)/tests/unit/test_admit.o $(OBJ)/daemon/policy/admit.o
+$(BUILD)/tests/test_hangs: $(OBJ)/tests/unit/test_hangs.o $(OBJ)/daemon/policy/hangs.o
 $(BUILD)/tests/test_longwork: $(OBJ)/tests/unit/test_longwork.o $(OBJ)/daemon/exec/longwork.o
-$(BUILD)/tests/test_mps: $(OBJ)/tests/unit/test_mps.o $(OBJ)/daemon/mps_text.o $(OBJ)/daemon/lease_decide.o $(POLICY_OBJS)
+$(BUILD)/tests/test_mps: $(OBJ)/tests/unit/test_mps.o $(OBJ)/daemon/mps/mps_text.o $(OBJ)/daemon/leases/lease_decide.o $(POLICY_OBJS)
 $(BUILD)/tests/test_staging: $(OBJ)/tests/unit/test_staging.o $(OBJ)/client/staging.o
 $(BUILD)/tests/test_validate: $(OBJ)/tests/unit/test_validate.o $(OBJ)/daemon/exec/validate.o
 $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
@@ -283,10 +283,10 @@ $(BUILD)/tests/test_jit: $(OBJ)/tests/unit/test_jit.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_nvrtc: $(OBJ)/tests/unit/test_nvrtc.o $(OBJ)/daemon/exec/nvrtc.o | $(FAKENVRTC)
 $(BUILD)/tests/test_fence: $(OBJ)/tests/unit/test_fence.o $(BUILD)/libjit.a
 $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/jit/cache.o
-$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/tools/common/names.o \
+$(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/proto/names.o \
                             $(OBJ)/tools/json.o
 $(BUILD)/tests/test_args: $(OBJ)/tests/unit/test_args.o $(OBJ)/tools/common/args.o
-$(BUILD)/tests/test_http: $(OBJ)/tests/unit/test_http.o $(OBJ)/daemon/http.o
+$(BUILD)/tests/test_http: $(OBJ)/tests/unit/test_http.o $(OBJ)/daemon/admin/http.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
 $(BUILD)/tests/test_sampler: $(OBJ)/tests/unit/test_sampler.o | $(BUILD)/libooo-sampler.so
@@ -357,13 +357,13 @@ FUZZ_SECONDS ?= 30
 FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c proto/wire.c
-$(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy.c $(BUILD)/gen/default_conf.c
+$(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy/policy.c $(BUILD)/gen/default_conf.c
 $(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
 $(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/fence.c
-$(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/ldcache.c
-$(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps_text.c
+$(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/telemetry/ldcache.c
+$(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps/mps_text.c
 $(BUILD)/fuzz/fuzz_exec: tests/fuzz/fuzz_exec.c proto/exec_proto.c
-$(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c daemon/http.c
+$(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c daemon/admin/http.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	$(call msg,FUZZCC,$@)
 	@mkdir -p $(dir $@)

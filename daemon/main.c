@@ -14,21 +14,21 @@
 
 #include "version.h"
 
-#include "admin.h"
-#include "buffers.h"
-#include "dpath.h"
+#include "admin/admin.h"
+#include "buffers/buffers.h"
+#include "sessions/dpath.h"
 #include "../proto/exec_proto.h"
 #include "exec/nvrtc.h"
-#include "gpu.h"
-#include "lease.h"
+#include "executors/gpu.h"
+#include "leases/lease.h"
 #include "log.h"
-#include "metrics.h"
-#include "mps.h"
+#include "admin/metrics.h"
+#include "mps/mps.h"
 #include "notify.h"
-#include "parts.h"
-#include "policy.h"
+#include "parts/parts.h"
+#include "policy/policy.h"
 #include "server.h"
-#include "telemetry.h"
+#include "telemetry/telemetry.h"
 
 /*
  * The control plane's modules, in order (server.h): init, start and tick

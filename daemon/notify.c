@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "gpu.h"
+#include "executors/gpu.h"
 #include "log.h"
 #include "server.h"
 

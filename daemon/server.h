@@ -17,9 +17,9 @@
 
 #include <liburing.h>
 
-#include "admit.h"
-#include "policy.h"
-#include "registry.h"
+#include "policy/admit.h"
+#include "policy/policy.h"
+#include "policy/registry.h"
 
 #define SERVER_PENDING_MAX 1024  /* tenant connections that have not said hello yet */
 #define SERVER_PENDING_ADMIN_MAX 32 /* the same on admin.sock */

@@ -8,10 +8,10 @@
 
 #include "version.h"
 
-#include "../proto/wire.h"
+#include "../../proto/wire.h"
 #include "admin.h"
-#include "gpu.h"
-#include "server.h"
+#include "../executors/gpu.h"
+#include "../server.h"
 
 static ssize_t admin_status(struct server *srv, const void *payload, void *buf, size_t cap)
 {

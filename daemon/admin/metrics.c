@@ -12,12 +12,12 @@
 
 #include <ooo/proto.h>
 
-#include "../proto/wire.h"
-#include "../tools/common/prom.h"
+#include "../../proto/wire.h"
+#include "../../proto/prom.h"
 #include "http.h"
-#include "log.h"
+#include "../log.h"
 #include "metrics.h"
-#include "server.h"
+#include "../server.h"
 
 #define ERR_TYPE "text/plain; charset=utf-8"
 

@@ -9,10 +9,10 @@
 
 #include <ooo/ooo.h>
 
-#include "dpath.h"
-#include "gpu.h"
-#include "log.h"
-#include "server.h"
+#include "../sessions/dpath.h"
+#include "../executors/gpu.h"
+#include "../log.h"
+#include "../server.h"
 
 /* What a buffer is charged before the executor says how it rounded. */
 #define CHARGE_ROUND (2ull << 20)

@@ -17,8 +17,8 @@
 
 #include <ooo/proto.h>
 
-#include "../proto/exec_proto.h"
-#include "registry.h"
+#include "../../proto/exec_proto.h"
+#include "../policy/registry.h"
 
 struct server;
 struct conn;

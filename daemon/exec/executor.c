@@ -27,7 +27,7 @@
 
 #include <ooo/ooo.h>
 
-#include "../place.h"
+#include "../executors/place.h"
 #include "../../proto/fdpass.h"
 #include "../../proto/wire.h"
 #include "cuda.h"

@@ -15,15 +15,15 @@
 
 #include <ooo/ooo.h>
 
-#include "../proto/fdpass.h"
-#include "../proto/wire.h"
-#include "exec/nvrtc.h"
-#include "log.h"
-#include "mps.h"
-#include "pidfd.h"
+#include "../../proto/fdpass.h"
+#include "../../proto/wire.h"
+#include "../exec/nvrtc.h"
+#include "../log.h"
+#include "../mps/mps.h"
+#include "../pidfd.h"
 #include "place.h"
-#include "server.h"
-#include "telemetry.h"
+#include "../server.h"
+#include "../telemetry/telemetry.h"
 
 /* Bounded copy that tolerates overlap (message text moves between buffers of one gpu). */
 static void copy_text(char *dst, size_t cap, const char *src)

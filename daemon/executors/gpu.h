@@ -28,8 +28,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "../proto/exec_proto.h"
-#include "registry.h"
+#include "../../proto/exec_proto.h"
+#include "../policy/registry.h"
 
 #define GPU_MAX 64   /* devices */
 #define GPU_LISTENERS 8 /* modules that listen to the executors (gpu_listen) */

@@ -15,13 +15,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "log.h"
-#include "pidfd.h"
-#include "mps.h"
-#include "server.h"
-#include "telemetry.h"
-#include "../proto/wire.h"
+#include "../executors/gpu.h"
+#include "../log.h"
+#include "../pidfd.h"
+#include "../mps/mps.h"
+#include "../server.h"
+#include "../telemetry/telemetry.h"
+#include "../../proto/wire.h"
 
 static const char *prio_name(uint32_t p)
 {

@@ -22,7 +22,7 @@
 #include <ooo/proto.h>
 
 #include "lease_decide.h"
-#include "policy.h"
+#include "../policy/policy.h"
 
 #define LEASE_MAX 1024u         /* live leases, all GPUs together */
 #define LEASE_READ_NS (2ull * 1000000000ull) /* how often the leases' telemetry is read */

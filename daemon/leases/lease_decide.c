@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "lease_decide.h"
-#include "mps_text.h"
+#include "../mps/mps_text.h"
 
 /* ---- pure ----------------------------------------------------------------------------------- */
 

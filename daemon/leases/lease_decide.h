@@ -14,7 +14,7 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
-#include "policy.h"
+#include "../policy/policy.h"
 
 #define LEASE_FEEDBACK_MIN 20u  /* syncs seen before a lease's p99 counts */
 

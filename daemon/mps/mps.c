@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "pidfd.h"
-#include "server.h"
+#include "../log.h"
+#include "../pidfd.h"
+#include "../server.h"
 
 /* ---- running the control program ----------------------------------------------------------- */
 

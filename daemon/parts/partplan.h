@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../proto/exec_proto.h"
-#include "policy.h"
+#include "../../proto/exec_proto.h"
+#include "../policy/policy.h"
 
 #define PART_OVERRIDES 32 /* classes oooctl has sized at once */
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/wire.h"
-#include "log.h"
-#include "server.h"
+#include "../../proto/wire.h"
+#include "../log.h"
+#include "../server.h"
 
 /* What the module keeps of g's slot. */
 #define PG(srv, g) (&(srv)->parts->slot[(g)->idx])

@@ -18,7 +18,7 @@
 
 #include <ooo/proto.h>
 
-#include "gpu.h"
+#include "../executors/gpu.h"
 
 #include "partplan.h"
 

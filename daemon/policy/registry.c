@@ -8,7 +8,7 @@
 
 #include <ooo/ooo.h>
 
-#include "../proto/wire.h"
+#include "../../proto/wire.h"
 
 void registry_init(struct registry *r)
 {

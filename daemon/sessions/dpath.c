@@ -11,12 +11,12 @@
 
 #include <ooo/ooo.h>
 
-#include "../proto/ring.h"
-#include "../proto/wire.h"
-#include "../proto/exec_proto.h"
-#include "hangs.h"
-#include "log.h"
-#include "server.h"
+#include "../../proto/ring.h"
+#include "../../proto/wire.h"
+#include "../../proto/exec_proto.h"
+#include "../policy/hangs.h"
+#include "../log.h"
+#include "../server.h"
 
 static uint64_t next_req = 1ull << 62; /* apart from buffers' request ids */
 #define DETACH_REQ (1ull << 63)          /* a detach's request id: this bit and the session id */

@@ -19,8 +19,8 @@
 
 #include <ooo/proto.h>
 
-#include "gpu.h"
-#include "registry.h"
+#include "../executors/gpu.h"
+#include "../policy/registry.h"
 
 #define DPATH_AREA_SIZE (33ull << 20) /* 32 MiB of staging plus the rings */
 #define DPATH_SQ_ENTRIES 1024u

@@ -34,15 +34,15 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../bpf/telemetry.h"
+#include "../../bpf/telemetry.h"
 #include "cuda.skel.h"
 #include "sched.skel.h"
 
 #include "ldcache.h"
-#include "log.h"
-#include "pidfd.h"
-#include "policy.h"
-#include "server.h"
+#include "../log.h"
+#include "../pidfd.h"
+#include "../policy/policy.h"
+#include "../server.h"
 #include "telemetry.h"
 
 #define TM_SCAN_NS (2000000000ull)    /* look for libraries and exited processes this often */

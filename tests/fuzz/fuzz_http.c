@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/http.h"
+#include "../../daemon/admin/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

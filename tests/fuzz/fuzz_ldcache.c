@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/ldcache.h"
+#include "../../daemon/telemetry/ldcache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/mps.h"
+#include "../../daemon/mps/mps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/admit.h"
+#include "../../daemon/policy/admit.h"
 
 enum { MAX = 1024, FLOOR = 32 }; /* as oood.sock has them (SERVER_PENDING_MAX, SERVER_PENDING_UID_MIN) */
 

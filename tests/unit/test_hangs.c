@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/hangs.h"
+#include "../../daemon/policy/hangs.h"
 
 #define S 1000000000ull
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/http.h"
+#include "../../daemon/admin/http.h"
 
 /* s parsed in one piece; *req filled on HTTP_OK. */
 static int parse(const char *s, struct http_req *req)

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/ldcache.h"
+#include "../../daemon/telemetry/ldcache.h"
 
 struct ent {
 	int32_t flags;

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../daemon/lease.h"
-#include "../../daemon/mps.h"
+#include "../../daemon/leases/lease.h"
+#include "../../daemon/mps/mps.h"
 
 #define GIB (1ull << 30)
 #define MIB (1ull << 20)

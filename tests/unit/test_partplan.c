@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/partplan.h"
+#include "../../daemon/parts/partplan.h"
 
 static struct policy *parse(const char *text)
 {

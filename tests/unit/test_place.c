@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/place.h"
+#include "../../daemon/executors/place.h"
 
 static void test_balance(void **state)
 {

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../daemon/policy.h"
+#include "../../daemon/policy/policy.h"
 
 /* A user and group name no system has. */
 #define NO_SUCH_NAME "ooo-no-such-name-7f3a9c"

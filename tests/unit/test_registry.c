@@ -13,7 +13,7 @@
 
 #include <ooo/ooo.h>
 
-#include "../../daemon/registry.h"
+#include "../../daemon/policy/registry.h"
 
 static struct policy *parse(const char *text)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../daemon/policy.h"
+#include "../../daemon/policy/policy.h"
 #include "../json.h"
 #include "oooctl.h"
 

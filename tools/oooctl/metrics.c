@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../common/prom.h"
+#include "../../proto/prom.h"
 #include "oooctl.h"
 
 int do_metrics(int argc, char **argv)

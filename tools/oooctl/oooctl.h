@@ -21,7 +21,7 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
-#include "../common/names.h" /* res_names, tm_fn_names, the stages */
+#include "../../proto/names.h" /* res_names, tm_fn_names, the stages */
 
 #ifndef OOO_SYSCONFDIR
 #define OOO_SYSCONFDIR "/etc"

@@ -18,7 +18,7 @@
 
 #include <ooo/proto.h>
 
-#include "../common/names.h"
+#include "../../proto/names.h"
 
 /* Two snapshots of one executor run agree on when it started (snapshot_ns - up_ns) to within this. */
 #define SCHED_START_SLOP_NS (500ull * 1000000ull)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "../common/args.h"
-#include "../common/prom.h"
+#include "../../proto/prom.h"
 #include "../json.h"
 #include "oooctl.h"
 #include "sched_calc.h"
