@@ -54,7 +54,7 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
-               daemon/log.c daemon/notify.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/executors/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
+               daemon/log.c daemon/notify.c daemon/watchdog.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/sched/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
                daemon/admin/http.c daemon/admin/metrics.c proto/prom.c proto/names.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
@@ -271,7 +271,7 @@ $(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/po
 $(BUILD)/tests/test_ring: $(OBJ)/tests/unit/test_ring.o $(OBJ)/proto/ring.o
 $(BUILD)/tests/test_fdpass: $(OBJ)/tests/unit/test_fdpass.o $(OBJ)/proto/fdpass.o
 $(BUILD)/tests/test_ldcache: $(OBJ)/tests/unit/test_ldcache.o $(OBJ)/daemon/telemetry/ldcache.o
-$(BUILD)/tests/test_place: $(OBJ)/tests/unit/test_place.o $(OBJ)/daemon/executors/place.o
+$(BUILD)/tests/test_place: $(OBJ)/tests/unit/test_place.o $(OBJ)/daemon/sched/place.o
 $(BUILD)/tests/test_admit: $(OBJ)/tests/unit/test_admit.o $(OBJ)/daemon/policy/admit.o
 $(BUILD)/tests/test_hangs: $(OBJ)/tests/unit/test_hangs.o $(OBJ)/daemon/policy/hangs.o
 $(BUILD)/tests/test_longwork: $(OBJ)/tests/unit/test_longwork.o $(OBJ)/daemon/exec/longwork.o

@@ -110,6 +110,7 @@ int lo_dp_attach_locked(ooo_session *s)
 		goto err;
 	}
 	s->dp = d;
+	s->dp_destroy = lo_dp_destroy;
 	return 0;
 err:
 	lo_dp_destroy(d);

@@ -464,7 +464,8 @@ ooo_session *ooo_close(ooo_session *s)
 	}
 	close(s->fd);
 	lo_drop_fd(s);
-	lo_dp_destroy(s->dp);
+	if (s->dp_destroy)
+		s->dp_destroy(s->dp);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return NULL;

@@ -55,6 +55,8 @@ struct ooo_session {
 	int pass_fd; /* passed with the next request, -1 if none */
 	int nrfds;
 	struct dpath *dp;   /* the data path, once a queue exists (lo_dp_attach_locked) */
+	/* its destructor, set with dp by lo_dp_attach_locked (datapath.c): ooo_close calls it */
+	void (*dp_destroy)(struct dpath *d);
 	int64_t wait_spin_ns; /* a wait spins this long before it sleeps (the class's wait_spin_us, OOO_WAIT_SPIN_US) */
 	pthread_mutex_t lock;
 	unsigned char rbuf[OOO_MSG_MAX];

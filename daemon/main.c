@@ -14,21 +14,21 @@
 
 #include "version.h"
 
-#include "admin/admin.h"
-#include "buffers/buffers.h"
-#include "sessions/dpath.h"
 #include "../proto/exec_proto.h"
+#include "admin/admin.h"
+#include "admin/metrics.h"
+#include "buffers/buffers.h"
 #include "exec/nvrtc.h"
 #include "executors/gpu.h"
 #include "leases/lease.h"
 #include "log.h"
-#include "admin/metrics.h"
 #include "mps/mps.h"
-#include "notify.h"
 #include "parts/parts.h"
 #include "policy/policy.h"
 #include "server.h"
+#include "sessions/dpath.h"
 #include "telemetry/telemetry.h"
+#include "watchdog.h"
 
 /*
  * The control plane's modules, in order (server.h): init, start and tick
@@ -36,12 +36,12 @@
  * be its clients) and before leases (which tell it who its clients are);
  * the executors before the modules that listen to them; buffers before data
  * paths (a new executor maps a session's buffers before it attaches it);
- * metrics serves the others' admin views over HTTP; notify last: its
+ * metrics serves the others' admin views over HTTP; the watchdog last: its
  * STATUS= line reads what the others set up.
  */
 static const struct module *const modules[] = {
 	&telemetry_module, &mps_module, &gpu_module, &buffers_module, &dpath_module,
-	&lease_module, &parts_module, &admin_module, &metrics_module, &notify_module, NULL,
+	&lease_module, &parts_module, &admin_module, &metrics_module, &watchdog_module, NULL,
 };
 
 struct args {

@@ -23,7 +23,7 @@
 
 #include "../../proto/wire.h"
 #include "../jit/jit.h"
-#include "../jit/ptx.h"
+#include "../jit/internal.h"
 #include "coalesce.h"
 #include "../../proto/exec_proto.h"
 #include "memory.h"

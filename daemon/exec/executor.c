@@ -27,7 +27,7 @@
 
 #include <ooo/ooo.h>
 
-#include "../executors/place.h"
+#include "../sched/place.h"
 #include "../../proto/fdpass.h"
 #include "../../proto/wire.h"
 #include "cuda.h"

@@ -21,7 +21,7 @@
 #include "../log.h"
 #include "../mps/mps.h"
 #include "../pidfd.h"
-#include "place.h"
+#include "../sched/place.h"
 #include "../server.h"
 #include "../telemetry/telemetry.h"
 

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx.h"
+#include "internal.h"
 
 #define FENCE_SUFFIX "_ooo_fenced"
 

@@ -29,7 +29,7 @@
 
 #include <nettle/sha2.h>
 
-#include "ptx.h"
+#include "internal.h"
 
 struct gen {
 	const struct ptx_module *m;

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx.h"
+#include "internal.h"
 
 /* ---- lexer ------------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 
 #include <nettle/sha2.h>
 
-#include "ptx.h"
+#include "internal.h"
 
 /* ---- analysis ---------------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx.h"
+#include "internal.h"
 
 /* ---- printer ----------------------------------------------------------- */
 

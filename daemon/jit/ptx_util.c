@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx.h"
+#include "internal.h"
 
 void jit_buf_free(struct jit_buf *b)
 {

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/executors/place.h"
+#include "../../daemon/sched/place.h"
 
 static void test_balance(void **state)
 {

@@ -18,8 +18,8 @@
  * variable declarations and functions. Nothing is rewritten in place:
  * printers walk the tokens and substitute as they go.
  */
-#ifndef OOO_JIT_PTX_H
-#define OOO_JIT_PTX_H
+#ifndef OOO_JIT_INTERNAL_H
+#define OOO_JIT_INTERNAL_H
 
 #include "jit.h"
 
