@@ -53,7 +53,7 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 
 OBJ := $(BUILD)/obj
 
-DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
+DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/policy/values.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
                daemon/log.c daemon/notify.c daemon/watchdog.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/sched/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
                daemon/admin/http.c daemon/admin/metrics.c proto/prom.c proto/names.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
@@ -62,7 +62,7 @@ PTX_SRCS    := daemon/jit/ptx.c daemon/jit/ptx_util.c daemon/jit/ptx_analyse.c d
 JIT_SRCS    := $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/datapath.c client/queues.c client/buffers.c client/modules.c proto/wire.c proto/ring.c proto/fdpass.c client/staging.c
-POLICY_OBJS := $(OBJ)/daemon/policy/policy.o $(OBJ)/gen/default_conf.o
+POLICY_OBJS := $(OBJ)/daemon/policy/policy.o $(OBJ)/daemon/policy/values.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ring.o $(OBJ)/proto/fdpass.o $(OBJ)/gen/default_conf.o \
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
@@ -357,7 +357,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c proto/wire.c
-$(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy/policy.c $(BUILD)/gen/default_conf.c
+$(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy/policy.c daemon/policy/values.c $(BUILD)/gen/default_conf.c
 $(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
 $(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/fence.c
 $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/telemetry/ldcache.c

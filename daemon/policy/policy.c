@@ -30,6 +30,7 @@
 
 #include "hangs.h"
 #include "policy.h"
+#include "values.h"
 
 #define DEFAULT_SOURCE "(embedded defaults)"
 #define MAX_SIZE_LIMIT (1ull << 50) /* 1 PiB */
@@ -285,104 +286,10 @@ static const char *sec_desc(struct parse_ctx *c, char *buf, size_t size)
 	return buf;
 }
 
-/* ---- scalar values ------------------------------------------------------ */
-
-enum num_rc { NUM_OK, NUM_NAN, NUM_JUNK, NUM_RANGE };
-
-/* Decimal digits only: strtoull alone would take signs, spaces and "0x". */
-static enum num_rc parse_num(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!isdigit((unsigned char)s[0]))
-		return NUM_NAN;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end)
-		return NUM_JUNK;
-	if (errno == ERANGE)
-		return NUM_RANGE;
-	*out = v;
-	return NUM_OK;
-}
-
-int policy_parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned shift = 0;
-	char *end;
-
-	if (!s || !out || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	default: break;
-	}
-	if (shift && end[0] == 'i' && end[1] == 'B')
-		end += 2;
-	else if (end[0] == 'B')
-		end++;
-	if (*end)
-		return -EINVAL;
-	if (shift && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-static int parse_bool(const char *s, bool *out)
-{
-	static const char *const yes[] = { "yes", "true", "1", "on" };
-	static const char *const no[] = { "no", "false", "0", "off" };
-	size_t i;
-
-	for (i = 0; i < NKEYS(yes); i++) {
-		if (!strcasecmp(s, yes[i])) {
-			*out = true;
-			return 0;
-		}
-		if (!strcasecmp(s, no[i])) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int parse_log_level(const char *s, int *out)
-{
-	static const struct {
-		const char *name;
-		int level;
-	} levels[] = {
-		{ "err", POLICY_LOG_ERR },
-		{ "warn", POLICY_LOG_WARN },
-		{ "info", POLICY_LOG_INFO },
-		{ "debug", POLICY_LOG_DEBUG },
-	};
-	size_t i;
-
-	for (i = 0; i < NKEYS(levels); i++) {
-		if (!strcasecmp(s, levels[i].name)) {
-			*out = levels[i].level;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* A number for `k` in [k->lo, k->hi], or an error naming the key. */
 static int get_num(struct parse_ctx *c, const struct key_def *k, const char *v, uint64_t *out)
 {
-	switch (parse_num(v, out)) {
+	switch (policy_parse_num(v, out)) {
 	case NUM_OK:
 		if (*out >= k->lo && *out <= k->hi)
 			return 1;
@@ -475,7 +382,7 @@ static int set_admin_group(struct parse_ctx *c, const char *v)
 	if (strlen(v) >= sizeof(p->admin_group))
 		return fail(c, c->lineno, -EINVAL, "admin_group '%.*s' is too long (max %zu characters)",
 			    VAL_MAX, v, sizeof(p->admin_group) - 1);
-	switch (parse_num(v, &n)) {
+	switch (policy_parse_num(v, &n)) {
 	case NUM_OK:
 		if (n > MAX_ID)
 			return fail(c, c->lineno, -EINVAL, "admin_group gid must be 0..%llu, got '%s'",
@@ -542,7 +449,7 @@ static int add_list_item(struct parse_ctx *c, const struct key_def *k, const cha
 			return 0;
 		return add_id(c, gid, id);
 	}
-	switch (parse_num(tok, &n)) {
+	switch (policy_parse_num(tok, &n)) {
 	case NUM_OK:
 		if (n <= MAX_ID)
 			return add_id(c, gid, (uint32_t)n);
@@ -591,63 +498,6 @@ static int add_list(struct parse_ctx *c, const struct key_def *k, const char *v)
 	return 1;
 }
 
-/* ---- [metrics] listen ---------------------------------------------------- */
-
-int policy_parse_listen(const char *s, struct policy_metrics *m, char *why, size_t cap)
-{
-	char host[INET6_ADDRSTRLEN];
-	const char *port = s, *h = "127.0.0.1";
-	size_t hlen = strlen(h);
-	uint64_t n = 0;
-
-	memset(m, 0, sizeof(*m));
-	if (s[0] == '[') {
-		const char *e = strchr(s, ']');
-
-		if (!e || e[1] != ':') {
-			snprintf(why, cap, "an IPv6 address goes in brackets before ':PORT', as [::1]:9400");
-			return -EINVAL;
-		}
-		h = s + 1;
-		hlen = (size_t)(e - h);
-		port = e + 2;
-		m->family = AF_INET6;
-	} else if (strchr(s, ':')) {
-		const char *e = strrchr(s, ':');
-
-		if (e != s) {
-			h = s;
-			hlen = (size_t)(e - s);
-		}
-		port = e + 1;
-		m->family = AF_INET;
-	} else {
-		m->family = AF_INET;
-	}
-	if (hlen && hlen < sizeof(host)) {
-		memcpy(host, h, hlen);
-		host[hlen] = '\0';
-	}
-	if (!hlen || hlen >= sizeof(host) || inet_pton(m->family, host, m->addr) != 1) {
-		if (m->family == AF_INET6)
-			snprintf(why, cap, "the host in brackets must be an IPv6 address");
-		else
-			snprintf(why, cap, "the host must be an IPv4 address (IPv6 in brackets, no host names), "
-					   "or none for 127.0.0.1");
-		return -EINVAL;
-	}
-	if (parse_num(port, &n) != NUM_OK || n < 1 || n > 65535) {
-		snprintf(why, cap, "the port must be 1..65535");
-		return -EINVAL;
-	}
-	m->port = (uint16_t)n;
-	if (!inet_ntop(m->family, m->addr, host, sizeof(host)))
-		return -EINVAL; /* cannot happen: the address just parsed */
-	snprintf(m->listen, sizeof(m->listen), m->family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, (unsigned)m->port);
-	m->enabled = true;
-	return 0;
-}
-
 /* ---- keys --------------------------------------------------------------- */
 
 static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
@@ -667,7 +517,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	case T_GROUP:
 		return set_admin_group(c, v);
 	case T_BOOL:
-		if (parse_bool(v, &b))
+		if (policy_parse_bool(v, &b))
 			return fail(c, c->lineno, -EINVAL, "%s must be yes or no, got '%.*s'", k->name,
 				    VAL_MAX, v);
 		if (k->field == F_EXECUTOR)
@@ -806,7 +656,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 				    VAL_MAX, v);
 		memcpy(first, v, (size_t)(dash - v));
 		first[dash - v] = '\0';
-		if (parse_num(first, &lo) != NUM_OK || parse_num(dash + 1, &hi) != NUM_OK)
+		if (policy_parse_num(first, &lo) != NUM_OK || policy_parse_num(dash + 1, &hi) != NUM_OK)
 			return fail(c, c->lineno, -EINVAL, "%s must be FIRST-LAST (uids), got '%.*s'", k->name,
 				    VAL_MAX, v);
 		if (lo == 0 || hi < lo || hi >= 0xffffffffull || hi - lo + 1 < k->lo || hi - lo + 1 > k->hi)
@@ -821,7 +671,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 		return 1;
 	}
 	case T_LOGLEVEL:
-		if (parse_log_level(v, &lvl))
+		if (policy_parse_log_level(v, &lvl))
 			return fail(c, c->lineno, -EINVAL,
 				    "%s must be err, warn, info or debug, got '%.*s'", k->name, VAL_MAX,
 				    v);
