@@ -23,7 +23,9 @@
  * and like the real driver's, the fault is sticky: the next query or
  * synchronize sees it (the kernel ran after its launch returned), and from
  * then on every launch, copy, record, query or synchronize of the process
- * fails with CUDA_ERROR_ILLEGAL_ADDRESS. With FAKECUDA_REFUSE=1 in the
+ * fails with CUDA_ERROR_ILLEGAL_ADDRESS (or the CUresult that
+ * FAKECUDA_FAULT_CODE gives, such as 710, a device-side assert). With
+ * FAKECUDA_REFUSE=1 in the
  * environment, launches are refused (errors that leave the context usable)
  * in two cases: a fused kernel of the executor (an entry named ooo_fused*),
  * as when a fused kernel needs more registers than its block shape allows
@@ -885,6 +887,21 @@ static int env_flag(const char *name, _Atomic int *cache)
 	return *cache;
 }
 
+/* FAKECUDA_FAULT_CODE=N: the CUresult a faulting launch leaves (default CUDA_ERROR_ILLEGAL_ADDRESS) */
+static CUresult fault_code(void)
+{
+	static _Atomic int code = -1;
+
+	if (code < 0) {
+		const char *e = getenv("FAKECUDA_FAULT_CODE");
+		char *end;
+		long v = e ? strtol(e, &end, 10) : 0;
+
+		code = e && *e && !*end && v > 0 && v < 1000 ? (int)v : (int)CUDA_ERROR_ILLEGAL_ADDRESS;
+	}
+	return (CUresult)code;
+}
+
 /* FAKECUDA_REFUSE=1: refuse fused launches and launches marked 0x7e7e7e7e (see the top) */
 static int refusing(void)
 {
@@ -1048,7 +1065,7 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 		if (p) {
 			memcpy(&v, p, sizeof(v));
 			if (v < 4096)
-				pending = CUDA_ERROR_ILLEGAL_ADDRESS; /* seen by the next query or synchronize */
+				pending = fault_code(); /* seen by the next query or synchronize */
 		}
 	}
 	return CUDA_SUCCESS;

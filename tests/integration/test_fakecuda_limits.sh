@@ -139,5 +139,20 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 else
 	echo "$name: a hang beside another uid's work: not tried (needs root and setpriv)"
 fi
-echo "$passed passed, 0 failed"
 
+# a device-side assert (CUDA_ERROR_ASSERT, 710) leaves the context unusable, as a fault does: the
+# executor is replaced and its tenant told, not left serving a dead context
+FAKECUDA_FAULT_CODE=710 gpu_start '' ''
+poke_ptx
+r0=$(field restarts)
+out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" noresults 2>&1) ||
+	fail "launch_check fault (a device-side assert): $out"
+echo "$out" | grep -q '^ok' || fail "launch_check fault (a device-side assert): $out"
+wait_restarted "$r0" || fail "the executor of a device-side assert was not replaced: $(field state), $(field restarts) restarts"
+# a fault of the tenant's kernel, so a strike against its uid (domain uid:N), as any fault
+grep -q "uid $(id -u): fault 1 within" "$rundir/oood.log" ||
+	fail "a device-side assert was not counted as a fault: $(grep -iE 'fault|assert' "$rundir/oood.log" | tail -5)"
+ok "a device-side assert: $(echo "$out" | grep '^faulting'), the executor replaced, a fault strike counted"
+fake_stop
+
+echo "$passed passed, 0 failed"
