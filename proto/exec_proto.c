@@ -57,7 +57,8 @@ int exec_msg_check(const void *buf, size_t len, uint16_t *type, const void **pay
 		memcpy(&k, *payload, sizeof(k));
 		return memchr(k.name, 0, sizeof(k.name)) ? 0 : -OOO_EPROTO;
 	}
-	case EXEC_MSG_HUNG: {
+	case EXEC_MSG_HUNG:
+	case EXEC_MSG_FAULT: {
 		struct exec_hung hg;
 		if (*plen != sizeof(hg))
 			return -OOO_EPROTO;

@@ -35,6 +35,7 @@ enum exec_msg_type {
 	EXEC_MSG_STATS = 0x10d,         /* executor -> oood, unsolicited, about once a second: struct ooo_sched_counters */
 	EXEC_MSG_PARTITIONS = 0x10e,    /* oood -> executor: exec_partitions; reply exec_partitions_reply */
 	EXEC_MSG_HUNG = 0x10f,          /* executor -> oood, unsolicited, before it exits for a hang: struct exec_hung */
+	EXEC_MSG_FAULT = 0x110,         /* executor -> oood, unsolicited, before it exits for a kernel fault: struct exec_hung */
 };
 
 #define EXEC_HUNG_MAX 32u /* sessions an exec_hung names */
@@ -51,6 +52,14 @@ struct exec_hung {
 	uint64_t limit_ms; /* the limit it ran past (per kernel) */
 	uint64_t session[EXEC_HUNG_MAX];
 };
+
+/*
+ * EXEC_MSG_FAULT carries a struct exec_hung too: the sessions that had
+ * work on the GPU when the context was found lost by a kernel fault (one
+ * of them faulted: a sticky error is the whole context's, so the command
+ * whose query saw it first need not be the culprit), n and more as above;
+ * ran_ms and limit_ms are 0. The executor exits right after.
+ */
 
 /*
  * The largest message either side sends or receives, header included: the

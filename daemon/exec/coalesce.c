@@ -2183,6 +2183,21 @@ uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t c
 	return n;
 }
 
+void co_inflight_sessions(const struct datapath *dp, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more)
+{
+	const struct coalescer *co = dp->co;
+
+	for (uint32_t p = 0; co && p < co->nparts; p++)
+		for (uint32_t i = 0; i < co->nsi; i++)
+			for (const struct dp_bundle *b = co->part[p].str[i].fl_head; b; b = b->next)
+				for (uint32_t k = 0; k < b->n; k++) {
+					if (b->m[k].s)
+						dp_ids_add(b->m[k].s->id, ids, cap, n, more);
+					else
+						(*more)++;
+				}
+}
+
 void co_running_past(struct datapath *dp, uint64_t now, uint64_t min_ns, uint64_t *ids, uint32_t cap, uint32_t *n,
 		     uint32_t *more)
 {

@@ -158,6 +158,12 @@ uint32_t co_bundle_sessions(const struct dp_bundle *b, uint64_t *ids, uint32_t c
  */
 void co_running_past(struct datapath *dp, uint64_t now, uint64_t min_ns, uint64_t *ids, uint32_t cap, uint32_t *n,
 		     uint32_t *more);
+/*
+ * Adds to ids[] (*n of cap used; past cap, *more counts) the sessions of
+ * the members of every bundle in flight on any stream (dispatched, its end
+ * not seen); a member whose session has gone counts in *more.
+ */
+void co_inflight_sessions(const struct datapath *dp, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more);
 /* Start compiled classes, move backlogs, form and dispatch bundles. Returns true if anything moved. */
 bool co_progress(struct datapath *dp, uint64_t now);
 /* A pass without sessions: take in the compiles that finished (classes outlive their sessions). */

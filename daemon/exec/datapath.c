@@ -484,6 +484,7 @@ struct dp_session *dp_session_get(struct datapath *dp, uint64_t id, bool create)
 	s->memfd = s->bell = -1;
 	s->next = dp->sessions;
 	dp->sessions = s;
+	atomic_fetch_add_explicit(&dp->nsessions, 1, memory_order_release);
 	return s;
 }
 
@@ -699,6 +700,7 @@ int dp_detach(struct datapath *dp, uint64_t id, const struct dp_unlock *u)
 		if ((*pp)->id == id) {
 			struct dp_session *s = *pp;
 			*pp = s->next;
+			atomic_fetch_sub_explicit(&dp->nsessions, 1, memory_order_release);
 			session_free(dp, s);
 			if (dp->fence && dp->mem)
 				memory_window_release(dp->mem, id);
@@ -723,6 +725,7 @@ void dp_fini(struct datapath *dp)
 	while (dp->sessions) {
 		struct dp_session *s = dp->sessions;
 		dp->sessions = s->next;
+		atomic_fetch_sub_explicit(&dp->nsessions, 1, memory_order_release);
 		session_free(dp, s);
 	}
 	co_stop(dp);
@@ -1163,6 +1166,65 @@ static bool dp_kernel_fault(CUresult r)
 	       r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ASSERT;
 }
 
+/*
+ * The context was just found gone: note the sessions whose work was on the
+ * GPU then (commands issued and not reaped, the bundles running), one of
+ * which faulted. A sticky error is the whole context's: the command whose
+ * query saw it first need not be the one that faulted, so every session
+ * with work in flight is named, never fewer (a session left out could be
+ * the culprit, and the fault be counted against another).
+ */
+static void dp_note_inflight(struct datapath *dp)
+{
+	dp->inflight_n = dp->inflight_more = 0;
+	co_inflight_sessions(dp, dp->inflight_ids, EXEC_HUNG_MAX, &dp->inflight_n, &dp->inflight_more);
+	for (struct dp_session *s = dp->sessions; s; s = s->next)
+		for (uint32_t j = 0; s->base && j < s->nq; j++)
+			/* commands waiting for their completion, or issued on the queue's stream with none behind them */
+			if (s->queues[s->qlist[j]]->len || s->queues[s->qlist[j]]->direct_n) {
+				dp_ids_add(s->id, dp->inflight_ids, EXEC_HUNG_MAX, &dp->inflight_n, &dp->inflight_more);
+				break;
+			}
+}
+
+/*
+ * The status for a command of session s that ended with the context's loss
+ * (st): OOO_EFAULT says "your kernel faulted", so it goes to s only when s
+ * was certainly the culprit: the only session with work on the GPU when
+ * this thread found the context gone, and no other serving thread holding
+ * sessions (their work is not known here). Otherwise the fault may have
+ * been another tenant's: OOO_EDEVRESET, as every tenant of the context
+ * gets. Other statuses pass unchanged.
+ */
+static int32_t dp_blame(const struct datapath *dp, const struct dp_session *s, int32_t st)
+{
+	if (st != -OOO_EFAULT)
+		return st;
+	if (dp->inflight_n != 1 || dp->inflight_more || dp->inflight_ids[0] != s->id)
+		return -OOO_EDEVRESET;
+	for (uint32_t i = 0; i < dp->npeers; i++)
+		if (dp->peers[i] != dp && atomic_load_explicit(&dp->peers[i]->nsessions, memory_order_acquire))
+			return -OOO_EDEVRESET;
+	return st;
+}
+
+void dp_report_fault(struct datapath *const *dps, uint32_t n)
+{
+	struct exec_hung h = { 0 };
+	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(h)];
+	ssize_t len;
+
+	for (uint32_t i = 0; i < n; i++) {
+		h.more += dps[i]->inflight_more;
+		for (uint32_t k = 0; k < dps[i]->inflight_n; k++)
+			dp_ids_add(dps[i]->inflight_ids[k], h.session, EXEC_HUNG_MAX, &h.n, &h.more);
+	}
+	len = wire_encode(buf, sizeof(buf), EXEC_MSG_FAULT, 0, 0, &h, sizeof(h));
+	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+		fprintf(stderr, "oood[executor]: could not tell oood which sessions had work at the fault: %s\n",
+			strerror(errno));
+}
+
 void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
 {
 	char e[128];
@@ -1170,6 +1232,7 @@ void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
 	if (dp->fatal)
 		return;
 	dp->fatal = true;
+	dp_note_inflight(dp);
 	dp->fault = dp_kernel_fault(r);
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why), "%s: %s", what, cuda_strerror(dp->api, r, e, sizeof(e)));
 	if (dp->fatal_all)
@@ -1184,6 +1247,7 @@ static bool dp_dead(struct datapath *dp)
 	if (!dp->fatal_all || !atomic_load_explicit(dp->fatal_all, memory_order_acquire))
 		return false;
 	dp->fatal = true;
+	dp_note_inflight(dp);
 	snprintf(dp->fatal_why, sizeof(dp->fatal_why), "another serving thread found the context lost");
 	return true;
 }
@@ -1481,7 +1545,7 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 
 			if (e.opcode == OOO_OP_NOP && (e.flags & OOO_SQE_NOTIFY) && q && q->last &&
 			    co_bundle_done(q->last, UINT32_MAX, &st) && st < 0 &&
-			    dp_post(s, e.user_data, e.queue, e.opcode, st))
+			    dp_post(s, e.user_data, e.queue, e.opcode, dp_blame(dp, s, st)))
 				s->cq_dirty = true;
 			continue;
 		}
@@ -1515,7 +1579,7 @@ static bool take_submissions(struct datapath *dp, struct dp_session *s, uint64_t
 				r = full ? -EBUSY : dp_issue(dp, s, &e, params);
 			}
 		}
-		if (r < 0 && !dp_post(s, e.user_data, e.queue, e.opcode, r)) {
+		if (r < 0 && !dp_post(s, e.user_data, e.queue, e.opcode, dp_blame(dp, s, r))) {
 			s->blocked = true; /* completion ring full: the tenant loses this error only if it never reads */
 			break;
 		}
@@ -1559,7 +1623,7 @@ static bool reap(struct datapath *dp, struct dp_session *s, uint64_t seen)
 				/* a barrier behind a bundle runs from the later of its own taking and the bundle's issue */
 				uint64_t issued = p->b ? co_bundle_issued(p->b) : p->issued_ns;
 
-				if (!dp_post(s, p->user_data, (uint16_t)i, p->opcode, p->status)) {
+				if (!dp_post(s, p->user_data, (uint16_t)i, p->opcode, dp_blame(dp, s, p->status))) {
 					s->blocked = true; /* ring full: try again later */
 					return moved;
 				}

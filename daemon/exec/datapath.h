@@ -21,6 +21,7 @@
 
 #include <ooo/proto.h>
 
+#include "../../proto/exec_proto.h"
 #include "../../proto/ring.h"
 #include "cuda.h"
 #include "longwork.h"
@@ -176,6 +177,14 @@ struct datapath {
 	bool hung;         /* fatal because a bundle ran past kernel_limit_ns: the executor exits without touching CUDA */
 	bool fault;        /* fatal because tenants' work faulted on the GPU (dp_kernel_fault): EXEC_EXIT_FAULT */
 	char fatal_why[160];
+	/*
+	 * The sessions with work on the GPU when this thread found the context
+	 * gone (dp_note_inflight): whose kernel may have faulted. The executor
+	 * names them to oood before it exits for a fault (dp_report_fault).
+	 */
+	uint64_t inflight_ids[EXEC_HUNG_MAX];
+	uint32_t inflight_n, inflight_more;
+	atomic_uint nsessions; /* sessions in `sessions`, for the other serving threads (dp_blame) */
 	atomic_bool *fatal_all; /* with several serving threads (executor.c): set by the first that finds it gone */
 	/*
 	 * With several serving threads (executor.c; else npeers 0): every
@@ -314,6 +323,13 @@ uint64_t dp_wake_ns(const struct datapath *dp);
  */
 void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns);
 /* Adds session id to ids[] (*n of cap used) unless it is there; past cap, counts it in *more. */
+/*
+ * Before the executor exits for a kernel fault: tell oood which sessions
+ * had work on the GPU (EXEC_MSG_FAULT), from every serving thread's
+ * dps[0..n) as each noted them when it found the context gone. Call once,
+ * after the serving threads have stopped.
+ */
+void dp_report_fault(struct datapath *const *dps, uint32_t n);
 void dp_ids_add(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more);
 
 #endif

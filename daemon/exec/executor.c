@@ -1254,7 +1254,14 @@ int executor_main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < S.n; i++)
 		if (rc == 1 && S.sh[i].dp.fault)
-			rc = EXEC_EXIT_FAULT; /* oood counts it against the domain's tenant (dpath_on_fault) */
+			rc = EXEC_EXIT_FAULT; /* oood counts it against the tenant whose work it was (dpath_on_fault) */
+	if (rc == EXEC_EXIT_FAULT) {
+		struct datapath *dps[EXEC_THREADS_MAX];
+
+		for (unsigned i = 0; i < S.n; i++)
+			dps[i] = &S.sh[i].dp;
+		dp_report_fault(dps, S.n);
+	}
 	for (unsigned i = 0; i < S.n; i++) {
 		struct shard *h = &S.sh[i];
 

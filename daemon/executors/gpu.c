@@ -123,6 +123,7 @@ static void spawn(struct server *srv, struct gpu *g)
 
 	g->exited = false;
 	g->hung_ns = 0;
+	g->have_fault = false;
 	g->have_info = false;
 	g->have_stats = false; /* a new executor's counters start from zero */
 	g->ready_ns = 0;
@@ -323,6 +324,9 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 	g->tm_tracked = false;
 	g->pid = 0;
 	g->have_stats = false;
+	/* before lost: the sessions a fault report names are still known then (closed ones too, dpath.c gone) */
+	if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_EXIT_FAULT)
+		TELL(srv->gpus, fault, srv, g->idx, g->domain, g->have_fault ? &g->fault : NULL);
 	TELL(srv->gpus, lost, srv, g->idx);
 	if (srv->stopping) {
 		g->state = OOO_DEV_STOPPED;
@@ -344,8 +348,6 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 		parked_retry(srv);
 		return;
 	}
-	if (WIFEXITED(st) && WEXITSTATUS(st) == EXEC_EXIT_FAULT)
-		TELL(srv->gpus, fault, srv, g->idx, g->domain);
 	if (WIFSIGNALED(st))
 		snprintf(why, sizeof(why), "executor killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
 	else if (g->have_info && g->info.status < 0)
@@ -553,6 +555,14 @@ static void gpu_on_recv(struct server *srv, uint32_t idx, int res)
 				TELL(srv->gpus, hung, srv, idx, &h);
 			if (!g->hung_ns)
 				g->hung_ns = server_now_ns();
+		} else if (type == EXEC_MSG_FAULT) {
+			/* a claim like a hang report's, paid for by the exit that follows (or the watchdog's kill) */
+			if (g->have_fault)
+				log_warn("gpu%u (%s): a second fault report from executor pid %d ignored", g->dev,
+					 slot_name(g), (int)g->pid);
+			else
+				memcpy(&g->fault, payload, sizeof(g->fault));
+			g->have_fault = true;
 		} else if (type == (EXEC_MSG_PING | OOO_MSG_REPLY)) {
 			g->pong_ns = server_now_ns();
 			if (plen == sizeof(uint64_t)) {

@@ -67,6 +67,8 @@ struct gpu {
 	unsigned inflight; /* io_uring operations on pidfd/ctl */
 	bool exited;
 	uint64_t hung_ns; /* when the running executor reported a hang (EXEC_MSG_HUNG; one taken per executor), 0: none */
+	bool have_fault;  /* the running executor named the sessions of its fault (EXEC_MSG_FAULT; one taken per executor) */
+	struct exec_hung fault;
 	int wstatus;
 	uint32_t restarts;
 	uint32_t backoff_ms;
@@ -131,8 +133,12 @@ struct exec_listener {
 	void (*ready)(struct server *srv, struct gpu *g);
 	/* Slot idx's executor is gone: what it held is lost. */
 	void (*lost)(struct server *srv, uint32_t idx);
-	/* ...and it exited for a kernel fault of the domain's tenants (before lost). */
-	void (*fault)(struct server *srv, uint32_t idx, const char *domain);
+	/*
+	 * ...and it exited for a kernel fault of the domain's tenants (before
+	 * lost); rep: the sessions that had work on the GPU then, as the
+	 * executor named them (EXEC_MSG_FAULT), or NULL if it did not.
+	 */
+	void (*fault)(struct server *srv, uint32_t idx, const char *domain, const struct exec_hung *rep);
 	/* It reported a hang past kernel_time_limit_ms (checked against the policy). */
 	void (*hung)(struct server *srv, uint32_t idx, const struct exec_hung *h);
 	/* It answered a ping that carried a session id: everything before it for that session is done. */

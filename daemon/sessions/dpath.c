@@ -577,18 +577,21 @@ static void strike(struct server *srv, uint32_t gpu, uint32_t uid, const char *w
 }
 
 /*
- * The executor of slot gpu found work past kernel_time_limit_ms (EXEC_MSG_HUNG,
- * checked) and is exiting: the hang is counted against the tenant whose
- * sessions the work was (oood.conf hang_strikes), unless they were several
- * tenants' (a fused bundle: the kernel that did not end is one member's).
+ * Whose were sessions h->session[0..n) of executor slot gpu (a hang or a
+ * fault report)? Returns the number of distinct uids found, 0, 1 or 2
+ * (two: several), the one in *uid; *unknown is set when a session is not
+ * known any more (closed, and gone from srv->dp->gone) or h->more names
+ * sessions beyond those listed. who gets the ids, comma-separated.
  */
-static void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
+static uint32_t report_uids(struct server *srv, uint32_t gpu, const struct exec_hung *h, uint32_t *uid, bool *unknown,
+			    char *who, size_t cap)
 {
-	uint32_t uid = 0, nuid = 0, u;
-	bool unknown = h->more > 0;
-	char who[96] = "";
+	uint32_t nuid = 0, u;
 	size_t w = 0;
 
+	*unknown = h->more > 0;
+	*uid = 0;
+	who[0] = 0;
 	for (uint32_t i = 0; i < h->n && i < EXEC_HUNG_MAX; i++) {
 		const struct sdpath *d = NULL;
 		struct list_node *ln;
@@ -601,8 +604,8 @@ static void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hu
 				break;
 			}
 		}
-		if (w < sizeof(who)) {
-			int k = snprintf(who + w, sizeof(who) - w, "%s%llu", i ? ", " : "", (unsigned long long)h->session[i]);
+		if (w < cap) {
+			int k = snprintf(who + w, cap - w, "%s%llu", i ? ", " : "", (unsigned long long)h->session[i]);
 
 			w += k > 0 ? (size_t)k : 0;
 		}
@@ -616,18 +619,34 @@ static void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hu
 						   srv->dp->gone[j].gpu != gpu))
 				j++;
 			if (j == DPATH_GONE) {
-				unknown = true;
+				*unknown = true;
 				continue;
 			}
 			u = srv->dp->gone[j].uid;
 		}
 		if (!nuid) {
-			uid = u;
+			*uid = u;
 			nuid = 1;
-		} else if (u != uid) {
+		} else if (u != *uid) {
 			nuid = 2; /* several: enough to know */
 		}
 	}
+	return nuid;
+}
+
+/*
+ * The executor of slot gpu found work past kernel_time_limit_ms (EXEC_MSG_HUNG,
+ * checked) and is exiting: the hang is counted against the tenant whose
+ * sessions the work was (oood.conf hang_strikes), unless they were several
+ * tenants' (a fused bundle: the kernel that did not end is one member's).
+ */
+static void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hung *h)
+{
+	char who[96];
+	uint32_t uid;
+	bool unknown;
+	uint32_t nuid = report_uids(srv, gpu, h, &uid, &unknown, who, sizeof(who));
+
 	log_warn("gpu%u: work of session(s) %s%s ran %llu ms, past kernel_time_limit_ms %llu: the executor is being replaced",
 		 gpu_dev(srv, gpu), who, h->more ? " and more" : "", (unsigned long long)h->ran_ms,
 		 (unsigned long long)h->limit_ms);
@@ -641,24 +660,51 @@ static void dpath_on_hung(struct server *srv, uint32_t gpu, const struct exec_hu
 	strike(srv, gpu, uid, "hang");
 }
 
-/* Executor slot gpu of `domain` exited for a fault of its GPU work: a strike against its tenant, if one. */
-static void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain)
+/*
+ * Executor slot gpu of `domain` exited for a fault of its GPU work: a
+ * strike against the tenant whose it was, if that is known. rep: the
+ * sessions with work on the GPU when the context was lost (EXEC_MSG_FAULT),
+ * or NULL.
+ */
+static void dpath_on_fault(struct server *srv, uint32_t gpu, const char *domain, const struct exec_hung *rep)
 {
 	unsigned uid;
+	uint32_t ruid, nuid;
+	bool unknown;
+	char who[96];
 	int end = 0;
 
 	/*
 	 * A domain of one uid (a class without `domain`): every session of the
-	 * executor was that tenant's, so the fault was its own. In a shared or
-	 * fenced domain the faulting kernel is not known (a fused bundle holds
-	 * several tenants' members): the fault counts against none.
+	 * executor was that tenant's, so the fault was its own.
 	 */
-	if (sscanf(domain, "uid:%u%n", &uid, &end) != 1 || domain[end]) {
-		log_warn("gpu%u: GPU work of domain %s faulted: not one tenant's, the fault counts against none",
-			 gpu_dev(srv, gpu), domain[0] ? domain : "(spare)");
+	if (sscanf(domain, "uid:%u%n", &uid, &end) == 1 && !domain[end]) {
+		strike(srv, gpu, uid, "fault");
 		return;
 	}
-	strike(srv, gpu, uid, "fault");
+	/*
+	 * A shared or fenced domain: a fused bundle holds several tenants'
+	 * members and a sticky error is the whole context's, so the fault is
+	 * one tenant's only when every session with work on the GPU then was
+	 * that tenant's. Otherwise it counts against none (a tenant whose work
+	 * merely ran beside the faulting kernel is never the one blamed).
+	 */
+	if (!rep) {
+		log_warn("gpu%u: GPU work of domain %s faulted; the executor did not say whose work was on the GPU: "
+			 "the fault counts against none", gpu_dev(srv, gpu), domain[0] ? domain : "(spare)");
+		return;
+	}
+	nuid = report_uids(srv, gpu, rep, &ruid, &unknown, who, sizeof(who));
+	if (nuid == 1 && !unknown) {
+		log_warn("gpu%u: GPU work of domain %s faulted; only uid %u's work was on the GPU (session(s) %s)",
+			 gpu_dev(srv, gpu), domain, ruid, who);
+		strike(srv, gpu, ruid, "fault");
+		return;
+	}
+	log_warn("gpu%u: GPU work of domain %s faulted; the work on the GPU was %s (session(s) %s%s): the fault counts "
+		 "against none", gpu_dev(srv, gpu), domain[0] ? domain : "(spare)",
+		 nuid > 1 ? "several tenants'" : "not one known tenant's", who[0] ? who : "none named",
+		 rep->more ? " and more" : "");
 }
 
 /* oooctl pardon: forgets the hangs of req->uid (checked by wire_decode); *rep says what was forgotten. */
@@ -1021,11 +1067,11 @@ static struct sdpath *by_req(struct server *srv, uint32_t gpu, uint64_t req)
 	return NULL;
 }
 
-/* The executor of slot gpu answered session's detach (0: every session of the slot, which ended). */
-static void gone_drop(struct server *srv, uint32_t gpu, uint64_t session)
+/* The executor of slot gpu ended: forget the closed sessions it served. */
+static void gone_drop(struct server *srv, uint32_t gpu)
 {
 	for (uint32_t j = 0; j < DPATH_GONE; j++)
-		if (srv->dp->gone[j].session && srv->dp->gone[j].gpu == gpu && (!session || srv->dp->gone[j].session == session))
+		if (srv->dp->gone[j].session && srv->dp->gone[j].gpu == gpu)
 			srv->dp->gone[j].session = 0;
 }
 
@@ -1055,8 +1101,6 @@ static void dpath_on_reply(struct server *srv, uint32_t gpu, uint16_t type, int3
 	struct sdpath *d = req && !(req & DETACH_REQ) ? by_req(srv, gpu, req) : NULL;
 	struct conn *c;
 
-	if (type == (EXEC_MSG_DETACH | OOO_MSG_REPLY) && (req & DETACH_REQ))
-		gone_drop(srv, gpu, req & ~DETACH_REQ);
 	if (!d) {
 		if (status < 0 && type != (EXEC_MSG_DETACH | OOO_MSG_REPLY))
 			log_warn("gpu%u: executor: %s", gpu_dev(srv, gpu), reason);
@@ -1157,7 +1201,7 @@ static void dpath_gpu_lost(struct server *srv, uint32_t gpu)
 {
 	struct list_node *n, *tmp, *dn, *dtmp;
 
-	gone_drop(srv, gpu, 0); /* its messages are all read: no report can name them any more */
+	gone_drop(srv, gpu); /* its messages are all read: no report can name them any more */
 
 	/* forwarded requests die with the executor */
 	list_for_each_safe(n, tmp, &srv->dp->xreqs) {

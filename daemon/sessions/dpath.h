@@ -125,8 +125,11 @@ struct dpaths {
 	 * their detach (dpath.c): an executor's report of a hang
 	 * (EXEC_MSG_HUNG) can name a session that closed while its kernel ran
 	 * (its detach waits on that kernel), and the hang still counts against
-	 * its tenant. Freed by the detach's answer or the executor's end; past
-	 * DPATH_GONE at once, the oldest is forgotten.
+	 * its tenant; a fault report (EXEC_MSG_FAULT) too, which comes after
+	 * the detach's answer (the executor posts what it can before it exits).
+	 * Freed by the executor's end; past DPATH_GONE, the oldest is
+	 * forgotten (session ids are never reused: a stale one matches no
+	 * report).
 	 */
 	struct dpath_gone {
 		uint64_t session; /* 0: unused */

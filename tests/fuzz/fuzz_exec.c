@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		break;
 	}
-	case EXEC_MSG_HUNG: {
+	case EXEC_MSG_HUNG:
+	case EXEC_MSG_FAULT: {
 		struct exec_hung g;
 
 		if (plen != sizeof(g))

@@ -155,4 +155,45 @@ grep -q "uid $(id -u): fault 1 within" "$rundir/oood.log" ||
 ok "a device-side assert: $(echo "$out" | grep '^faulting'), the executor replaced, a fault strike counted"
 fake_stop
 
+# a fault in a shared domain (several uids, one executor) counts against the tenant whose work was on
+# the GPU (the executor names the sessions with work in flight, EXEC_MSG_FAULT): alone, uid 0's fault
+# is its strike; beside uid 4301's kernel still running (the stand-in's slow kernel), the fault could
+# be either's (a sticky error is the whole context's) and counts against neither
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	FAKECUDA_SLOW_MS=4000 gpu_start 'max_sessions = 200\ndomain = shared\n' 'hang_strikes = 3\nhang_window_s = 600\n'
+	poke_ptx
+	r0=$(field restarts)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" noresults 2>&1) ||
+		fail "launch_check fault (shared domain, alone): $out"
+	wait_restarted "$r0" || fail "the shared domain's executor was not replaced after a fault"
+	grep -q "only uid $(id -u)'s work was on the GPU" "$rundir/oood.log" &&
+		grep -q "uid $(id -u): fault 1 within" "$rundir/oood.log" ||
+		fail "a fault alone in a shared domain was not counted against its tenant: $(grep -i fault "$rundir/oood.log" | tail -5)"
+	ok "domain = shared: a fault with only its tenant's work on the GPU is counted against that tenant"
+	wait_ready || fail "the shared domain's executor is not back"
+	slog=$rundir/slow.out
+	timeout 120 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/launch_check" "$sock" stall \
+		"$hang_ptx" slow >"$slog" 2>&1 &
+	spid=$!
+	for _ in $(seq 200); do
+		grep -q '^launched' "$slog" && break
+		sleep 0.05
+	done
+	grep -q '^launched' "$slog" || fail "uid 4301's slow kernel was not launched: $(cat "$slog")"
+	r0=$(field restarts)
+	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" noresults 2>&1) ||
+		fail "launch_check fault (shared domain, beside uid 4301): $out"
+	wait "$spid" || fail "uid 4301's slow kernel: $(cat "$slog")"
+	wait_restarted "$r0" || fail "the shared domain's executor was not replaced after the second fault"
+	grep -q "faulted; the work on the GPU was several tenants'" "$rundir/oood.log" ||
+		fail "a fault beside another uid's work: $(grep -i fault "$rundir/oood.log" | tail -5)"
+	[ "$(grep -c "uid $(id -u): fault [0-9]* within" "$rundir/oood.log")" -eq 1 ] &&
+		! grep -q "uid 4301: fault" "$rundir/oood.log" ||
+		fail "a fault beside another uid's work was counted: $(grep -i fault "$rundir/oood.log" | tail -5)"
+	ok "domain = shared: a fault beside another uid's running kernel counts against neither ($(sed -n 's/^slow kernel: /uid 4301: /p' "$slog"))"
+	fake_stop
+else
+	echo "$name: faults in a shared domain: not tried (needs root and setpriv)"
+fi
+
 echo "$passed passed, 0 failed"
