@@ -54,7 +54,7 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/policy/values.c daemon/policy/cgroup.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
-               daemon/log.c daemon/notify.c daemon/watchdog.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/sched/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
+               daemon/log.c daemon/notify.c daemon/peer_cgroup.c daemon/watchdog.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/sched/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
                daemon/admin/http.c daemon/admin/metrics.c proto/prom.c proto/names.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
