@@ -53,8 +53,8 @@ BPF_LIBS = -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic
 
 OBJ := $(BUILD)/obj
 
-DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/policy/values.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
-               daemon/log.c daemon/notify.c daemon/watchdog.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/sched/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
+DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/policy/values.c daemon/policy/cgroup.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
+               daemon/log.c daemon/notify.c daemon/peer_cgroup.c daemon/watchdog.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/sched/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
                daemon/admin/http.c daemon/admin/metrics.c proto/prom.c proto/names.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
@@ -62,12 +62,12 @@ PTX_SRCS    := daemon/jit/ptx.c daemon/jit/ptx_util.c daemon/jit/ptx_analyse.c d
 JIT_SRCS    := $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/cache.c daemon/jit/fence.c
 JIT_OBJS    := $(JIT_SRCS:%.c=$(OBJ)/%.o)
 CLIENT_SRCS := client/libooo.c client/datapath.c client/queues.c client/buffers.c client/modules.c proto/wire.c proto/ring.c proto/fdpass.c client/staging.c
-POLICY_OBJS := $(OBJ)/daemon/policy/policy.o $(OBJ)/daemon/policy/values.o $(OBJ)/gen/default_conf.o
+POLICY_OBJS := $(OBJ)/daemon/policy/policy.o $(OBJ)/daemon/policy/values.o $(OBJ)/daemon/policy/cgroup.o $(OBJ)/gen/default_conf.o
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ring.o $(OBJ)/proto/fdpass.o $(OBJ)/gen/default_conf.o \
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler test_http
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_cgroup test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler test_http
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -268,6 +268,7 @@ $(BUILD)/tests/test_wire: $(OBJ)/tests/unit/test_wire.o $(BUILD)/libooo.a
 $(BUILD)/tests/test_policy: $(OBJ)/tests/unit/test_policy.o $(POLICY_OBJS)
 $(BUILD)/tests/test_partplan: $(OBJ)/tests/unit/test_partplan.o $(OBJ)/daemon/parts/partplan.o $(POLICY_OBJS)
 $(BUILD)/tests/test_registry: $(OBJ)/tests/unit/test_registry.o $(OBJ)/daemon/policy/registry.o $(POLICY_OBJS) $(OBJ)/proto/wire.o
+$(BUILD)/tests/test_cgroup: $(OBJ)/tests/unit/test_cgroup.o $(OBJ)/daemon/policy/cgroup.o
 $(BUILD)/tests/test_ring: $(OBJ)/tests/unit/test_ring.o $(OBJ)/proto/ring.o
 $(BUILD)/tests/test_fdpass: $(OBJ)/tests/unit/test_fdpass.o $(OBJ)/proto/fdpass.o
 $(BUILD)/tests/test_ldcache: $(OBJ)/tests/unit/test_ldcache.o $(OBJ)/daemon/telemetry/ldcache.o
@@ -354,10 +355,11 @@ asan: deps-test
 
 # ---- fuzz ------------------------------------------------------------------
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http
+FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http fuzz_cgroup
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c proto/wire.c
-$(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy/policy.c daemon/policy/values.c $(BUILD)/gen/default_conf.c
+$(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy/policy.c daemon/policy/values.c daemon/policy/cgroup.c $(BUILD)/gen/default_conf.c
+$(BUILD)/fuzz/fuzz_cgroup: tests/fuzz/fuzz_cgroup.c daemon/policy/cgroup.c
 $(BUILD)/fuzz/fuzz_sqe: tests/fuzz/fuzz_sqe.c daemon/exec/validate.c
 $(BUILD)/fuzz/fuzz_ptx: tests/fuzz/fuzz_ptx.c $(PTX_SRCS) daemon/jit/fuse.c daemon/jit/fence.c
 $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/telemetry/ldcache.c

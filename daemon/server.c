@@ -32,6 +32,7 @@
 #include "../proto/wire.h"
 #include "log.h"
 #include "notify.h"
+#include "peer_cgroup.h"
 
 #define SLOT_NONE UINT32_MAX
 #define MAX_SLOTS (65536u + 1024u + SERVER_PENDING_MAX + SERVER_PENDING_ADMIN_MAX)
@@ -517,6 +518,29 @@ static int read_cred(int fd, struct peer_cred *cred)
 	return 0;
 }
 
+/*
+ * A tenant's cgroup, for match_cgroup and tenant_by: read at accept through
+ * the connector's pidfd (peer_cgroup.c says why that names no other
+ * process); "" when it cannot be known, which no match_cgroup matches.
+ * A kernel without SO_PEERPIDFD is said once, where the policy looks at
+ * cgroups (else at debug level).
+ */
+static void read_peer_cgroup(struct server *srv, struct conn *c)
+{
+	static bool said;
+	int r = peer_cgroup_read(c->fd, c->cred.cgroup, sizeof(c->cred.cgroup));
+
+	if (r >= 0)
+		return;
+	if (r == -ENOPROTOOPT && !said && policy_uses_cgroups(srv->policy)) {
+		said = true;
+		log_warn("this kernel has no SO_PEERPIDFD (Linux 6.5 has it): tenants' cgroups are unknown, so "
+			 "classes with match_cgroup match no one and tenant_by = pod or cgroup keys no tenant");
+		return;
+	}
+	log_debug("pid %u uid %u: cgroup unknown: %s", c->cred.pid, c->cred.uid, wire_strerror(r));
+}
+
 /* Refuse a connection we cannot even track; best effort, never blocks. */
 static void refuse_now(struct server *srv, int fd, int status, const char *why)
 {
@@ -587,6 +611,8 @@ static void conn_new(struct server *srv, int fd, bool admin)
 		refuse_now(srv, fd, r, "cannot read peer credentials");
 		return;
 	}
+	if (!admin)
+		read_peer_cgroup(srv, c);
 	/*
 	 * Connections that have not said hello cost memory and a slot: each
 	 * socket has its own table of them (so tenants cannot lock operators
@@ -681,8 +707,17 @@ static void hello_tenant(struct server *srv, struct conn *c, const struct wire_m
 	rep.sm_share = s->tenant->terms.sm_share;
 	rep.wait_spin_us = OOO_HELLO_SPIN_SET | s->tenant->terms.wait_spin_us;
 	memcpy(rep.limit, s->tenant->terms.limit, sizeof(rep.limit));
-	log_peer("session %llu: pid %u uid %u gid %u class '%s' name '%s'", (unsigned long long)s->id, c->cred.pid,
-		 c->cred.uid, c->cred.gid, rep.class_name, s->name);
+	{
+		char key[112] = "";
+
+		if (s->tenant->key[0]) {
+			size_t l = (size_t)snprintf(key, sizeof(key), " %s ", s->tenant->key[0] == '/' ? "cgroup" : "pod");
+
+			cgroup_key_display(key + l, sizeof(key) - l, s->tenant->key);
+		}
+		log_peer("session %llu: pid %u uid %u gid %u class '%s'%s name '%s'", (unsigned long long)s->id,
+			 c->cred.pid, c->cred.uid, c->cred.gid, rep.class_name, key, s->name);
+	}
 	for (const struct module *const *mod = srv->modules; *mod; mod++) {
 		if ((*mod)->session_open)
 			(*mod)->session_open(srv, s);

@@ -154,26 +154,41 @@ static void metrics_daemon(struct prom_buf *b, const struct ooo_msg_status *st)
 	prom_printf(b, "ooo_gpus{state=\"other\"} %" PRIu32 "\n", st->gpus - st->gpus_ready);
 }
 
+/* ',key="KEY"' for a tenant with a key (escaped), "" for one without. */
+static void tenant_key_label(char *out, size_t cap, const char *key)
+{
+	char esc[2 * OOO_TENANT_KEY_MAX];
+
+	out[0] = '\0';
+	if (!key[0])
+		return;
+	prom_escape(esc, sizeof(esc), key);
+	snprintf(out, cap, ",key=\"%s\"", esc);
+}
+
 /* Each tenant's use and limits. */
 static void metrics_tenants(struct prom_buf *b, const struct ooo_tenant_rec *tn, size_t ntn)
 {
+	/* a tenant of a class with tenant_by = pod or cgroup has a key label too: its pod UID or cgroup */
 	prom_family(b, "ooo_tenant_used", "gauge", "A tenant's use of a resource");
 	for (size_t i = 0; i < ntn; i++) {
-		char cls[2 * OOO_NAME_MAX];
+		char cls[2 * OOO_NAME_MAX], key[2 * OOO_TENANT_KEY_MAX + 16] = "";
 
 		prom_escape(cls, sizeof(cls), tn[i].class_name);
+		tenant_key_label(key, sizeof(key), tn[i].key);
 		for (int k = 0; k < OOO_RES_COUNT; k++)
-			prom_printf(b, "ooo_tenant_used{tenant=\"%" PRIu32 "\",class=\"%s\",resource=\"%s\"} %" PRIu64 "\n", tn[i].uid,
-			       cls, res_names[k], tn[i].used[k]);
+			prom_printf(b, "ooo_tenant_used{tenant=\"%" PRIu32 "\",class=\"%s\"%s,resource=\"%s\"} %" PRIu64 "\n",
+				    tn[i].uid, cls, key, res_names[k], tn[i].used[k]);
 	}
 	prom_family(b, "ooo_tenant_limit", "gauge", "A tenant's limit on a resource (0: none)");
 	for (size_t i = 0; i < ntn; i++) {
-		char cls[2 * OOO_NAME_MAX];
+		char cls[2 * OOO_NAME_MAX], key[2 * OOO_TENANT_KEY_MAX + 16] = "";
 
 		prom_escape(cls, sizeof(cls), tn[i].class_name);
+		tenant_key_label(key, sizeof(key), tn[i].key);
 		for (int k = 0; k < OOO_RES_COUNT; k++)
-			prom_printf(b, "ooo_tenant_limit{tenant=\"%" PRIu32 "\",class=\"%s\",resource=\"%s\"} %" PRIu64 "\n", tn[i].uid,
-			       cls, res_names[k], tn[i].limit[k]);
+			prom_printf(b, "ooo_tenant_limit{tenant=\"%" PRIu32 "\",class=\"%s\"%s,resource=\"%s\"} %" PRIu64 "\n",
+				    tn[i].uid, cls, key, res_names[k], tn[i].limit[k]);
 	}
 }
 

@@ -332,12 +332,13 @@ static int check_list(const struct wire_msg *m, size_t rec_size, const char **wh
 		} else if (rec_size == sizeof(struct ooo_tenant_rec)) {
 			struct ooo_tenant_rec t;
 			memcpy(&t, rec, sizeof(t));
-			if (!FIELD_OK(&t, class_name))
+			if (!FIELD_OK(&t, class_name) || !FIELD_OK(&t, key))
 				goto bad;
 		} else {
 			struct ooo_session_rec s;
 			memcpy(&s, rec, sizeof(s));
-			if (!FIELD_OK(&s, name) || !FIELD_OK(&s, class_name))
+			if (!FIELD_OK(&s, name) || !FIELD_OK(&s, class_name) || !FIELD_OK(&s, domain) ||
+			    !FIELD_OK(&s, tenant_key))
 				goto bad;
 		}
 	}

@@ -52,6 +52,7 @@ static void fill_tenant(struct ooo_tenant_rec *r, const struct tenant *t)
 	wire_strcpy(r->class_name, sizeof(r->class_name), t->terms.name);
 	memcpy(r->used, t->used, sizeof(r->used));
 	memcpy(r->limit, t->terms.limit, sizeof(r->limit));
+	cgroup_key_display(r->key, sizeof(r->key), t->key);
 }
 
 static void fill_session(struct ooo_session_rec *r, const struct session *s, uint64_t now)
@@ -67,6 +68,7 @@ static void fill_session(struct ooo_session_rec *r, const struct session *s, uin
 	wire_strcpy(r->class_name, sizeof(r->class_name), s->tenant->terms.name);
 	memcpy(r->used, s->used, sizeof(r->used));
 	wire_strcpy(r->domain, sizeof(r->domain), s->domain);
+	cgroup_key_display(r->tenant_key, sizeof(r->tenant_key), s->tenant->key);
 }
 
 static void device_rec(struct server *srv, const struct gpu *g, void *rec, uint64_t now)

@@ -234,10 +234,11 @@ static void lease_request(struct server *srv, struct conn *c, uint32_t seq, cons
 	/* a class other than the session's must also match this peer */
 	cls = policy_find_class(srv->policy, req->class_name[0] ? req->class_name : s->tenant->terms.name);
 	if (!cls || !cls->admit ||
-	    (req->class_name[0] && !policy_class_matches(cls, cred->uid, cred->gid, cred->groups, cred->ngroups))) {
+	    (req->class_name[0] &&
+	     !policy_class_matches_cgroup(cls, cred->uid, cred->gid, cred->groups, cred->ngroups, cred->cgroup))) {
 		L->refused++;
 		server_reply_error(srv, c, OOO_MSG_LEASE, seq, -OOO_EDENIED, "class '%s' %s", req->class_name[0] ? req->class_name : s->tenant->terms.name,
-				   !cls ? "does not exist" : !cls->admit ? "admits no one" : "does not match this uid or its groups");
+				   !cls ? "does not exist" : !cls->admit ? "admits no one" : "does not match this uid, its groups or its cgroup");
 		return;
 	}
 	for (uint32_t i = 0; i < LEASE_MAX; i++) {

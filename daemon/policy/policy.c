@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include <ini.h>
 #include <sys/socket.h>
 
+#include "cgroup.h"
 #include "hangs.h"
 #include "policy.h"
 #include "values.h"
@@ -51,6 +53,8 @@ enum key_type {
 	T_GIDS,     /* list of gids or '*' */
 	T_USERS,    /* list of user names */
 	T_GROUPS,   /* list of group names */
+	T_CGROUPS,  /* list of cgroup path patterns (fnmatch), each starting with '/' */
+	T_TENANTBY, /* uid, pod or cgroup */
 	T_STR,      /* one word: no spaces or control characters */
 	T_PATH,     /* an absolute path: no spaces or control characters */
 	T_LAUNCH,   /* all, tracked or off */
@@ -66,7 +70,7 @@ enum key_field {
 	F_ADMIN_GROUP, F_MAX_SESSIONS, F_MAX_ADMIN_SESSIONS, F_HELLO_TIMEOUT, F_SHUTDOWN_GRACE,
 	F_LOG_LEVEL, F_EXECUTOR, F_EXECUTOR_USER, F_EXECUTOR_UIDS, F_LIBCUDA, F_FUSE, F_FUSE_COPIES, F_SPREAD_LANES, F_CHAIN_LAUNCHES, F_URGENT_RESERVE, F_BURST_WAIT, F_KERNEL_TIME_LIMIT, F_HANG_STRIKES, F_HANG_WINDOW, F_STREAMS, F_SERVING_THREADS, F_SHARD_SESSIONS, F_MAX_DOMAINS,
 	F_DOMAIN_IDLE, F_DOMAIN,
-	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_ADMIT, F_PRIORITY, F_SLO_US,
+	F_MATCH_UID, F_MATCH_GID, F_MATCH_USER, F_MATCH_GROUP, F_MATCH_CGROUP, F_TENANT_BY, F_ADMIT, F_PRIORITY, F_SLO_US,
 	F_SM_SHARE, F_MEM_LIMIT, F_CLASS_SESSIONS, F_QUEUES, F_BUFFERS, F_MODULES, F_INFLIGHT,
 	F_TRACE_LAUNCHES, F_BINARY_MODULES, F_PARTITION, F_FENCE, F_NATIVE_SM, F_NATIVE_MEM, F_NATIVE_PRIO, F_MAX_LEASES, F_WAIT_SPIN_US,
 	F_MPS_ENABLED, F_MPS_CONTROL, F_MPS_MULTIUSER, F_MPS_EXEC_CLIENT, F_MPS_MAX_CLIENTS, F_MPS_EXEC_RESERVE,
@@ -114,6 +118,8 @@ static const struct key_def class_keys[] = {
 	{ "match_gid", F_MATCH_GID, T_GIDS, 0, MAX_ID },
 	{ "match_user", F_MATCH_USER, T_USERS, 0, 0 },
 	{ "match_group", F_MATCH_GROUP, T_GROUPS, 0, 0 },
+	{ "match_cgroup", F_MATCH_CGROUP, T_CGROUPS, 0, 0 },
+	{ "tenant_by", F_TENANT_BY, T_TENANTBY, 0, 0 },
 	{ "admit", F_ADMIT, T_BOOL, 0, 0 },
 	{ "priority", F_PRIORITY, T_U32, 0, 99 },
 	{ "slo_us", F_SLO_US, T_U32, 1, 60000000 },
@@ -191,6 +197,7 @@ struct parse_ctx {
 	int mps_line;
 	int metrics_line;
 	int *class_lines;             /* header line of each class */
+	int tenant_by_line;           /* the current class's tenant_by, 0 if not given */
 
 	struct policy *p;
 	size_t cap_classes;
@@ -426,6 +433,34 @@ static int add_id(struct parse_ctx *c, bool gid, uint32_t id)
 	return 1;
 }
 
+/* A match_cgroup pattern: an absolute cgroup v2 path, wildcards allowed. */
+static int add_cgroup(struct parse_ctx *c, const char *tok)
+{
+	struct ooo_class *cls = cur_class(c);
+	char **a;
+
+	if (tok[0] != '/')
+		return fail(c, c->lineno, -EINVAL,
+			    "match_cgroup: '%.*s' must start with '/': a cgroup v2 path from the root, as in "
+			    "/proc/PID/cgroup ('/*' matches every cgroup)",
+			    VAL_MAX, tok);
+	for (const char *t = tok; *t; t++) {
+		if ((unsigned char)*t < 0x20 || *t == 0x7f)
+			return fail(c, c->lineno, -EINVAL, "match_cgroup: control character in '%.*s'", VAL_MAX, tok);
+	}
+	if (cls->ncgroups >= POLICY_MAX_CGROUPS)
+		return fail(c, c->lineno, -EINVAL, "too many match_cgroup patterns in [class %s] (max %u)", cls->name,
+			    POLICY_MAX_CGROUPS);
+	a = realloc(cls->cgroups, (cls->ncgroups + 1) * sizeof(*a));
+	if (!a)
+		return fail_nomem(c);
+	cls->cgroups = a;
+	if (!(a[cls->ncgroups] = strdup(tok)))
+		return fail_nomem(c);
+	cls->ncgroups++;
+	return 1;
+}
+
 static int add_list_item(struct parse_ctx *c, const struct key_def *k, const char *tok)
 {
 	bool numeric = k->type == T_UIDS || k->type == T_GIDS;
@@ -433,6 +468,8 @@ static int add_list_item(struct parse_ctx *c, const struct key_def *k, const cha
 	uint64_t n;
 	uint32_t id;
 
+	if (k->type == T_CGROUPS)
+		return add_cgroup(c, tok);
 	if (numeric && !strcmp(tok, "*")) {
 		if (c->list_items)
 			goto star;
@@ -513,7 +550,20 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 	case T_GIDS:
 	case T_USERS:
 	case T_GROUPS:
+	case T_CGROUPS:
 		return add_list(c, k, v);
+	case T_TENANTBY:
+		if (!strcmp(v, "uid"))
+			cls->tenant_by = CGROUP_BY_UID;
+		else if (!strcmp(v, "pod"))
+			cls->tenant_by = CGROUP_BY_POD;
+		else if (!strcmp(v, "cgroup"))
+			cls->tenant_by = CGROUP_BY_CGROUP;
+		else
+			return fail(c, c->lineno, -EINVAL, "%s must be uid, pod or cgroup, got '%.*s'", k->name,
+				    VAL_MAX, v);
+		c->tenant_by_line = c->lineno;
+		return 1;
 	case T_GROUP:
 		return set_admin_group(c, v);
 	case T_BOOL:
@@ -738,7 +788,7 @@ static int set_key(struct parse_ctx *c, const struct key_def *k, const char *v)
 
 static bool is_list_type(enum key_type t)
 {
-	return t == T_UIDS || t == T_GIDS || t == T_USERS || t == T_GROUPS;
+	return t == T_UIDS || t == T_GIDS || t == T_USERS || t == T_GROUPS || t == T_CGROUPS;
 }
 
 /* Same scan as inih's: stops at one of `chars` or at a ';' after whitespace. */
@@ -888,11 +938,18 @@ static int end_section(struct parse_ctx *c)
 
 	if (c->sec == SEC_CLASS) {
 		cls = cur_class(c);
-		if (!cls->match_all && !cls->nuids && !cls->ngids)
+		if (!cls->match_all && !cls->nuids && !cls->ngids && !cls->ncgroups)
 			return fail(c, c->sec_line, -EINVAL,
-				    "class '%s' has no match_uid, match_gid, match_user or match_group",
+				    "class '%s' has no match_uid, match_gid, match_user, match_group or match_cgroup",
 				    cls->name);
+		/* a key per cgroup: whoever may create cgroups there would get a tenant's limits per cgroup */
+		if (cls->tenant_by != CGROUP_BY_UID && !cls->ncgroups)
+			return fail(c, c->tenant_by_line, -EINVAL,
+				    "tenant_by = %s in class '%s' needs match_cgroup: name the cgroups (such as "
+				    "/kubepods.slice/*) whose peers may each be a tenant",
+				    cgroup_tenant_by_name(cls->tenant_by), cls->name);
 	}
+	c->tenant_by_line = 0;
 	c->sec = SEC_NONE;
 	c->seen = 0;
 	c->last = NULL;
@@ -1321,6 +1378,9 @@ struct policy *policy_free(struct policy *p)
 	for (i = 0; i < p->nclasses; i++) {
 		free(p->classes[i].uids);
 		free(p->classes[i].gids);
+		for (size_t j = 0; j < p->classes[i].ncgroups; j++)
+			free(p->classes[i].cgroups[j]);
+		free(p->classes[i].cgroups);
 	}
 	free(p->classes);
 	free(p);
@@ -1338,7 +1398,7 @@ static bool has_id(const uint32_t *ids, size_t n, uint32_t id)
 	return false;
 }
 
-bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups)
+static bool ids_match(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups)
 {
 	if (cls->match_all || has_id(cls->uids, cls->nuids, uid) || has_id(cls->gids, cls->ngids, gid))
 		return true;
@@ -1349,13 +1409,44 @@ bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, con
 	return false;
 }
 
+bool policy_class_matches_cgroup(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups,
+				 size_t ngroups, const char *cgroup)
+{
+	bool in = false;
+
+	if (!cls->ncgroups)
+		return ids_match(cls, uid, gid, groups, ngroups);
+	if (!cgroup || !cgroup[0])
+		return false;
+	for (size_t i = 0; i < cls->ncgroups && !in; i++)
+		in = fnmatch(cls->cgroups[i], cgroup, 0) == 0;
+	if (!in)
+		return false;
+	/* the id keys, if any, narrow the cgroups' peers */
+	return (!cls->match_all && !cls->nuids && !cls->ngids) || ids_match(cls, uid, gid, groups, ngroups);
+}
+
+bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups)
+{
+	return policy_class_matches_cgroup(cls, uid, gid, groups, ngroups, NULL);
+}
+
+bool policy_uses_cgroups(const struct policy *p)
+{
+	for (size_t i = 0; p && i < p->nclasses; i++) {
+		if (p->classes[i].ncgroups || p->classes[i].tenant_by != CGROUP_BY_UID)
+			return true;
+	}
+	return false;
+}
+
 bool policy_exec_uid(const struct policy *p, uid_t uid)
 {
 	return (uint64_t)uid >= p->exec_uid_lo && (uint64_t)uid - p->exec_uid_lo < p->exec_uid_n;
 }
 
-const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
-				     size_t ngroups)
+const struct ooo_class *policy_match_cgroup(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
+					    size_t ngroups, const char *cgroup)
 {
 	const struct ooo_class *cls;
 	size_t i;
@@ -1364,10 +1455,16 @@ const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gi
 		return NULL;
 	for (i = 0; i < p->nclasses; i++) {
 		cls = &p->classes[i];
-		if (policy_class_matches(cls, uid, gid, groups, ngroups))
+		if (policy_class_matches_cgroup(cls, uid, gid, groups, ngroups, cgroup))
 			return cls->admit ? cls : NULL;
 	}
 	return NULL;
+}
+
+const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
+				     size_t ngroups)
+{
+	return policy_match_cgroup(p, uid, gid, groups, ngroups, NULL);
 }
 
 const struct ooo_class *policy_find_class(const struct policy *p, const char *name)

@@ -19,6 +19,7 @@
 
 #define POLICY_MAX_CLASSES 256
 #define POLICY_MAX_MATCH 1024 /* ids per match list */
+#define POLICY_MAX_CGROUPS 64 /* match_cgroup patterns per class */
 #define POLICY_MAX_FILE (1u << 20)
 #define POLICY_MAX_LINE 190 /* below libinih's INI_MAX_LINE */
 #define POLICY_KERNEL_TIME_LIMIT_MS_DEFAULT 10000 /* [daemon] kernel_time_limit_ms */
@@ -41,6 +42,15 @@ struct ooo_class {
 	size_t nuids;
 	uint32_t *gids;   /* from match_gid and match_group */
 	size_t ngids;
+	/*
+	 * match_cgroup: fnmatch(3) patterns (flags 0: '*' also matches '/'),
+	 * each starting with '/', matched against the peer's whole cgroup v2
+	 * path. With patterns, a peer must be in a matching cgroup, and match
+	 * the id lists too when the class has any (policy_class_matches_cgroup).
+	 */
+	char **cgroups;
+	size_t ncgroups;
+	int tenant_by; /* enum cgroup_tenant_by (cgroup.h): what splits the class's peers into tenants */
 	bool admit;       /* admit = no refuses matching peers outright */
 	int32_t priority; /* 0..99, higher first; default 50 */
 	uint32_t slo_us;  /* 1..60000000; default 10000 */
@@ -197,18 +207,36 @@ int policy_load_default(struct policy **out);
 struct policy *policy_free(struct policy *p);
 
 /*
- * The first class that matches a peer with this uid, primary gid and
- * supplementary groups, or NULL if none does. A matching class with
- * admit = no also yields NULL (the peer is refused).
+ * The first class that matches a peer with this uid, primary gid,
+ * supplementary groups and cgroup v2 path (NULL or "": unknown, and then
+ * no class with match_cgroup matches), or NULL if none does. A matching
+ * class with admit = no also yields NULL (the peer is refused).
  */
+const struct ooo_class *policy_match_cgroup(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
+					    size_t ngroups, const char *cgroup);
+
+/* policy_match_cgroup of a peer whose cgroup is unknown. */
 const struct ooo_class *policy_match(const struct policy *p, uid_t uid, gid_t gid, const gid_t *groups,
 				     size_t ngroups);
 
 /* Whether uid is one of the executors' (executor_uids): such a peer is refused. */
 bool policy_exec_uid(const struct policy *p, uid_t uid);
 
-/* Whether the class's match lists take this peer (admit is not looked at). */
+/*
+ * Whether the class's match keys take this peer (admit is not looked at):
+ * with match_cgroup, the cgroup (NULL or "": unknown, never matched) must
+ * match one of its patterns, and when the class also has match_uid,
+ * match_gid, match_user or match_group, one of those must match too;
+ * without match_cgroup, one of the id keys must match.
+ */
+bool policy_class_matches_cgroup(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups,
+				 size_t ngroups, const char *cgroup);
+
+/* policy_class_matches_cgroup of a peer whose cgroup is unknown. */
 bool policy_class_matches(const struct ooo_class *cls, uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups);
+
+/* Whether a class has match_cgroup or a tenant_by other than uid: then peers' cgroups matter. */
+bool policy_uses_cgroups(const struct policy *p);
 
 /* The class called `name`, or NULL. */
 const struct ooo_class *policy_find_class(const struct policy *p, const char *name);

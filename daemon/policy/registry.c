@@ -30,22 +30,33 @@ static void terms_from_class(struct class_terms *t, const struct ooo_class *c)
 	memcpy(t->limit, c->limit, sizeof(t->limit));
 }
 
-static struct tenant *tenant_find(struct registry *r, uint32_t uid, const char *cls)
+static struct tenant *tenant_find(struct registry *r, uint32_t uid, const char *cls, const char *key)
 {
 	struct list_node *n;
 
 	list_for_each(n, &r->tenants) {
 		struct tenant *t = list_entry(n, struct tenant, node);
-		if (t->uid == uid && !strcmp(t->terms.name, cls))
+		if (t->uid == uid && !strcmp(t->terms.name, cls) && !strcmp(t->key, key))
 			return t;
 	}
 	return NULL;
 }
 
+/* The tenant key of a peer in class c: "" unless the class has tenant_by = pod or cgroup. */
+static void peer_key(const struct peer_cred *cred, const struct ooo_class *c, char key[CGROUP_PATH_MAX])
+{
+	/* cannot fail: the path fits in as many bytes as the key has */
+	if (cgroup_tenant_key(c->tenant_by, cred->cgroup, key, CGROUP_PATH_MAX) < 0)
+		key[0] = '\0';
+}
+
 static struct tenant *tenant_get(struct registry *r, const struct peer_cred *cred, const struct ooo_class *c)
 {
-	struct tenant *t = tenant_find(r, cred->uid, c->name);
+	char key[CGROUP_PATH_MAX];
+	struct tenant *t;
 
+	peer_key(cred, c, key);
+	t = tenant_find(r, cred->uid, c->name, key);
 	if (t)
 		return t;
 	t = calloc(1, sizeof(*t));
@@ -53,6 +64,7 @@ static struct tenant *tenant_get(struct registry *r, const struct peer_cred *cre
 		return NULL;
 	t->uid = cred->uid;
 	t->gid = cred->gid;
+	memcpy(t->key, key, sizeof(t->key));
 	list_init(&t->sessions);
 	terms_from_class(&t->terms, c);
 	list_add_tail(&r->tenants, &t->node);
@@ -71,7 +83,7 @@ static void tenant_put(struct registry *r, struct tenant *t)
 
 static const struct ooo_class *match(const struct policy *p, const struct peer_cred *cred)
 {
-	return policy_match(p, cred->uid, cred->gid, cred->groups, cred->ngroups);
+	return policy_match_cgroup(p, cred->uid, cred->gid, cred->groups, cred->ngroups, cred->cgroup);
 }
 
 int registry_admit(struct registry *r, const struct policy *p, const struct peer_cred *cred, const char *name,
@@ -82,8 +94,15 @@ int registry_admit(struct registry *r, const struct policy *p, const struct peer
 	struct tenant *t;
 
 	if (!c) {
-		snprintf(why, why_cap, "uid %u (gid %u) is not admitted by any tenant class of the policy",
-			 cred->uid, cred->gid);
+		char cg[112] = "";
+
+		/* the cgroup, where a class looks at it */
+		if (policy_uses_cgroups(p)) {
+			memcpy(cg, ", cgroup ", 10);
+			cgroup_key_display(cg + 9, sizeof(cg) - 9, cred->cgroup[0] ? cred->cgroup : "unknown");
+		}
+		snprintf(why, why_cap, "uid %u (gid %u%s) is not admitted by any tenant class of the policy", cred->uid,
+			 cred->gid, cg);
 		return -OOO_EDENIED;
 	}
 	if (r->nsessions >= p->max_sessions) {
@@ -96,7 +115,14 @@ int registry_admit(struct registry *r, const struct policy *p, const struct peer
 		return -ENOMEM;
 	}
 	if (t->used[OOO_RES_SESSIONS] + 1 > t->terms.limit[OOO_RES_SESSIONS]) {
-		snprintf(why, why_cap, "tenant uid %u in class '%s' has its maximum of %llu sessions", cred->uid,
+		char k[96] = "";
+
+		if (t->key[0]) {
+			size_t l = (size_t)snprintf(k, sizeof(k), " %s ", t->key[0] == '/' ? "cgroup" : "pod");
+
+			cgroup_key_display(k + l, sizeof(k) - l, t->key);
+		}
+		snprintf(why, why_cap, "tenant uid %u%s in class '%s' has its maximum of %llu sessions", cred->uid, k,
 			 c->name, (unsigned long long)t->terms.limit[OOO_RES_SESSIONS]);
 		tenant_put(r, t);
 		return -OOO_ELIMIT;
@@ -209,11 +235,15 @@ unsigned registry_apply_policy(struct registry *r, const struct policy *p)
 		list_for_each(sn, &t->sessions) {
 			struct session *s = list_entry(sn, struct session, node);
 			const struct ooo_class *c;
+			char key[CGROUP_PATH_MAX];
 
 			if (s->revoked)
 				continue;
 			c = match(p, &s->cred);
-			s->moving = c && c != keep;
+			if (c)
+				peer_key(&s->cred, c, key);
+			/* another class, or the same class with another tenant_by */
+			s->moving = c && (c != keep || strcmp(key, t->key));
 			if (!c) {
 				s->revoked = true;
 				revoked++;

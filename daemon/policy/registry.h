@@ -2,8 +2,11 @@
 /*
  * Tenant registry: who is connected and what each tenant holds.
  *
- * A tenant is a (uid, class) pair: every session of one uid placed in one
- * class shares the tenant's limits. Each session records what it holds, so
+ * A tenant is a (uid, class, key) triple: every session of one uid placed
+ * in one class with one key shares the tenant's limits. The key is "" but
+ * under a class's tenant_by = pod or cgroup, where it is the pod UID or
+ * cgroup path of the peer's cgroup (cgroup_tenant_key), so that two pods
+ * of one uid are two tenants. Each session records what it holds, so
  * closing it returns exactly that to its tenant; a tenant is freed with its
  * last session. Pure logic: no I/O, time is passed in.
  *
@@ -21,6 +24,7 @@
 
 #include <ooo/proto.h>
 
+#include "cgroup.h"
 #include "policy.h"
 
 #define REG_MAX_GROUPS 64 /* supplementary groups kept per peer */
@@ -30,6 +34,12 @@ struct peer_cred {
 	uint32_t pid, uid, gid;
 	uint32_t ngroups;
 	gid_t groups[REG_MAX_GROUPS];
+	/*
+	 * The connecting process's cgroup v2 path when oood accepted it, read
+	 * through its pidfd (server.c); "" when unknown (no SO_PEERPIDFD, the
+	 * process gone, an unreadable or ambiguous /proc/PID/cgroup).
+	 */
+	char cgroup[CGROUP_PATH_MAX];
 };
 
 /* A connection named by its server slot and generation, for answers that come later. */
@@ -58,6 +68,7 @@ struct tenant {
 	struct list_node sessions;
 	uint32_t uid, gid;
 	uint32_t nsessions;
+	char key[CGROUP_PATH_MAX]; /* "" (by uid), a pod UID, or a cgroup path (cgroup_tenant_key) */
 	struct class_terms terms;
 	uint64_t used[OOO_RES_COUNT];
 };
@@ -115,11 +126,13 @@ void session_charge_force(struct session *s, enum ooo_res res, uint64_t n);
 void session_uncharge(struct session *s, enum ooo_res res, uint64_t n);
 
 /*
- * Apply a new policy: every session is matched again. A session whose peer
+ * Apply a new policy: every session is matched again (with the cgroup it
+ * had when admitted). A session whose peer
  * is no longer admitted gets `revoked` set (the caller tells its peer and
  * closes it with registry_close after this returns; a revoked session is not
  * matched again by later reloads). A session placed in another class moves
- * to that class's tenant, keeping what it holds even if that exceeds the new
+ * to that class's tenant (so does one whose tenant key changes: tenant_by),
+ * keeping what it holds even if that exceeds the new
  * limits (new charges are refused until it is back under). Returns the
  * number of sessions newly revoked.
  */

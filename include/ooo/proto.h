@@ -32,6 +32,8 @@ extern "C" {
 #define OOO_MSG_MAX 65536u
 #define OOO_NAME_MAX 64u  /* class and session names, NUL included */
 #define OOO_DOMAIN_MAX 32u /* trust domain names ("uid:UID" or a class's domain), NUL included */
+/* a tenant's key as the admin lists show it: a pod UID, or a cgroup path ("..." and its end when longer), NUL included */
+#define OOO_TENANT_KEY_MAX 128u
 #define OOO_DOMAIN_FENCED "*fenced" /* the executor of the classes with fence = yes (no class domain has a '*') */
 #define OOO_PING_MAX 4096u /* largest ping payload */
 #define OOO_ERRMSG_MAX 256u
@@ -288,6 +290,8 @@ struct ooo_tenant_rec {
 	char class_name[OOO_NAME_MAX];
 	uint64_t used[OOO_RES_COUNT];
 	uint64_t limit[OOO_RES_COUNT];
+	/* "" (the class splits tenants by uid), a pod UID, or a cgroup path (starts with '/'): oood.conf tenant_by */
+	char key[OOO_TENANT_KEY_MAX];
 };
 
 struct ooo_session_rec {
@@ -302,6 +306,7 @@ struct ooo_session_rec {
 	char class_name[OOO_NAME_MAX];
 	uint64_t used[OOO_RES_COUNT];
 	char domain[OOO_DOMAIN_MAX]; /* its trust domain: its executors are that domain's */
+	char tenant_key[OOO_TENANT_KEY_MAX]; /* its tenant's key (ooo_tenant_rec.key) */
 };
 
 enum ooo_device_state {

@@ -26,8 +26,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				policy_match(p, p->classes[i].uids[p->classes[i].nuids - 1], 1, NULL, 0);
 			if (p->classes[i].ngids)
 				policy_match(p, 1, p->classes[i].gids[p->classes[i].ngids - 1], groups, 2);
+			/* each pattern against itself, taken as a path */
+			for (size_t j = 0; j < p->classes[i].ncgroups; j++)
+				policy_match_cgroup(p, 1000, 1000, groups, 2, p->classes[i].cgroups[j]);
 		}
 		policy_match(p, 1000, 1000, groups, 2);
+		policy_match_cgroup(p, 0, 0, NULL, 0, "/kubepods.slice/kubepods-pod11.slice/c.scope");
+		policy_uses_cgroups(p);
 		policy_free(p);
 	} else if (!memchr(err.msg, '\0', sizeof(err.msg)) || !err.msg[0] || err.line < 0 || p) {
 		__builtin_trap(); /* an error must come with a reason and leave *out alone */

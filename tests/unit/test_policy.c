@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../daemon/policy/cgroup.h"
 #include "../../daemon/policy/policy.h"
 
 /* A user and group name no system has. */
@@ -659,9 +660,90 @@ static void test_err_class_no_match(void **state)
 {
 	(void)state;
 	check_err("[class a]\npriority = 5\n[class b]\nmatch_uid = 1\n", 1,
-		  "class 'a' has no match_uid, match_gid, match_user or match_group");
+		  "class 'a' has no match_uid, match_gid, match_user, match_group or match_cgroup");
 	/* at the end of the text too */
 	check_err("[class a]\nmatch_uid = 1\n\n[class empty]\n# nothing\n", 4, "class 'empty' has no match_uid");
+}
+
+/* match_cgroup and tenant_by: parsing, the semantics with the id keys, and every error */
+static void test_cgroup_keys(void **state)
+{
+	const char *pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11_22.slice/cri-x.scope";
+	const char *text = "[class pods]\n"
+			   "match_cgroup = /kubepods.slice/*, /kubepods/*\n"
+			   "  /system.slice/inference.service\n"
+			   "tenant_by = pod\n"
+			   "max_sessions = 1\n"
+			   "[class pods-of-1000]\n"
+			   "match_cgroup = /other.slice/*\n"
+			   "match_uid = 1000\n"
+			   "match_group = root\n"
+			   "tenant_by = cgroup\n"
+			   "[class rest]\n"
+			   "match_uid = *\n";
+	struct policy *p = parse_ok(text);
+	const struct ooo_class *pods = &p->classes[0], *p1000 = &p->classes[1], *rest = &p->classes[2];
+	gid_t g0 = 0;
+
+	(void)state;
+	assert_int_equal(pods->ncgroups, 3);
+	assert_string_equal(pods->cgroups[0], "/kubepods.slice/*");
+	assert_string_equal(pods->cgroups[2], "/system.slice/inference.service");
+	assert_int_equal(pods->tenant_by, CGROUP_BY_POD);
+	assert_int_equal(p1000->tenant_by, CGROUP_BY_CGROUP);
+	assert_int_equal(rest->tenant_by, CGROUP_BY_UID);
+	assert_true(policy_uses_cgroups(p));
+	/* only match_cgroup: any uid in those cgroups; '*' spans levels; a pattern is the whole path */
+	assert_ptr_equal(policy_match_cgroup(p, 5, 5, NULL, 0, pod), pods);
+	assert_ptr_equal(policy_match_cgroup(p, 0, 0, NULL, 0, "/kubepods/burstable/podab/c"), pods);
+	assert_ptr_equal(policy_match_cgroup(p, 5, 5, NULL, 0, "/system.slice/inference.service"), pods);
+	assert_ptr_equal(policy_match_cgroup(p, 5, 5, NULL, 0, "/system.slice/inference.service/x"), rest);
+	assert_ptr_equal(policy_match_cgroup(p, 5, 5, NULL, 0, "/kubepods.slice"), rest);
+	assert_ptr_equal(policy_match_cgroup(p, 5, 5, NULL, 0, "/user.slice/kubepods.slice/x"), rest);
+	/* an unknown cgroup matches no pattern */
+	assert_ptr_equal(policy_match_cgroup(p, 5, 5, NULL, 0, NULL), rest);
+	assert_ptr_equal(policy_match_cgroup(p, 5, 5, NULL, 0, ""), rest);
+	assert_ptr_equal(policy_match(p, 5, 5, NULL, 0), rest);
+	assert_false(policy_class_matches(pods, 5, 5, NULL, 0));
+	assert_true(policy_class_matches_cgroup(pods, 5, 5, NULL, 0, pod));
+	/* match_cgroup and id keys: the cgroup, and one of the ids */
+	assert_ptr_equal(policy_match_cgroup(p, 1000, 7, NULL, 0, "/other.slice/a"), p1000);
+	assert_ptr_equal(policy_match_cgroup(p, 7, 7, &g0, 1, "/other.slice/a"), p1000);
+	assert_ptr_equal(policy_match_cgroup(p, 7, 7, NULL, 0, "/other.slice/a"), rest);
+	assert_ptr_equal(policy_match_cgroup(p, 1000, 7, NULL, 0, "/user.slice/a"), rest);
+	policy_free(p);
+
+	/* match_cgroup with match_uid = *: any uid, in those cgroups */
+	p = parse_ok("[class a]\nmatch_uid = *\nmatch_cgroup = /k/*\n");
+	assert_ptr_equal(policy_match_cgroup(p, 9, 9, NULL, 0, "/k/x"), &p->classes[0]);
+	assert_null(policy_match_cgroup(p, 9, 9, NULL, 0, "/j/x"));
+	policy_free(p);
+	/* no cgroup key: policy_uses_cgroups says so */
+	p = parse_ok("[class a]\nmatch_uid = *\ntenant_by = uid\n");
+	assert_false(policy_uses_cgroups(p));
+	policy_free(p);
+	assert_false(policy_uses_cgroups(NULL));
+
+	check_err("[class a]\nmatch_cgroup = kubepods.slice/*\n", 2,
+		  "match_cgroup: 'kubepods.slice/*' must start with '/': a cgroup v2 path from the root");
+	check_err("[class a]\nmatch_cgroup = *\n", 2, "'/*' matches every cgroup");
+	check_err("[class a]\nmatch_cgroup = /a\x01b\n", 2, "match_cgroup: control character");
+	check_err("[class a]\nmatch_cgroup =\n", 2, "missing value for match_cgroup");
+	check_err("[class a]\nmatch_cgroup = /a\nmatch_cgroup = /b\n", 3, "duplicate key 'match_cgroup' in [class a]");
+	check_err("[class a]\nmatch_uid = 1\ntenant_by = pods\n", 3, "tenant_by must be uid, pod or cgroup, got 'pods'");
+	check_err("[class a]\nmatch_uid = 1\ntenant_by = pod\npriority = 3\n", 3,
+		  "tenant_by = pod in class 'a' needs match_cgroup");
+	check_err("[class a]\ntenant_by = cgroup\nmatch_uid = 1\n[class b]\nmatch_uid = 2\n", 2,
+		  "tenant_by = cgroup in class 'a' needs match_cgroup");
+	check_err("[class a]\ntenant_by = cgroup\n", 1, "class 'a' has no match_uid, match_gid, match_user, match_group or match_cgroup");
+	{
+		char big[POLICY_MAX_LINE * 80], *w = big;
+
+		w += sprintf(w, "[class a]\nmatch_cgroup = /0\n");
+		for (int i = 1; i <= POLICY_MAX_CGROUPS; i++)
+			w += sprintf(w, "  /%d\n", i);
+		check_err(big, 2 + POLICY_MAX_CGROUPS, "too many match_cgroup patterns in [class a] (max 64)");
+	}
 }
 
 static void test_err_keys(void **state)
@@ -1216,6 +1298,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_variants),
 		cmocka_unit_test(test_err_sections),
 		cmocka_unit_test(test_err_class_no_match),
+		cmocka_unit_test(test_cgroup_keys),
 		cmocka_unit_test(test_err_keys),
 		cmocka_unit_test(test_err_numbers),
 		cmocka_unit_test(test_err_match),

@@ -76,6 +76,99 @@ static void test_admit_and_close(void **state)
 	policy_free(p);
 }
 
+static struct peer_cred in_cgroup(uint32_t uid, uint32_t pid, const char *cg)
+{
+	struct peer_cred c = cred(uid, uid, pid);
+
+	snprintf(c.cgroup, sizeof(c.cgroup), "%s", cg);
+	return c;
+}
+
+#define POD_A "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1111_2222.slice/cri-containerd-a.scope"
+#define POD_A2 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1111_2222.slice/cri-containerd-b.scope"
+#define POD_B "/kubepods/besteffort/pod3333-4444/c"
+
+/* tenant_by = pod: two pods of one uid are two tenants, each with the class's limits; reloads re-key */
+static void test_pods(void **state)
+{
+	struct policy *p = parse("[class pods]\nmatch_cgroup = /kubepods.slice/* /kubepods/* /svc/*\n"
+				 "tenant_by = pod\nmax_sessions = 1\nmem_limit = 1K\n"
+				 "[class rest]\nmatch_uid = *\n");
+	struct policy *by_uid = parse("[class pods]\nmatch_cgroup = /kubepods.slice/* /kubepods/* /svc/*\n"
+				      "max_sessions = 5\n[class rest]\nmatch_uid = *\n");
+	struct policy *by_cg = parse("[class pods]\nmatch_cgroup = /kubepods.slice/* /kubepods/* /svc/*\n"
+				     "tenant_by = cgroup\nmax_sessions = 5\n[class rest]\nmatch_uid = *\n");
+	struct peer_cred a = in_cgroup(0, 1, POD_A), a2 = in_cgroup(0, 2, POD_A2), b = in_cgroup(0, 3, POD_B),
+			 s1 = in_cgroup(0, 4, "/svc/one"), s2 = in_cgroup(0, 5, "/svc/two"), out = in_cgroup(0, 6, "/user.slice/x"),
+			 none = in_cgroup(0, 7, "");
+	struct session *sa, *sa2, *sb, *ss1, *ss2, *so, *sn;
+	struct registry r;
+	char why[256];
+
+	(void)state;
+	registry_init(&r);
+	assert_int_equal(registry_admit(&r, p, &a, "a", 0, &sa, why, sizeof(why)), 0);
+	assert_int_equal(registry_admit(&r, p, &b, "b", 0, &sb, why, sizeof(why)), 0);
+	assert_ptr_not_equal(sa->tenant, sb->tenant);
+	assert_string_equal(sa->tenant->terms.name, "pods");
+	assert_string_equal(sa->tenant->key, "1111-2222");
+	assert_string_equal(sb->tenant->key, "3333-4444");
+	/* each pod has its own limits: a's 1 KiB does not count against b's */
+	assert_int_equal(session_charge(sa, OOO_RES_MEM_BYTES, 1024), 0);
+	assert_int_equal(session_charge(sb, OOO_RES_MEM_BYTES, 1024), 0);
+	/* another container of pod a is pod a's tenant: its max_sessions = 1 is taken */
+	assert_int_equal(registry_admit(&r, p, &a2, "a2", 0, &sa2, why, sizeof(why)), -OOO_ELIMIT);
+	assert_non_null(strstr(why, "tenant uid 0 pod 1111-2222 in class 'pods' has its maximum of 1 sessions"));
+	/* outside a pod under tenant_by = pod: one tenant of the uid in the class */
+	assert_int_equal(registry_admit(&r, p, &s1, "s1", 0, &ss1, why, sizeof(why)), 0);
+	assert_string_equal(ss1->tenant->key, "");
+	assert_int_equal(registry_admit(&r, p, &s2, "s2", 0, &ss2, why, sizeof(why)), -OOO_ELIMIT);
+	assert_non_null(strstr(why, "tenant uid 0 in class 'pods' has its maximum"));
+	/* outside the patterns, or unknown: the next class */
+	assert_int_equal(registry_admit(&r, p, &out, "o", 0, &so, why, sizeof(why)), 0);
+	assert_string_equal(so->tenant->terms.name, "rest");
+	assert_int_equal(registry_admit(&r, p, &none, "n", 0, &sn, why, sizeof(why)), 0);
+	assert_ptr_equal(sn->tenant, so->tenant);
+	assert_int_equal(r.ntenants, 4);
+
+	/* tenant_by = uid: the pods' sessions join one tenant, with what they hold */
+	assert_int_equal(registry_apply_policy(&r, by_uid), 0);
+	assert_ptr_equal(sa->tenant, sb->tenant);
+	assert_ptr_equal(sa->tenant, ss1->tenant);
+	assert_string_equal(sa->tenant->key, "");
+	assert_int_equal(sa->tenant->used[OOO_RES_MEM_BYTES], 2048);
+	assert_int_equal(sa->tenant->used[OOO_RES_SESSIONS], 3);
+	assert_int_equal(r.ntenants, 2);
+	/* tenant_by = cgroup: pods by their UID, other cgroups by their path */
+	assert_int_equal(registry_apply_policy(&r, by_cg), 0);
+	assert_string_equal(sa->tenant->key, "1111-2222");
+	assert_string_equal(sb->tenant->key, "3333-4444");
+	assert_string_equal(ss1->tenant->key, "/svc/one");
+	assert_int_equal(sa->tenant->used[OOO_RES_MEM_BYTES], 1024);
+	assert_int_equal(registry_admit(&r, by_cg, &s2, "s2", 0, &ss2, why, sizeof(why)), 0);
+	assert_string_equal(ss2->tenant->key, "/svc/two");
+	assert_int_equal(r.ntenants, 5);
+	/* refused: the cgroup is said */
+	{
+		struct policy *only = parse("[class pods]\nmatch_cgroup = /kubepods.slice/*\n");
+
+		assert_int_equal(registry_admit(&r, only, &out, "o", 0, &so, why, sizeof(why)), -OOO_EDENIED);
+		assert_non_null(strstr(why, "uid 0 (gid 0, cgroup /user.slice/x) is not admitted"));
+		assert_int_equal(registry_admit(&r, only, &none, "o", 0, &so, why, sizeof(why)), -OOO_EDENIED);
+		assert_non_null(strstr(why, "cgroup unknown"));
+		policy_free(only);
+	}
+	while (!list_empty(&r.tenants)) {
+		struct tenant *t = list_entry(r.tenants.next, struct tenant, node);
+
+		registry_close(&r, list_entry(t->sessions.next, struct session, node));
+	}
+	assert_int_equal(r.nsessions, 0);
+	policy_free(p);
+	policy_free(by_uid);
+	policy_free(by_cg);
+}
+
 static void test_limits(void **state)
 {
 	struct policy *p = parse(two_classes);
@@ -262,7 +355,7 @@ static void test_admin_allowed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_admit_and_close), cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_admit_and_close), cmocka_unit_test(test_limits), cmocka_unit_test(test_pods),
 		cmocka_unit_test(test_denied),          cmocka_unit_test(test_apply_policy),
 		cmocka_unit_test(test_admin_allowed),   cmocka_unit_test(test_domain),
 	};

@@ -150,9 +150,18 @@ static int cmp_tenant(const void *a, const void *b)
 {
 	const struct ooo_tenant_rec *x = a, *y = b;
 
+	int r;
+
 	if (x->uid != y->uid)
 		return x->uid < y->uid ? -1 : 1;
-	return strcmp(x->class_name, y->class_name);
+	r = strcmp(x->class_name, y->class_name);
+	return r ? r : strcmp(x->key, y->key);
+}
+
+/* A tenant key's pod UID: the key unless it is "" or a cgroup path (tenant_by, ooo_tenant_rec.key). */
+static const char *key_pod(const char *key)
+{
+	return key[0] == '/' ? "" : key;
 }
 
 static int cmp_session(const void *a, const void *b)
@@ -177,7 +186,7 @@ static const char *fmt_used(char *buf, size_t cap, uint64_t used, uint64_t limit
 
 int do_tenants(int argc, char **argv)
 {
-	static const char *const cols[] = { ">UID", "USER", "CLASS", ">SESSIONS", ">QUEUES", ">BUFFERS",
+	static const char *const cols[] = { ">UID", "USER", "CLASS", "POD", ">SESSIONS", ">QUEUES", ">BUFFERS",
 					    ">MEMORY", ">MODULES", ">INFLIGHT" };
 	struct ooo_tenant_rec *t;
 	struct table tab;
@@ -199,6 +208,8 @@ int do_tenants(int argc, char **argv)
 			j_str("user", user_name(t[i].uid));
 			j_u64("gid", t[i].gid);
 			j_str("class", t[i].class_name);
+			j_str("key", t[i].key);
+			j_str("pod", key_pod(t[i].key));
 			j_res("used", t[i].used);
 			j_res("limit", t[i].limit);
 			j_obj_end();
@@ -213,7 +224,7 @@ int do_tenants(int argc, char **argv)
 		free(t);
 		return RC_OK;
 	}
-	table_init(&tab, 9, cols);
+	table_init(&tab, 10, cols);
 	for (size_t i = 0; i < n; i++) {
 		const uint64_t *u = t[i].used, *l = t[i].limit;
 		char b[96];
@@ -221,6 +232,8 @@ int do_tenants(int argc, char **argv)
 		table_cell(&tab, "%" PRIu32, t[i].uid);
 		table_cell(&tab, "%s", user_label(t[i].uid, b, sizeof(b)));
 		table_cell(&tab, "%s", t[i].class_name);
+		/* the pod UID, or the cgroup of a tenant_by = cgroup tenant outside pods */
+		table_cell(&tab, "%s", t[i].key[0] ? t[i].key : "-");
 		for (int k = 0; k < OOO_RES_COUNT; k++)
 			table_cell(&tab, "%s", fmt_used(b, sizeof(b), u[k], l[k], k == OOO_RES_MEM_BYTES));
 	}
@@ -231,7 +244,8 @@ int do_tenants(int argc, char **argv)
 
 int do_sessions(int argc, char **argv)
 {
-	static const char *const cols[] = { ">ID", ">PID", ">UID", "USER", "CLASS", "DOMAIN", "NAME", ">AGE", ">MESSAGES" };
+	static const char *const cols[] = { ">ID", ">PID", ">UID", "USER", "CLASS", "POD", "DOMAIN", "NAME", ">AGE",
+					    ">MESSAGES" };
 	struct ooo_session_rec *ss;
 	struct table tab;
 	size_t n;
@@ -254,6 +268,8 @@ int do_sessions(int argc, char **argv)
 			j_str("user", user_name(ss[i].uid));
 			j_u64("gid", ss[i].gid);
 			j_str("class", ss[i].class_name);
+			j_str("key", ss[i].tenant_key);
+			j_str("pod", key_pod(ss[i].tenant_key));
 			j_str("domain", ss[i].domain);
 			j_str("name", ss[i].name);
 			j_u64("age_ns", ss[i].age_ns);
@@ -271,7 +287,7 @@ int do_sessions(int argc, char **argv)
 		free(ss);
 		return RC_OK;
 	}
-	table_init(&tab, 9, cols);
+	table_init(&tab, 10, cols);
 	for (size_t i = 0; i < n; i++) {
 		char b[64];
 
@@ -280,6 +296,7 @@ int do_sessions(int argc, char **argv)
 		table_cell(&tab, "%" PRIu32, ss[i].uid);
 		table_cell(&tab, "%s", user_label(ss[i].uid, b, sizeof(b)));
 		table_cell(&tab, "%s", ss[i].class_name);
+		table_cell(&tab, "%s", ss[i].tenant_key[0] ? ss[i].tenant_key : "-");
 		table_cell(&tab, "%s", ss[i].domain);
 		table_cell(&tab, "%s", ss[i].name[0] ? ss[i].name : "-");
 		table_cell(&tab, "%s", fmt_dur(b, sizeof(b), ss[i].age_ns));
