@@ -71,7 +71,8 @@ UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fen
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
-BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/libooo.so $(BUILD)/libooo.a
+BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/ooo-k8s-plugin \
+        $(BUILD)/libooo.so $(BUILD)/libooo.a
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check \
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check $(BUILD)/tests/gpu/mps_check \
@@ -86,7 +87,7 @@ TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint
                 $(if $(and $(wildcard $(CUDA_STUBS)/libcuda.so),$(wildcard $(CUDA_HOME)/include/cuda.h)),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps deps-build deps-test deps-fuzz install uninstall clean help
-all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
+all: $(BINS) $(BUILD)/gen/k8s/deviceplugin.desc $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
      $(FAKECUDA) $(FAKENVRTC)
 
 help:
@@ -125,7 +126,7 @@ $(BUILD)/gen/version.h: FORCE
 	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 $(OBJ)/daemon/main.o $(OBJ)/daemon/admin/admin.o $(OBJ)/tools/oooctl/main.o $(OBJ)/tools/oooctl/actions.o \
-	$(OBJ)/tools/ooo-run.o $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/ooo-bench.o: $(BUILD)/gen/version.h
+	$(OBJ)/tools/k8s-plugin/main.o $(OBJ)/tools/ooo-run.o $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/ooo-bench.o: $(BUILD)/gen/version.h
 .PHONY: FORCE
 FORCE:
 
@@ -205,11 +206,40 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/lib
 
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
-                 leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o \
+                 leases.o actions.o config.o metrics.o cdi.o cdi_spec.o) $(OBJ)/tools/json.o \
                  $(OBJ)/tools/common/args.o $(OBJ)/proto/names.o $(OBJ)/proto/prom.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
+
+# ooo-k8s-plugin: kubelet's device-plugin API (tools/k8s-plugin/deviceplugin.proto) as gRPC: HTTP/2 from
+# libnghttp2, the messages from protobuf-c (protoc-c generates their code, and a descriptor set that
+# tests/integration/test_k8s_plugin.sh loads in Python), both linked statically
+K8S_GEN := $(BUILD)/gen/k8s
+PROTOC_C ?= protoc-c
+# the C code is of the messages only: protoc-c would name the C member of the method Register
+# "register", a C keyword, and the plugin does its own RPC; so it reads a copy without the services
+$(K8S_GEN)/%.pb-c.c $(K8S_GEN)/%.pb-c.h: tools/k8s-plugin/%.proto
+	$(call msg,PROTOC,$<)
+	@mkdir -p $(K8S_GEN)/msgs
+	$(Q)sed '/^service /,/^}/d' $< > $(K8S_GEN)/msgs/$*.proto
+	$(Q)$(PROTOC_C) --c_out=$(K8S_GEN) --proto_path=$(K8S_GEN)/msgs $(K8S_GEN)/msgs/$*.proto
+$(K8S_GEN)/%.desc: tools/k8s-plugin/%.proto
+	$(call msg,PROTOC,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(PROTOC_C) --descriptor_set_out=$@ --proto_path=tools/k8s-plugin $<
+$(OBJ)/gen/k8s/deviceplugin.pb-c.o: $(K8S_GEN)/deviceplugin.pb-c.c $(K8S_GEN)/deviceplugin.pb-c.h
+	$(call msg,CC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(OBJ)/tools/k8s-plugin/main.o: $(K8S_GEN)/deviceplugin.pb-c.h
+$(OBJ)/tools/k8s-plugin/main.o: ALL_CFLAGS += -I$(K8S_GEN)
+K8S_OBJS := $(addprefix $(OBJ)/tools/k8s-plugin/,main.o grpc_frame.o slots.o) $(OBJ)/gen/k8s/deviceplugin.pb-c.o \
+            $(OBJ)/tools/common/args.o
+K8S_LIBS := -Wl,-Bstatic -lnghttp2 -lprotobuf-c -Wl,-Bdynamic
+$(BUILD)/ooo-k8s-plugin: $(K8S_OBJS) $(BUILD)/libooo.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(K8S_LIBS) -lpthread
 
 # ooo-bench: tools/ooo-bench.c (ping) and tools/bench/ (the GPU workloads),
 # with the kernels of bench/kernels/ compiled to PTX by nvcc and embedded.
