@@ -67,7 +67,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ri
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler test_http
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler test_http test_k8s
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -316,6 +316,8 @@ $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/
 $(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/proto/names.o \
                             $(OBJ)/tools/json.o
 $(BUILD)/tests/test_args: $(OBJ)/tests/unit/test_args.o $(OBJ)/tools/common/args.o
+$(BUILD)/tests/test_k8s: $(OBJ)/tests/unit/test_k8s.o $(OBJ)/tools/k8s-plugin/grpc_frame.o $(OBJ)/tools/k8s-plugin/slots.o \
+                        $(OBJ)/tools/oooctl/cdi_spec.o $(OBJ)/tools/json.o
 $(BUILD)/tests/test_http: $(OBJ)/tests/unit/test_http.o $(OBJ)/daemon/admin/http.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
@@ -384,7 +386,7 @@ asan: deps-test
 
 # ---- fuzz ------------------------------------------------------------------
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http
+FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http fuzz_grpc
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c proto/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy/policy.c daemon/policy/values.c $(BUILD)/gen/default_conf.c
@@ -394,6 +396,7 @@ $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/telemetry/ldcache.c
 $(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps/mps_text.c
 $(BUILD)/fuzz/fuzz_exec: tests/fuzz/fuzz_exec.c proto/exec_proto.c
 $(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c daemon/admin/http.c
+$(BUILD)/fuzz/fuzz_grpc: tests/fuzz/fuzz_grpc.c tools/k8s-plugin/grpc_frame.c tools/k8s-plugin/slots.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	$(call msg,FUZZCC,$@)
 	@mkdir -p $(dir $@)
