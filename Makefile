@@ -429,6 +429,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 		$(DESTDIR)$(INCLUDEDIR)/ooo $(DESTDIR)$(SYSCONFDIR)/ooo $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(BUILD)/oood $(DESTDIR)$(SBINDIR)/oood
+	install -m 0755 $(BUILD)/ooo-k8s-plugin $(DESTDIR)$(SBINDIR)/ooo-k8s-plugin
 	install -m 0755 $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILD)/libooo.so $(DESTDIR)$(LIBDIR)/libooo.so.$(VERSION)
 	ln -sf libooo.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libooo.so.0
@@ -437,7 +438,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 	install -m 0644 include/ooo/ooo.h include/ooo/proto.h include/ooo/shm.h $(DESTDIR)$(INCLUDEDIR)/ooo/
 	install -m 0644 $(BUILD)/ooo.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc
 	install -m 0644 $(BUILD)/oood.service $(DESTDIR)$(UNITDIR)/oood.service
-	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 docs/man/ooo-k8s-plugin.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
 	install -m 0644 docs/man/ooo-run.1 docs/man/ooo-bench.1 docs/man/ooo-jit.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/man/libooo.3 $(DESTDIR)$(MANDIR)/man3/
@@ -446,10 +447,10 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 		install -m 0644 daemon/oood.conf $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-run $(DESTDIR)$(BINDIR)/ooo-bench $(DESTDIR)$(BINDIR)/ooo-jit \
+	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(SBINDIR)/ooo-k8s-plugin $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-run $(DESTDIR)$(BINDIR)/ooo-bench $(DESTDIR)$(BINDIR)/ooo-jit \
 		$(DESTDIR)$(LIBDIR)/libooo.so* $(DESTDIR)$(LIBDIR)/libooo.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc $(DESTDIR)$(UNITDIR)/oood.service \
-		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 \
+		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 $(DESTDIR)$(MANDIR)/man8/ooo-k8s-plugin.8 \
 		$(DESTDIR)$(MANDIR)/man5/oood.conf.5 $(DESTDIR)$(MANDIR)/man1/ooo-run.1 \
 		$(DESTDIR)$(MANDIR)/man1/ooo-bench.1 $(DESTDIR)$(MANDIR)/man1/ooo-jit.1 $(DESTDIR)$(MANDIR)/man3/libooo.3
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/ooo
