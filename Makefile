@@ -67,11 +67,12 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/proto/wire.o $(OBJ)/proto/ri
                $(OBJ)/gen/copy_ptx.o
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(OBJ)/%.o)
 
-UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_cgroup test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler test_http
+UNIT_TESTS  := test_wire test_admit test_partplan test_ldcache test_mps test_fence test_place test_hangs test_longwork test_policy test_registry test_cgroup test_ring test_fdpass test_staging test_validate test_nvrtc test_jit test_jit_cache test_sched test_oooctl_sched test_args test_sampler test_http test_k8s
 INTEG_TESTS := test_daemon
 TEST_BINS   := $(addprefix $(BUILD)/tests/,$(UNIT_TESTS) $(INTEG_TESTS))
 
-BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/libooo.so $(BUILD)/libooo.a
+BINS := $(BUILD)/oood $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(BUILD)/ooo-k8s-plugin \
+        $(BUILD)/libooo.so $(BUILD)/libooo.a
 # helpers of tests/gpu (they need a GPU to do anything; built everywhere)
 GPU_TEST_BINS := $(BUILD)/tests/gpu/buf_check $(BUILD)/tests/gpu/dp_check $(BUILD)/tests/gpu/launch_check \
                  $(BUILD)/tests/gpu/green_check $(BUILD)/tests/gpu/bundle_check $(BUILD)/tests/gpu/mps_check \
@@ -86,7 +87,7 @@ TM_TEST_BINS := $(BUILD)/tests/telemetry/pingpong $(BUILD)/tests/tools/prom_lint
                 $(if $(and $(wildcard $(CUDA_STUBS)/libcuda.so),$(wildcard $(CUDA_HOME)/include/cuda.h)),$(BUILD)/tests/telemetry/cuda_calls)
 
 .PHONY: all run test test-run asan fuzz deps deps-build deps-test deps-fuzz install uninstall clean help
-all: $(BINS) $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
+all: $(BINS) $(BUILD)/gen/k8s/deviceplugin.desc $(BUILD)/libooo-sampler.so $(BUILD)/ooo-callcost $(TEST_BINS) $(GPU_TEST_BINS) $(GPU_JIT_CHECK) $(TM_TEST_BINS) \
      $(FAKECUDA) $(FAKENVRTC)
 
 help:
@@ -125,7 +126,7 @@ $(BUILD)/gen/version.h: FORCE
 	@echo '#define OOO_GIT_REV "$(GIT_REV)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 $(OBJ)/daemon/main.o $(OBJ)/daemon/admin/admin.o $(OBJ)/tools/oooctl/main.o $(OBJ)/tools/oooctl/actions.o \
-	$(OBJ)/tools/ooo-run.o $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/ooo-bench.o: $(BUILD)/gen/version.h
+	$(OBJ)/tools/k8s-plugin/main.o $(OBJ)/tools/ooo-run.o $(OBJ)/tools/ooo-jit.o $(OBJ)/tools/ooo-bench.o: $(BUILD)/gen/version.h
 .PHONY: FORCE
 FORCE:
 
@@ -205,11 +206,40 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/lib
 
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
-                 leases.o actions.o config.o metrics.o) $(OBJ)/tools/json.o \
+                 leases.o actions.o config.o metrics.o cdi.o cdi_spec.o) $(OBJ)/tools/json.o \
                  $(OBJ)/tools/common/args.o $(OBJ)/proto/names.o $(OBJ)/proto/prom.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
+
+# ooo-k8s-plugin: kubelet's device-plugin API (tools/k8s-plugin/deviceplugin.proto) as gRPC: HTTP/2 from
+# libnghttp2, the messages from protobuf-c (protoc-c generates their code, and a descriptor set that
+# tests/integration/test_k8s_plugin.sh loads in Python), both linked statically
+K8S_GEN := $(BUILD)/gen/k8s
+PROTOC_C ?= protoc-c
+# the C code is of the messages only: protoc-c would name the C member of the method Register
+# "register", a C keyword, and the plugin does its own RPC; so it reads a copy without the services
+$(K8S_GEN)/%.pb-c.c $(K8S_GEN)/%.pb-c.h: tools/k8s-plugin/%.proto
+	$(call msg,PROTOC,$<)
+	@mkdir -p $(K8S_GEN)/msgs
+	$(Q)sed '/^service /,/^}/d' $< > $(K8S_GEN)/msgs/$*.proto
+	$(Q)$(PROTOC_C) --c_out=$(K8S_GEN) --proto_path=$(K8S_GEN)/msgs $(K8S_GEN)/msgs/$*.proto
+$(K8S_GEN)/%.desc: tools/k8s-plugin/%.proto
+	$(call msg,PROTOC,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(PROTOC_C) --descriptor_set_out=$@ --proto_path=tools/k8s-plugin $<
+$(OBJ)/gen/k8s/deviceplugin.pb-c.o: $(K8S_GEN)/deviceplugin.pb-c.c $(K8S_GEN)/deviceplugin.pb-c.h
+	$(call msg,CC,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(OBJ)/tools/k8s-plugin/main.o: $(K8S_GEN)/deviceplugin.pb-c.h
+$(OBJ)/tools/k8s-plugin/main.o: ALL_CFLAGS += -I$(K8S_GEN)
+K8S_OBJS := $(addprefix $(OBJ)/tools/k8s-plugin/,main.o grpc_frame.o slots.o) $(OBJ)/gen/k8s/deviceplugin.pb-c.o \
+            $(OBJ)/tools/common/args.o
+K8S_LIBS := -Wl,-Bstatic -lnghttp2 -lprotobuf-c -Wl,-Bdynamic
+$(BUILD)/ooo-k8s-plugin: $(K8S_OBJS) $(BUILD)/libooo.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(K8S_LIBS) -lpthread
 
 # ooo-bench: tools/ooo-bench.c (ping) and tools/bench/ (the GPU workloads),
 # with the kernels of bench/kernels/ compiled to PTX by nvcc and embedded.
@@ -287,6 +317,8 @@ $(BUILD)/tests/test_jit_cache: $(OBJ)/tests/unit/test_jit_cache.o $(OBJ)/daemon/
 $(BUILD)/tests/test_oooctl_sched: $(OBJ)/tests/unit/test_oooctl_sched.o $(OBJ)/tools/oooctl/sched_calc.o $(OBJ)/proto/names.o \
                             $(OBJ)/tools/json.o
 $(BUILD)/tests/test_args: $(OBJ)/tests/unit/test_args.o $(OBJ)/tools/common/args.o
+$(BUILD)/tests/test_k8s: $(OBJ)/tests/unit/test_k8s.o $(OBJ)/tools/k8s-plugin/grpc_frame.o $(OBJ)/tools/k8s-plugin/slots.o \
+                        $(OBJ)/tools/oooctl/cdi_spec.o $(OBJ)/tools/json.o
 $(BUILD)/tests/test_http: $(OBJ)/tests/unit/test_http.o $(OBJ)/daemon/admin/http.o
 $(BUILD)/tests/test_sched: $(OBJ)/tests/unit/test_sched.o $(OBJ)/daemon/sched/sched.o $(OBJ)/daemon/sched/fairq.o
 # the sampler's test needs frame pointers in its own code (bench/sampler.c follows them)
@@ -355,7 +387,7 @@ asan: deps-test
 
 # ---- fuzz ------------------------------------------------------------------
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http fuzz_cgroup
+FUZZ_TARGETS := fuzz_wire fuzz_policy fuzz_sqe fuzz_ptx fuzz_ldcache fuzz_mps fuzz_exec fuzz_http fuzz_cgroup fuzz_grpc
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c proto/wire.c
 $(BUILD)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c daemon/policy/policy.c daemon/policy/values.c daemon/policy/cgroup.c $(BUILD)/gen/default_conf.c
@@ -366,6 +398,7 @@ $(BUILD)/fuzz/fuzz_ldcache: tests/fuzz/fuzz_ldcache.c daemon/telemetry/ldcache.c
 $(BUILD)/fuzz/fuzz_mps: tests/fuzz/fuzz_mps.c daemon/mps/mps_text.c
 $(BUILD)/fuzz/fuzz_exec: tests/fuzz/fuzz_exec.c proto/exec_proto.c
 $(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c daemon/admin/http.c
+$(BUILD)/fuzz/fuzz_grpc: tests/fuzz/fuzz_grpc.c tools/k8s-plugin/grpc_frame.c tools/k8s-plugin/slots.c
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)):
 	$(call msg,FUZZCC,$@)
 	@mkdir -p $(dir $@)
@@ -398,6 +431,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 		$(DESTDIR)$(INCLUDEDIR)/ooo $(DESTDIR)$(SYSCONFDIR)/ooo $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(BUILD)/oood $(DESTDIR)$(SBINDIR)/oood
+	install -m 0755 $(BUILD)/ooo-k8s-plugin $(DESTDIR)$(SBINDIR)/ooo-k8s-plugin
 	install -m 0755 $(BUILD)/oooctl $(BUILD)/ooo-run $(BUILD)/ooo-bench $(BUILD)/ooo-jit $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILD)/libooo.so $(DESTDIR)$(LIBDIR)/libooo.so.$(VERSION)
 	ln -sf libooo.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libooo.so.0
@@ -406,7 +440,7 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 	install -m 0644 include/ooo/ooo.h include/ooo/proto.h include/ooo/shm.h $(DESTDIR)$(INCLUDEDIR)/ooo/
 	install -m 0644 $(BUILD)/ooo.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc
 	install -m 0644 $(BUILD)/oood.service $(DESTDIR)$(UNITDIR)/oood.service
-	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/man/oood.8 docs/man/oooctl.8 docs/man/ooo-k8s-plugin.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
 	install -m 0644 docs/man/ooo-run.1 docs/man/ooo-bench.1 docs/man/ooo-jit.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/man/libooo.3 $(DESTDIR)$(MANDIR)/man3/
@@ -415,10 +449,10 @@ install: $(BINS) $(BUILD)/ooo.pc $(BUILD)/oood.service
 		install -m 0644 daemon/oood.conf $(DESTDIR)$(SYSCONFDIR)/ooo/oood.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-run $(DESTDIR)$(BINDIR)/ooo-bench $(DESTDIR)$(BINDIR)/ooo-jit \
+	rm -f $(DESTDIR)$(SBINDIR)/oood $(DESTDIR)$(SBINDIR)/ooo-k8s-plugin $(DESTDIR)$(BINDIR)/oooctl $(DESTDIR)$(BINDIR)/ooo-run $(DESTDIR)$(BINDIR)/ooo-bench $(DESTDIR)$(BINDIR)/ooo-jit \
 		$(DESTDIR)$(LIBDIR)/libooo.so* $(DESTDIR)$(LIBDIR)/libooo.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/ooo.pc $(DESTDIR)$(UNITDIR)/oood.service \
-		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 \
+		$(DESTDIR)$(MANDIR)/man8/oood.8 $(DESTDIR)$(MANDIR)/man8/oooctl.8 $(DESTDIR)$(MANDIR)/man8/ooo-k8s-plugin.8 \
 		$(DESTDIR)$(MANDIR)/man5/oood.conf.5 $(DESTDIR)$(MANDIR)/man1/ooo-run.1 \
 		$(DESTDIR)$(MANDIR)/man1/ooo-bench.1 $(DESTDIR)$(MANDIR)/man1/ooo-jit.1 $(DESTDIR)$(MANDIR)/man3/libooo.3
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/ooo

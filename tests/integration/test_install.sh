@@ -17,9 +17,9 @@ fail() { echo "test_install: FAIL: $*"; exit 1; }
 
 make -s -C "$top" BUILD="$build" install DESTDIR="$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null ||
 	fail "make install"
-for f in usr/sbin/oood usr/bin/oooctl usr/bin/ooo-bench usr/lib/libooo.so.0 usr/lib/libooo.so usr/lib/libooo.a \
+for f in usr/sbin/oood usr/sbin/ooo-k8s-plugin usr/bin/oooctl usr/bin/ooo-bench usr/lib/libooo.so.0 usr/lib/libooo.so usr/lib/libooo.a \
 	usr/include/ooo/ooo.h usr/include/ooo/proto.h usr/lib/pkgconfig/ooo.pc etc/ooo/oood.conf \
-	usr/lib/systemd/system/oood.service usr/share/man/man8/oood.8 usr/share/man/man8/oooctl.8 \
+	usr/lib/systemd/system/oood.service usr/share/man/man8/oood.8 usr/share/man/man8/oooctl.8 usr/share/man/man8/ooo-k8s-plugin.8 \
 	usr/share/man/man5/oood.conf.5 usr/share/man/man1/ooo-run.1 usr/share/man/man1/ooo-bench.1 \
 	usr/share/man/man1/ooo-jit.1 usr/share/man/man3/libooo.3 usr/include/ooo/shm.h; do
 	[ -e "$stage/$f" ] || fail "missing $f"

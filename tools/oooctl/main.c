@@ -73,6 +73,8 @@ int cmd_getopt(int argc, char **argv, const char *shortopts)
 		{ "metric", required_argument, NULL, 'm' },
 		{ "grace", required_argument, NULL, 'g' },
 		{ "wait", required_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "socket", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char so[32];
@@ -97,12 +99,14 @@ int cmd_getopt(int argc, char **argv, const char *shortopts)
 		default:
 			/*
 			 * --count belongs to ping and top, --device to sched, --interval to sched and top,
-			 * --metric to hist, --grace to evict, --wait to partition
+			 * --metric to hist, --grace to evict, --wait to partition, --output and --socket to cdi
 			 */
-			if ((c == 'c' || c == 'd' || c == 'i' || c == 'm' || c == 'g' || c == 'w') && !strchr(shortopts, c))
+			if ((c == 'c' || c == 'd' || c == 'i' || c == 'm' || c == 'g' || c == 'w' || c == 'o' || c == 's') &&
+			    !strchr(shortopts, c))
 				exit(usage_error("unknown option '--%s'",
 						 c == 'c' ? "count" : c == 'd' ? "device" : c == 'i' ? "interval" :
-						 c == 'g' ? "grace" : c == 'w' ? "wait" : "metric"));
+						 c == 'g' ? "grace" : c == 'w' ? "wait" : c == 'o' ? "output" :
+						 c == 's' ? "socket" : "metric"));
 			return c;
 		}
 	}
@@ -222,6 +226,16 @@ static const struct cmd cmds[] = {
 	  "                       the policy it gives, as 'config check --json' shows one\n" },
 	{ "ping", do_ping, "Measure round trips to oood over the admin socket", "[-c COUNT]",
 	  "  -c, --count COUNT  round trips to make (default 10)\n" },
+	{ "cdi", do_cdi, "Write a CDI spec that gives containers oood's tenant socket", "[-o|--output FILE] [-s|--socket PATH]",
+	  "  -o, --output FILE  write the spec to FILE (through FILE.tmp and a rename, mode\n"
+	  "                     0644), e.g. /etc/cdi/ooo.json; default stdout\n"
+	  "  -s, --socket PATH  the tenants' socket to mount (default RUNDIR/" OOO_SOCKET_NAME ")\n"
+	  "\n"
+	  "The spec (cdiVersion 0.6.0, kind ooo.dev/gpu) has a device per GPU oood lists\n"
+	  "(gpu0, gpu1, ...) and 'all'. Whichever a container is given, the spec's\n"
+	  "containerEdits bind-mount the socket at the same path and set OOO_SOCKET; each\n"
+	  "device adds OOO_CDI_DEVICE=NAME. oood places tenants itself: the device names a\n"
+	  "request, not a GPU the tenant is held to. See docs/kubernetes.md.\n" },
 	{ "version", do_version, "Show oooctl's version and, if it is reachable, oood's", "", NULL },
 	{ "help", do_help, "Show help for oooctl or for one command", "[COMMAND]", NULL },
 };

@@ -205,6 +205,7 @@ int do_ping(int argc, char **argv);      /* actions.c */
 int do_version(int argc, char **argv);   /* actions.c */
 int do_config(int argc, char **argv);    /* config.c */
 int do_metrics(int argc, char **argv);   /* metrics.c */
+int do_cdi(int argc, char **argv);       /* cdi.c */
 
 /* ---- telemetry.c, for metrics.c ---------------------------------------------------- */
 
