@@ -611,7 +611,8 @@ static void conn_new(struct server *srv, int fd, bool admin)
 		refuse_now(srv, fd, r, "cannot read peer credentials");
 		return;
 	}
-	if (!admin)
+	/* only where the policy looks at cgroups: it costs five system calls per connection */
+	if (!admin && policy_uses_cgroups(srv->policy))
 		read_peer_cgroup(srv, c);
 	/*
 	 * Connections that have not said hello cost memory and a slot: each
