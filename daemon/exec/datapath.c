@@ -1179,12 +1179,15 @@ static void dp_note_inflight(struct datapath *dp)
 	dp->inflight_n = dp->inflight_more = 0;
 	co_inflight_sessions(dp, dp->inflight_ids, EXEC_HUNG_MAX, &dp->inflight_n, &dp->inflight_more);
 	for (struct dp_session *s = dp->sessions; s; s = s->next)
-		for (uint32_t j = 0; s->base && j < s->nq; j++)
+		for (uint32_t j = 0; s->base && j < s->nq; j++) {
+			const struct dp_queue *q = s->queues[s->qlist[j]];
+
 			/* commands waiting for their completion, or issued on the queue's stream with none behind them */
-			if (s->queues[s->qlist[j]]->len || s->queues[s->qlist[j]]->direct_n) {
+			if (q && (q->len || q->direct_n)) {
 				dp_ids_add(s->id, dp->inflight_ids, EXEC_HUNG_MAX, &dp->inflight_n, &dp->inflight_more);
 				break;
 			}
+		}
 }
 
 /*

@@ -322,7 +322,6 @@ uint64_t dp_wake_ns(const struct datapath *dp);
  * they are all one tenant's (oood.conf hang_strikes).
  */
 void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32_t more, uint64_t ran_ns);
-/* Adds session id to ids[] (*n of cap used) unless it is there; past cap, counts it in *more. */
 /*
  * Before the executor exits for a kernel fault: tell oood which sessions
  * had work on the GPU (EXEC_MSG_FAULT), from every serving thread's
@@ -330,6 +329,7 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
  * after the serving threads have stopped.
  */
 void dp_report_fault(struct datapath *const *dps, uint32_t n);
+/* Adds session id to ids[] (*n of cap used) unless it is there; past cap, counts it in *more. */
 void dp_ids_add(uint64_t id, uint64_t *ids, uint32_t cap, uint32_t *n, uint32_t *more);
 
 #endif
