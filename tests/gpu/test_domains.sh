@@ -107,6 +107,13 @@ for how in global generic atom; do
 	victim_end intact
 	echo "$name: fenced: uid $B writing uid $A's buffer at $vaddr through $how: $(echo "$out" | head -1); victim intact ($(grep '^resets' "$rundir/victim.out"))"
 done
+# each fault came with only uid B's work on the GPU (the victim waits idle): a strike against B each
+# time (EXEC_MSG_FAULT), so the third bars it (hang_strikes 3); pardoned for the launches below
+grep -q "only uid $B's work was on the GPU" "$rundir/oood.log" ||
+	fail "a fenced fault with only uid $B's work on the GPU was not counted against it"
+grep -q "uid $B: 3 hangs or faults within" "$rundir/oood.log" || fail "uid $B was not barred after its third fault"
+out=$($ctl pardon $B 2>&1) || fail "oooctl pardon $B: $out"
+echo "$name: fenced: uid $B's three faults counted against it, barred; $out"
 c0=$(counter fused_launches)
 out=$(timeout 200 setpriv --reuid=$B --regid=$B --clear-groups "$check" "$sock" many 16 300 2>&1) ||
 	fail "fenced launches of 16 sessions: $out"
