@@ -81,15 +81,25 @@ static void arm_recv(struct server *srv, struct gpu *g)
 	g->inflight++;
 }
 
-static void set_backoff(struct server *srv, struct gpu *g, const char *cause)
+/*
+ * The slot's executor died (or could not be started): restart it after a
+ * backoff that starts at GPU_BACKOFF_MIN_MS and doubles up to
+ * GPU_BACKOFF_MAX_MS, from the minimum again after GPU_STABLE_NS ready.
+ * `fault`: it exited for a kernel fault of its tenants' work (the driver
+ * and the executor are sound): the first such death after a stable run
+ * (or ever) restarts at once, since every tenant of the domain waits for
+ * it; one more within GPU_STABLE_NS backs off as any death does.
+ */
+static void set_backoff(struct server *srv, struct gpu *g, const char *cause, bool fault)
 {
 	uint64_t now = server_now_ns();
 	char why[OOO_ERRMSG_MAX - 48];
+	bool stable = g->ready_ns && now - g->ready_ns >= GPU_STABLE_NS;
 
 	copy_text(why, sizeof(why), cause); /* cause may be g->reason itself */
-	if (g->ready_ns && now - g->ready_ns >= GPU_STABLE_NS)
-		g->backoff_ms = GPU_BACKOFF_MIN_MS;
-	else if (!g->backoff_ms)
+	if (fault && (stable || (!g->backoff_ms && !g->restarts)))
+		g->backoff_ms = 0;
+	else if (stable || !g->backoff_ms)
 		g->backoff_ms = GPU_BACKOFF_MIN_MS;
 	else if (g->backoff_ms < GPU_BACKOFF_MAX_MS)
 		g->backoff_ms = g->backoff_ms * 2 > GPU_BACKOFF_MAX_MS ? GPU_BACKOFF_MAX_MS : g->backoff_ms * 2;
@@ -128,7 +138,7 @@ static void spawn(struct server *srv, struct gpu *g)
 	g->have_stats = false; /* a new executor's counters start from zero */
 	g->ready_ns = 0;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		set_backoff(srv, g, "cannot create the executor's socket");
+		set_backoff(srv, g, "cannot create the executor's socket", false);
 		return;
 	}
 	snprintf(dev, sizeof(dev), "%u", g->dev);
@@ -136,7 +146,7 @@ static void spawn(struct server *srv, struct gpu *g)
 	if (pid < 0) {
 		close(sv[0]);
 		close(sv[1]);
-		set_backoff(srv, g, "cannot fork an executor");
+		set_backoff(srv, g, "cannot fork an executor", false);
 		return;
 	}
 	if (pid == 0) {
@@ -187,7 +197,7 @@ static void spawn(struct server *srv, struct gpu *g)
 		close(g->ctl);
 		g->ctl = -1;
 		g->pid = 0;
-		set_backoff(srv, g, "cannot watch the executor (pidfd_open failed)");
+		set_backoff(srv, g, "cannot watch the executor (pidfd_open failed)", false);
 		return;
 	}
 	g->mps_client = mps_running(srv) && srv->mps->executor_client; /* what mps_executor_env gave it */
@@ -354,8 +364,10 @@ static void finalize_exit(struct server *srv, struct gpu *g)
 		snprintf(why, sizeof(why), "executor failed: %.120s", g->info.reason);
 	else
 		snprintf(why, sizeof(why), "executor exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	set_backoff(srv, g, why);
+	set_backoff(srv, g, why, WIFEXITED(st) && WEXITSTATUS(st) == EXEC_EXIT_FAULT);
 	g->restarts++;
+	if (!g->backoff_ms && !g->inflight)
+		spawn(srv, g); /* at once: the tick would add up to SERVER_TICK_NS */
 }
 
 static struct gpu *gpu_at(struct server *srv, uint32_t idx)

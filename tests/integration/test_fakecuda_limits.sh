@@ -170,6 +170,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		grep -q "uid $(id -u): fault 1 within" "$rundir/oood.log" ||
 		fail "a fault alone in a shared domain was not counted against its tenant: $(grep -i fault "$rundir/oood.log" | tail -5)"
 	ok "domain = shared: a fault with only its tenant's work on the GPU is counted against that tenant"
+	# the first fault restarts the executor at once (its tenants wait for it), a second within 60 s
+	# after the usual backoff
+	grep -q "executor exited with status 4; restart 1 in 0 ms" "$rundir/oood.log" ||
+		fail "the first fault did not restart the executor at once: $(grep 'restart [0-9]' "$rundir/oood.log")"
 	wait_ready || fail "the shared domain's executor is not back"
 	slog=$rundir/slow.out
 	timeout 120 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/launch_check" "$sock" stall \
@@ -190,6 +194,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	[ "$(grep -c "uid $(id -u): fault [0-9]* within" "$rundir/oood.log")" -eq 1 ] &&
 		! grep -q "uid 4301: fault" "$rundir/oood.log" ||
 		fail "a fault beside another uid's work was counted: $(grep -i fault "$rundir/oood.log" | tail -5)"
+	grep -q "executor exited with status 4; restart 2 in 1000 ms" "$rundir/oood.log" ||
+		fail "a second fault within 60 s was not backed off: $(grep 'restart [0-9]' "$rundir/oood.log")"
 	ok "domain = shared: a fault beside another uid's running kernel counts against neither ($(sed -n 's/^slow kernel: /uid 4301: /p' "$slog"))"
 	fake_stop
 else
