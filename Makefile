@@ -207,7 +207,7 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/lib
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
                  leases.o actions.o config.o metrics.o cdi.o cdi_spec.o) $(OBJ)/tools/json.o \
-                 $(OBJ)/tools/common/args.o $(OBJ)/proto/names.o $(OBJ)/proto/prom.o
+                 $(OBJ)/tools/common/args.o $(OBJ)/tools/common/admin_list.o $(OBJ)/proto/names.o $(OBJ)/proto/prom.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
@@ -235,7 +235,7 @@ $(OBJ)/gen/k8s/deviceplugin.pb-c.o: $(K8S_GEN)/deviceplugin.pb-c.c $(K8S_GEN)/de
 $(OBJ)/tools/k8s-plugin/main.o: $(K8S_GEN)/deviceplugin.pb-c.h
 $(OBJ)/tools/k8s-plugin/main.o: ALL_CFLAGS += -I$(K8S_GEN)
 K8S_OBJS := $(addprefix $(OBJ)/tools/k8s-plugin/,main.o grpc_frame.o slots.o) $(OBJ)/gen/k8s/deviceplugin.pb-c.o \
-            $(OBJ)/tools/common/args.o
+            $(OBJ)/tools/common/args.o $(OBJ)/tools/common/admin_list.o
 K8S_LIBS := -Wl,-Bstatic -lnghttp2 -lprotobuf-c -Wl,-Bdynamic
 $(BUILD)/ooo-k8s-plugin: $(K8S_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)

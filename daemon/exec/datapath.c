@@ -1190,6 +1190,16 @@ static void dp_note_inflight(struct datapath *dp)
 		}
 }
 
+/* Send oood report type (EXEC_MSG_HUNG or _FAULT), never blocking; `what` words a failure for the log. */
+static void send_report(uint16_t type, const struct exec_hung *h, const char *what)
+{
+	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(*h)];
+	ssize_t len = wire_encode(buf, sizeof(buf), type, 0, 0, h, sizeof(*h));
+
+	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+		fprintf(stderr, "oood[executor]: could not tell oood %s: %s\n", what, strerror(errno));
+}
+
 /*
  * The status for a command of session s that ended with the context's loss
  * (st): OOO_EFAULT says "your kernel faulted", so it goes to s only when s
@@ -1214,18 +1224,13 @@ static int32_t dp_blame(const struct datapath *dp, const struct dp_session *s, i
 void dp_report_fault(struct datapath *const *dps, uint32_t n)
 {
 	struct exec_hung h = { 0 };
-	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(h)];
-	ssize_t len;
 
 	for (uint32_t i = 0; i < n; i++) {
 		h.more += dps[i]->inflight_more;
 		for (uint32_t k = 0; k < dps[i]->inflight_n; k++)
 			dp_ids_add(dps[i]->inflight_ids[k], h.session, EXEC_HUNG_MAX, &h.n, &h.more);
 	}
-	len = wire_encode(buf, sizeof(buf), EXEC_MSG_FAULT, 0, 0, &h, sizeof(h));
-	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
-		fprintf(stderr, "oood[executor]: could not tell oood which sessions had work at the fault: %s\n",
-			strerror(errno));
+	send_report(EXEC_MSG_FAULT, &h, "which sessions had work at the fault");
 }
 
 void dp_set_fatal(struct datapath *dp, CUresult r, const char *what)
@@ -1785,9 +1790,7 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
 {
 	static atomic_bool sent; /* one report per executor process */
 	struct exec_hung h = { .ran_ms = ran_ns / 1000000u, .limit_ms = dp->kernel_limit_ns / 1000000u };
-	unsigned char buf[sizeof(struct ooo_msg_hdr) + sizeof(h)];
 	uint64_t now = dp_now_ns();
-	ssize_t len;
 
 	if (atomic_exchange(&sent, true))
 		return;
@@ -1809,9 +1812,7 @@ void dp_report_hung(struct datapath *dp, const uint64_t *ids, uint32_t n, uint32
 		for (uint32_t k = 0; k < pn; k++)
 			dp_ids_add(pid[k], h.session, EXEC_HUNG_MAX, &h.n, &h.more);
 	}
-	len = wire_encode(buf, sizeof(buf), EXEC_MSG_HUNG, 0, 0, &h, sizeof(h));
-	if (len > 0 && send(EXEC_CTL_FD, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
-		fprintf(stderr, "oood[executor]: could not tell oood which sessions hung: %s\n", strerror(errno));
+	send_report(EXEC_MSG_HUNG, &h, "which sessions hung");
 }
 
 /*

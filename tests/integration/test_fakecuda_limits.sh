@@ -104,15 +104,9 @@ grep -q "cannot be attached again (uid $(id -u).s kernels hung" "$rundir/oood.lo
 ok "hang strikes: the second hang of uid $(id -u) (hang_strikes 2): its session closed, a new one refused with OOO_EHUNG until oooctl pardon; $other"
 fake_stop
 
-# a hang beside another tenant's long work, on the other serving thread of one executor (domain =
-# shared; shard_sessions = 0: the first session on thread 0, the second on thread 1): uid 4301's kernel
-# runs 4 s (the stand-in's "slow" kernel, FAKECUDA_SLOW_MS), past kernel_time_limit_ms 2000, and
-# passes it first; uid 0's, launched after it, never ends. The report names both tenants' work (the
-# other thread's as that thread published it), so the hang counts against neither (hang_strikes = 1
-# would bar at once): a tenant whose work a hang starved is not the one blamed.
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	FAKECUDA_SLOW_MS=4000 gpu_start 'max_sessions = 200\ndomain = shared\n' \
-		"kernel_time_limit_ms = 2000\nhang_strikes = 1\nserving_threads = 2\nshard_sessions = 0\n"
+# slow_4301: uid 4301's slow kernel (the stand-in's, FAKECUDA_SLOW_MS) launched and running in the
+# background, its output in $slog, its pid in $spid
+slow_4301() {
 	slog=$rundir/slow.out
 	timeout 120 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/launch_check" "$sock" stall \
 		"$hang_ptx" slow >"$slog" 2>&1 &
@@ -122,6 +116,18 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		sleep 0.05
 	done
 	grep -q '^launched' "$slog" || fail "uid 4301's slow kernel was not launched: $(cat "$slog")"
+}
+
+# a hang beside another tenant's long work, on the other serving thread of one executor (domain =
+# shared; shard_sessions = 0: the first session on thread 0, the second on thread 1): uid 4301's kernel
+# runs 4 s (the stand-in's "slow" kernel, FAKECUDA_SLOW_MS), past kernel_time_limit_ms 2000, and
+# passes it first; uid 0's, launched after it, never ends. The report names both tenants' work (the
+# other thread's as that thread published it), so the hang counts against neither (hang_strikes = 1
+# would bar at once): a tenant whose work a hang starved is not the one blamed.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	FAKECUDA_SLOW_MS=4000 gpu_start 'max_sessions = 200\ndomain = shared\n' \
+		"kernel_time_limit_ms = 2000\nhang_strikes = 1\nserving_threads = 2\nshard_sessions = 0\n"
+	slow_4301
 	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" stall "$hang_ptx" hang 2>&1) ||
 		fail "launch_check stall hang: $out"
 	wait "$spid" || fail "launch_check stall slow (uid 4301): $(cat "$slog")"
@@ -175,15 +181,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	grep -q "executor exited with status 4; restart 1 in 0 ms" "$rundir/oood.log" ||
 		fail "the first fault did not restart the executor at once: $(grep 'restart [0-9]' "$rundir/oood.log")"
 	wait_ready || fail "the shared domain's executor is not back"
-	slog=$rundir/slow.out
-	timeout 120 setpriv --reuid=4301 --regid=4301 --clear-groups "$build/tests/gpu/launch_check" "$sock" stall \
-		"$hang_ptx" slow >"$slog" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do
-		grep -q '^launched' "$slog" && break
-		sleep 0.05
-	done
-	grep -q '^launched' "$slog" || fail "uid 4301's slow kernel was not launched: $(cat "$slog")"
+	slow_4301
 	r0=$(field restarts)
 	out=$(timeout 120 "$build/tests/gpu/launch_check" "$sock" fault "$rundir/poke.ptx" noresults 2>&1) ||
 		fail "launch_check fault (shared domain, beside uid 4301): $out"

@@ -40,6 +40,7 @@
 #include <ooo/ooo.h>
 #include <ooo/proto.h>
 
+#include "../common/admin_list.h"
 #include "../common/args.h"
 #include "deviceplugin.pb-c.h"
 #include "grpc_frame.h"
@@ -158,48 +159,9 @@ static ooo_session *admin;
 /* OOO_MSG_DEVICES, every page: 0 with *out malloc'd (caller frees), or a negative error. */
 static int fetch_devices(ooo_session *s, struct ooo_device_rec **out, size_t *nout)
 {
-	struct ooo_msg_list_req req = { 0 };
-	uint8_t *buf = malloc(OOO_MSG_MAX);
-	struct ooo_device_rec *recs = NULL;
-	size_t n = 0;
-	int r;
+	char why[128];
 
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		struct ooo_msg_list l;
-		void *p;
-
-		r = ooo_admin_call(s, OOO_MSG_DEVICES, &req, sizeof(req), buf, OOO_MSG_MAX);
-		if (r < 0)
-			goto fail;
-		memcpy(&l, buf, (size_t)r < sizeof(l) ? 0 : sizeof(l));
-		if ((size_t)r < sizeof(l) || l.rec_size != sizeof(*recs) ||
-		    (size_t)r - sizeof(l) != (size_t)l.count * sizeof(*recs)) {
-			r = -EPROTO;
-			goto fail;
-		}
-		if (!l.count)
-			break;
-		if (!(p = realloc(recs, (n + l.count) * sizeof(*recs)))) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		recs = p;
-		memcpy(recs + n, buf + sizeof(l), (size_t)l.count * sizeof(*recs));
-		n += l.count;
-		req.offset += l.count;
-		if (req.offset >= l.total)
-			break;
-	}
-	free(buf);
-	*out = recs;
-	*nout = n;
-	return 0;
-fail:
-	free(buf);
-	free(recs);
-	return r;
+	return admin_list_fetch(s, OOO_MSG_DEVICES, sizeof(**out), (void **)out, nout, why, sizeof(why));
 }
 
 /*

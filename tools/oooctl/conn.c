@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../json.h"
+#include "../common/admin_list.h"
 #include "oooctl.h"
 
 /*
@@ -133,53 +134,15 @@ int get_status(ooo_session *s, struct ooo_msg_status *st)
 	return r < 0 ? r : 0;
 }
 
-/*
- * Fetch a whole paged list into a malloc'd array of records. Each request
- * is answered from a fresh snapshot, so a list that changes while we page
- * may show an entry twice or miss one: fine for a report.
- */
+/* Every page of a list (admin_list_fetch); the reason of a failure in `reason`. */
 int fetch_list(ooo_session *s, uint16_t type, size_t rec_size, void **out, size_t *nout)
 {
-	struct ooo_msg_list_req req = { 0 };
-	unsigned char *buf = xrealloc(NULL, OOO_MSG_MAX);
-	char *recs = NULL;
-	size_t n = 0;
 	int r;
 
-	for (;;) {
-		struct ooo_msg_list l;
-
-		r = admin_call(s, type, &req, sizeof(req), buf, OOO_MSG_MAX);
-		if (r < 0)
-			goto fail;
-		if ((size_t)r < sizeof(l)) {
-			snprintf(reason, sizeof(reason), "list reply shorter than its header");
-			r = -OOO_EPROTO;
-			goto fail;
-		}
-		memcpy(&l, buf, sizeof(l));
-		if (l.rec_size != rec_size || (size_t)r - sizeof(l) != (size_t)l.count * rec_size) {
-			snprintf(reason, sizeof(reason), "list records of %" PRIu32 " bytes, expected %zu", l.rec_size,
-				 rec_size);
-			r = -OOO_EPROTO;
-			goto fail;
-		}
-		if (!l.count)
-			break; /* the list shrank under us, or is empty */
-		recs = xrealloc(recs, (n + l.count) * rec_size);
-		memcpy(recs + n * rec_size, buf + sizeof(l), (size_t)l.count * rec_size);
-		n += l.count;
-		req.offset += l.count;
-		if (req.offset >= l.total)
-			break;
-	}
-	free(buf);
-	*out = recs;
-	*nout = n;
-	return 0;
-fail:
-	free(buf);
-	free(recs);
+	reason[0] = 0;
+	r = admin_list_fetch(s, type, rec_size, out, nout, reason, sizeof(reason));
+	if (r < 0 && !reason[0])
+		take_reason(); /* the call's own: ooo_last_error() */
 	return r;
 }
 
