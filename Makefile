@@ -55,7 +55,7 @@ OBJ := $(BUILD)/obj
 
 DAEMON_SRCS := daemon/main.c daemon/server.c daemon/server_setup.c daemon/policy/registry.c daemon/policy/policy.c daemon/policy/values.c daemon/policy/cgroup.c daemon/buffers/buffers.c daemon/sessions/dpath.c \
                daemon/log.c daemon/notify.c daemon/peer_cgroup.c daemon/watchdog.c daemon/admin/admin.c daemon/executors/gpu.c daemon/telemetry/telemetry.c daemon/telemetry/ldcache.c daemon/sched/place.c daemon/policy/hangs.c daemon/mps/mps.c daemon/mps/mps_text.c daemon/leases/lease.c daemon/leases/lease_decide.c daemon/policy/admit.c daemon/parts/parts.c daemon/parts/partplan.c \
-               daemon/admin/http.c daemon/admin/metrics.c proto/prom.c proto/names.c \
+               daemon/admin/http.c daemon/admin/metrics.c proto/prom.c proto/names.c proto/list_fetch.c \
                daemon/exec/executor.c proto/exec_proto.c daemon/exec/cuda.c daemon/exec/validate.c daemon/exec/memory.c daemon/exec/datapath.c daemon/exec/longwork.c daemon/exec/nvrtc.c \
                daemon/exec/coalesce.c daemon/exec/partition.c daemon/sched/sched.c daemon/sched/fairq.c
 PTX_SRCS    := daemon/jit/ptx.c daemon/jit/ptx_util.c daemon/jit/ptx_analyse.c daemon/jit/ptx_print.c
@@ -207,7 +207,7 @@ $(BUILD)/ooo-run: $(OBJ)/tools/ooo-run.o $(OBJ)/tools/common/args.o $(BUILD)/lib
 # oooctl: tools/oooctl/main.c (options, the command table) and a file per group of commands
 OOOCTL_OBJS := $(addprefix $(OBJ)/tools/oooctl/,main.o util.o conn.o state.o sched.o sched_calc.o telemetry.o \
                  leases.o actions.o config.o metrics.o cdi.o cdi_spec.o) $(OBJ)/tools/json.o \
-                 $(OBJ)/tools/common/args.o $(OBJ)/tools/common/admin_list.o $(OBJ)/proto/names.o $(OBJ)/proto/prom.o
+                 $(OBJ)/tools/common/args.o $(OBJ)/tools/common/admin_list.o $(OBJ)/proto/list_fetch.o $(OBJ)/proto/names.o $(OBJ)/proto/prom.o
 $(BUILD)/oooctl: $(OOOCTL_OBJS) $(POLICY_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(STATIC_LIBS) -lpthread
@@ -235,7 +235,7 @@ $(OBJ)/gen/k8s/deviceplugin.pb-c.o: $(K8S_GEN)/deviceplugin.pb-c.c $(K8S_GEN)/de
 $(OBJ)/tools/k8s-plugin/main.o: $(K8S_GEN)/deviceplugin.pb-c.h
 $(OBJ)/tools/k8s-plugin/main.o: ALL_CFLAGS += -I$(K8S_GEN)
 K8S_OBJS := $(addprefix $(OBJ)/tools/k8s-plugin/,main.o grpc_frame.o slots.o) $(OBJ)/gen/k8s/deviceplugin.pb-c.o \
-            $(OBJ)/tools/common/args.o $(OBJ)/tools/common/admin_list.o
+            $(OBJ)/tools/common/args.o $(OBJ)/tools/common/admin_list.o $(OBJ)/proto/list_fetch.o
 K8S_LIBS := -Wl,-Bstatic -lnghttp2 -lprotobuf-c -Wl,-Bdynamic
 $(BUILD)/ooo-k8s-plugin: $(K8S_OBJS) $(BUILD)/libooo.a
 	$(call msg,LD,$@)

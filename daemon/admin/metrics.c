@@ -13,6 +13,7 @@
 #include <ooo/proto.h>
 
 #include "../../proto/wire.h"
+#include "../../proto/list_fetch.h"
 #include "../../proto/prom.h"
 #include "http.h"
 #include "../log.h"
@@ -69,50 +70,22 @@ static void text_put(struct text *t)
 	free(t);
 }
 
+static ssize_t build_page(void *ctx, uint16_t type, const struct ooo_msg_list_req *req, void *buf, size_t cap)
+{
+	return server_build(ctx, type, req, buf, cap);
+}
+
 /*
  * Every page of an admin list through its build handler, as oooctl pages
  * it over admin.sock: 0 with *out (malloc'd, NULL when empty) and *n, or
- * -errno with nothing allocated.
+ * a negative error (errno or OOO_E*) with nothing allocated.
  */
 static int fetch_list(struct server *srv, uint16_t type, size_t rec_size, void **out, size_t *n)
 {
-	const size_t cap = OOO_MSG_MAX - sizeof(struct ooo_msg_hdr);
-	struct ooo_msg_list_req req = { 0 };
-	char *recs = NULL, *nr;
-	size_t have = 0;
+	char why[96];
 
-	for (;;) {
-		ssize_t r = server_build(srv, type, &req, srv->metrics->page, cap);
-		struct ooo_msg_list l;
-
-		if (r >= 0 && (size_t)r < sizeof(l))
-			r = -EPROTO;
-		if (r >= 0) {
-			memcpy(&l, srv->metrics->page, sizeof(l));
-			if (l.rec_size != rec_size || (size_t)r - sizeof(l) != (size_t)l.count * rec_size)
-				r = -EPROTO;
-		}
-		if (r < 0) {
-			free(recs);
-			return (int)r;
-		}
-		if (!l.count)
-			break;
-		nr = realloc(recs, (have + l.count) * rec_size);
-		if (!nr) {
-			free(recs);
-			return -ENOMEM;
-		}
-		recs = nr;
-		memcpy(recs + have * rec_size, (char *)srv->metrics->page + sizeof(l), (size_t)l.count * rec_size);
-		have += l.count;
-		req.offset += l.count;
-		if (req.offset >= l.total)
-			break;
-	}
-	*out = recs;
-	*n = have;
-	return 0;
+	return list_fetch(build_page, srv, type, rec_size, srv->metrics->page, OOO_MSG_MAX - sizeof(struct ooo_msg_hdr),
+			  out, n, why, sizeof(why));
 }
 
 /* The exposition into b, from the same replies oooctl metrics fetches: 0 or -errno. */
@@ -277,7 +250,7 @@ static void respond(struct server *srv, struct mconn *c, int status, const struc
 	if (status == HTTP_OK)
 		status = http_route(c->req, req, METRICS_PATH);
 	if (status == HTTP_OK && !(c->text = text_get(srv, server_now_ns(), &err))) {
-		log_msg_limited(LOG_WARNING, __func__, "metrics: cannot build the exposition: %s", strerror(-err));
+		log_msg_limited(LOG_WARNING, __func__, "metrics: cannot build the exposition: %s", wire_strerror(err));
 		status = 500;
 	}
 	log_debug("metrics: %s %.*s: %d", req->method[0] ? req->method : "-",
